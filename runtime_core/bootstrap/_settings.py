@@ -1,0 +1,35 @@
+"""RuntimeSettings: one typed config object, read from the environment with defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from runtime_core.dag import EngineSettings
+
+
+class RuntimeSettings(BaseModel):
+    data_dir: Path = Path(".mcp-runtime")
+    redis_url: str | None = None
+    redis_prefix: str = "mcprt:"
+    mongodb_uri: str | None = None
+    mongodb_database: str = "mcp_runtime"
+    workers: int = 4
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> RuntimeSettings:
+        env = {
+            "data_dir": os.environ.get("MCP_RUNTIME_DATA_DIR"),
+            "redis_url": os.environ.get("REDIS_URL"),
+            "redis_prefix": os.environ.get("MCP_RUNTIME_REDIS_PREFIX"),
+            "mongodb_uri": os.environ.get("MONGODB_URI"),
+            "mongodb_database": os.environ.get("MONGODB_DATABASE"),
+        }
+        values = {k: v for k, v in env.items() if v}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)

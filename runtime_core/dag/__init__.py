@@ -1,0 +1,52 @@
+"""The Redis DAG store (Lua-backed transitions) and the DAG engine.
+
+Owns the hot state of executions (step statuses, claim tokens, leases, retries, results),
+ready-step evaluation, the worker loop, convergence, idempotent finalization and the
+terminal fingerprint. Must not know about queues or tenants beyond the snapshot it is
+given, and never writes the state a Lua script guards from Python.
+"""
+
+from runtime_core.dag._engine import DagEngine, EngineSettings
+from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._fingerprint import execution_fingerprint
+from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
+from runtime_core.dag._store import (
+    ClaimBatch,
+    ClaimOutcome,
+    DagStore,
+    ExecutionMeta,
+    ExecutionStatus,
+    ExecutionView,
+    FinalizeOutcome,
+    StepClaim,
+    StepStatus,
+    StepView,
+    TransitionOutcome,
+    TransitionResult,
+)
+
+__all__ = [
+    "BLOCKING_CONTROL_STATUSES",
+    "ClaimBatch",
+    "ClaimOutcome",
+    # Engine
+    "DagEngine",
+    # Store
+    "DagStore",
+    "EngineEvent",
+    "EngineSettings",
+    "ExecutionKeys",
+    "ExecutionMeta",
+    "ExecutionObserver",
+    "ExecutionStatus",
+    "ExecutionView",
+    "FinalizeOutcome",
+    "NullObserver",
+    "StepClaim",
+    "StepStatus",
+    "StepView",
+    "TransitionOutcome",
+    "TransitionResult",
+    # Proof
+    "execution_fingerprint",
+]

@@ -1,0 +1,30 @@
+"""Engine events and the observer interface that ledger, trace and metrics implement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime_core.identity import ExecutionContextSnapshot
+
+
+@dataclass(frozen=True)
+class EngineEvent:
+    """One thing that happened to an execution; `name` like `step.completed`."""
+
+    name: str
+    execution_id: str
+    snapshot: ExecutionContextSnapshot | None
+    step_name: str | None = None
+    worker_id: str | None = None
+    at_ms: int = 0
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+class ExecutionObserver(Protocol):
+    async def on_event(self, event: EngineEvent) -> None: ...
+
+
+class NullObserver:
+    async def on_event(self, event: EngineEvent) -> None:
+        return None

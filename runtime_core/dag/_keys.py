@@ -1,0 +1,37 @@
+"""Key layout of one execution: every key shares the hash tag `{<execution id>}`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime_core.hot_state import HotState
+
+# Control statuses under which no new step may be claimed.
+BLOCKING_CONTROL_STATUSES = ("Pausing", "Paused", "WaitingForInput", "Cancelling", "Cancelled")
+BLOCKING_CONTROL_ARG = ",".join(BLOCKING_CONTROL_STATUSES)
+
+
+@dataclass(frozen=True)
+class ExecutionKeys:
+    meta: str
+    status: str
+    pending: str
+    children: str
+    ready: str
+    running: str
+    token: str
+    retries: str
+    recoveries: str
+    result: str
+    error: str
+    needs: str
+    control: str
+    human_input: str
+
+    @classmethod
+    def of(cls, hot_state: HotState, execution_id: str) -> ExecutionKeys:
+        names = cls.__dataclass_fields__
+        return cls(**{name: hot_state.tagged(execution_id, name) for name in names})
+
+    def all(self) -> list[str]:
+        return [getattr(self, name) for name in self.__dataclass_fields__]

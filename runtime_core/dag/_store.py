@@ -1,0 +1,326 @@
+"""DagStore: typed wrappers over the DAG Lua scripts plus read-only views of an execution.
+
+Each wrapper is the only place that knows its script's KEYS/ARGV order and maps the
+script's return codes to an enum.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import Any
+
+from runtime_core.dag._fingerprint import canonical_json
+from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
+from runtime_core.hot_state import HotState
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline, steps_read_by
+
+
+class StepStatus(StrEnum):
+    PENDING = "Pending"
+    READY = "Ready"
+    RUNNING = "Running"
+    WAITING_FOR_RETRY = "WaitingForRetry"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+
+
+class ExecutionStatus(StrEnum):
+    RUNNING = "Running"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self is not ExecutionStatus.RUNNING
+
+
+class ClaimOutcome(Enum):
+    CLAIMED = 1
+    EXECUTION_MISSING = -1
+    EXECUTION_TERMINAL = -2
+    CONTROL_BLOCKED = -3
+    STEP_UNKNOWN = -4
+    NOT_CLAIMABLE = -5
+    DEPENDENCIES_INCOMPLETE = -6
+    RETRY_WINDOW_CLOSED = -7
+
+
+class TransitionOutcome(Enum):
+    APPLIED = 1
+    STALE_TOKEN = 0
+    EXECUTION_MISSING = -1
+    NOT_RUNNING = -2
+
+
+class FinalizeOutcome(Enum):
+    FINALIZED = 1
+    ALREADY_FINAL = 0
+    EXECUTION_MISSING = -1
+    NOT_CONVERGED = -3
+
+
+@dataclass(frozen=True)
+class StepClaim:
+    execution_id: str
+    step_name: str
+    token: str
+    retry_count: int
+    dependency_results: dict[str, Any]
+    claimed_at_ms: int
+
+
+@dataclass(frozen=True)
+class ClaimBatch:
+    outcome: ClaimOutcome
+    now_ms: int
+    claims: list[StepClaim] = field(default_factory=list)
+    next_eligible_ms: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    outcome: TransitionOutcome
+    now_ms: int
+    converged: bool = False
+    retry_count: int = 0
+    next_retry_at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class ExecutionMeta:
+    execution_id: str
+    pipeline: PipelineDefinition
+    state: dict[str, Any]
+    snapshot: ExecutionContextSnapshot | None
+    status: str
+    created_at_ms: int
+    finalized_at_ms: int | None
+    attributes: dict[str, str]
+
+
+@dataclass(frozen=True)
+class StepView:
+    name: str
+    step_key: str
+    status: str
+    retry_count: int
+    recovery_count: int
+    result: Any
+    error: Any
+    owned: bool
+
+
+@dataclass(frozen=True)
+class ExecutionView:
+    meta: ExecutionMeta
+    steps: list[StepView]
+    control_status: str | None
+
+
+def _decode(raw: str | None) -> Any:
+    return None if raw is None else json.loads(raw)
+
+
+class DagStore:
+    """Hot DAG state of executions in Redis; every write goes through a Lua script."""
+
+    def __init__(self, hot_state: HotState) -> None:
+        self.hot_state = hot_state
+        self._scripts = hot_state.scripts
+
+    def keys(self, execution_id: str) -> ExecutionKeys:
+        return ExecutionKeys.of(self.hot_state, execution_id)
+
+    async def create_execution(
+        self,
+        execution_id: str,
+        pipeline: PipelineDefinition,
+        state: dict[str, Any],
+        snapshot: ExecutionContextSnapshot | None,
+        attributes: dict[str, str] | None = None,
+    ) -> bool:
+        """Create the DAG state once; returns False when it already existed (unchanged)."""
+        k = self.keys(execution_id)
+        children: dict[str, list[str]] = {step.name: [] for step in pipeline.steps}
+        for step in pipeline.steps:
+            for dep in step.depends_on:
+                children[dep].append(step.name)
+        steps = [
+            {
+                "name": s.name,
+                "deps": list(s.depends_on),
+                "children": children[s.name],
+                "needs": steps_read_by(s),
+            }
+            for s in pipeline.steps
+        ]
+        meta = {
+            **(attributes or {}),
+            "execution_id": execution_id,
+            "pipeline": pipeline.to_json(),
+            "state": canonical_json(state),
+            "snapshot": snapshot.to_json() if snapshot else "",
+            "tenant_id": snapshot.tenant_id if snapshot else "",
+        }
+        created, _now = await self._scripts["create_execution"](
+            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs],
+            args=[json.dumps(meta), json.dumps(steps)],
+        )
+        return int(created) == 1
+
+    async def claim_ready_steps(
+        self, execution_id: str, *, max_steps: int, lease_ms: int, worker_id: str, token_prefix: str
+    ) -> ClaimBatch:
+        k = self.keys(execution_id)
+        reply = await self._scripts["claim_ready_steps"](
+            keys=[k.meta, k.status, k.ready, k.running, k.token, k.retries, k.control, k.needs, k.result],
+            args=[max_steps, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
+        )
+        code, now = int(reply[0]), int(reply[1])
+        if code != 1:
+            return ClaimBatch(ClaimOutcome(code), now, detail=str(reply[2]) if len(reply) > 2 else "")
+        count = int(reply[2])
+        if count == 0:
+            next_ms = int(float(reply[3])) if len(reply) > 3 else None
+            return ClaimBatch(ClaimOutcome.CLAIMED, now, next_eligible_ms=next_ms)
+        claims = []
+        for i in range(count):
+            name, token, retries, deps = reply[3 + 4 * i : 7 + 4 * i]
+            claims.append(self._claim(execution_id, name, token, retries, deps, now))
+        return ClaimBatch(ClaimOutcome.CLAIMED, now, claims)
+
+    async def claim_step(
+        self, execution_id: str, step_name: str, *, lease_ms: int, worker_id: str, token_prefix: str
+    ) -> ClaimBatch:
+        k = self.keys(execution_id)
+        reply = await self._scripts["claim_step"](
+            keys=[
+                k.meta,
+                k.status,
+                k.ready,
+                k.running,
+                k.token,
+                k.retries,
+                k.control,
+                k.needs,
+                k.result,
+                k.pending,
+            ],
+            args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
+        )
+        code, now = int(reply[0]), int(reply[1])
+        if code != 1:
+            return ClaimBatch(ClaimOutcome(code), now, detail=str(reply[2]) if len(reply) > 2 else "")
+        claim = self._claim(execution_id, step_name, reply[2], reply[3], reply[4], now)
+        return ClaimBatch(ClaimOutcome.CLAIMED, now, [claim])
+
+    @staticmethod
+    def _claim(execution_id: str, name: str, token: str, retries: str, deps: str, now: int) -> StepClaim:
+        decoded = {dep: _decode(raw) for dep, raw in json.loads(deps).items()} if deps != "[]" else {}
+        return StepClaim(execution_id, name, token, int(retries), decoded, now)
+
+    async def complete_step(self, claim: StepClaim, result: Any) -> TransitionResult:
+        k = self.keys(claim.execution_id)
+        reply = await self._scripts["complete_step"](
+            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.running, k.token, k.result],
+            args=[claim.step_name, claim.token, canonical_json(result)],
+        )
+        code, now = int(reply[0]), int(reply[1])
+        converged = code == 1 and int(reply[2]) == 1
+        return TransitionResult(TransitionOutcome(code), now, converged)
+
+    async def fail_step(
+        self, claim: StepClaim, *, retry: bool, delay_ms: int, error: dict[str, Any]
+    ) -> TransitionResult:
+        k = self.keys(claim.execution_id)
+        reply = await self._scripts["fail_step"](
+            keys=[k.meta, k.status, k.ready, k.running, k.token, k.retries, k.error],
+            args=[
+                claim.step_name,
+                claim.token,
+                "retry" if retry else "fail",
+                delay_ms,
+                canonical_json(error),
+            ],
+        )
+        code, now = int(reply[0]), int(reply[1])
+        if code != 1:
+            return TransitionResult(TransitionOutcome(code), now)
+        return TransitionResult(
+            TransitionOutcome.APPLIED, now, int(reply[2]) == 1, int(reply[3]), int(reply[4])
+        )
+
+    async def release_step(self, claim: StepClaim, *, delay_ms: int = 0) -> TransitionOutcome:
+        k = self.keys(claim.execution_id)
+        reply = await self._scripts["release_step"](
+            keys=[k.meta, k.status, k.ready, k.running, k.token],
+            args=[claim.step_name, claim.token, delay_ms],
+        )
+        return TransitionOutcome(int(reply[0]))
+
+    async def recover_stale(self, execution_id: str, *, max_steps: int = 1000) -> list[str]:
+        k = self.keys(execution_id)
+        reply = await self._scripts["recover_stale"](
+            keys=[k.meta, k.status, k.ready, k.running, k.token, k.recoveries], args=[max_steps]
+        )
+        return [str(name) for name in reply[1:]]
+
+    async def finalize(self, execution_id: str) -> tuple[FinalizeOutcome, str | None]:
+        k = self.keys(execution_id)
+        reply = await self._scripts["finalize_execution"](
+            keys=[k.meta, k.status, k.ready, k.running, k.control], args=[]
+        )
+        outcome = FinalizeOutcome(int(reply[0]))
+        return outcome, (str(reply[2]) if len(reply) > 2 else None)
+
+    async def execution_status(self, execution_id: str) -> str | None:
+        return await self.hot_state.redis.hget(self.keys(execution_id).meta, "status")
+
+    async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
+        raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)
+        if not raw:
+            return None
+        return ExecutionMeta(
+            execution_id=raw["execution_id"],
+            pipeline=parse_pipeline(raw["pipeline"]),
+            state=json.loads(raw["state"]),
+            snapshot=ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
+            status=raw["status"],
+            created_at_ms=int(raw["created_at_ms"]),
+            finalized_at_ms=int(raw["finalized_at_ms"]) if raw.get("finalized_at_ms") else None,
+            attributes=raw,
+        )
+
+    async def read_execution(self, execution_id: str) -> ExecutionView | None:
+        meta = await self.load_meta(execution_id)
+        if meta is None:
+            return None
+        k = self.keys(execution_id)
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
+            pipe.hgetall(key)
+        pipe.hget(k.control, "status")
+        status, retries, recoveries, results, errors, tokens, control = await pipe.execute()
+        steps = [
+            StepView(
+                name=s.name,
+                step_key=s.step_key,
+                status=status.get(s.name, StepStatus.PENDING),
+                retry_count=int(retries.get(s.name, 0)),
+                recovery_count=int(recoveries.get(s.name, 0)),
+                result=_decode(results.get(s.name)),
+                error=_decode(errors.get(s.name)),
+                owned=s.name in tokens,
+            )
+            for s in meta.pipeline.steps
+        ]
+        return ExecutionView(meta, steps, control)
+
+    async def delete_execution(self, execution_id: str) -> int:
+        """Remove all hot state of an execution (retention eviction, replay tests)."""
+        return int(await self.hot_state.redis.delete(*self.keys(execution_id).all()))

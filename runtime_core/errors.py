@@ -1,0 +1,70 @@
+"""Typed runtime errors shared by every runtime_core package.
+
+Owns the error hierarchy and its stable machine-readable codes. Every error carries a
+message that tells the caller what to do next. Must not contain any recovery logic.
+"""
+
+from __future__ import annotations
+
+
+class RuntimeCoreError(Exception):
+    """Base of every error the runtime reports to a caller as data."""
+
+    code: str = "runtime_error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict[str, str]:
+        body = {"code": self.code, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        return body
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class InvalidPipelineError(RuntimeCoreError):
+    """A pipeline definition broke a validation rule; `rule` names which one."""
+
+    code = "invalid_pipeline"
+
+    def __init__(self, rule: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.rule = rule
+
+    def to_dict(self) -> dict[str, str]:
+        return {**super().to_dict(), "rule": self.rule}
+
+
+class NotFoundError(RuntimeCoreError):
+    """An id is unknown *to this caller* (foreign tenants get the same answer)."""
+
+    code = "not_found"
+
+
+class ConflictError(RuntimeCoreError):
+    """A transition was refused because the state moved on (stale token, version, status)."""
+
+    code = "conflict"
+
+
+class StoreUnavailableError(RuntimeCoreError):
+    """Redis or the durable store cannot be reached; nothing was changed."""
+
+    code = "store_unavailable"
+
+
+class MissingSnapshotError(RuntimeCoreError):
+    """Work arrived without an ExecutionContextSnapshot; it is refused, not guessed."""
+
+    code = "missing_snapshot"
+
+
+class InputTooLargeError(RuntimeCoreError):
+    """An input or result is above the configured size limit."""
+
+    code = "input_too_large"

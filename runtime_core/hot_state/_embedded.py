@@ -1,0 +1,99 @@
+"""A private `redis-server` child process for the zero-configuration default and tests."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from runtime_core.errors import StoreUnavailableError
+
+
+def find_free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """Starts `redis-server` on 127.0.0.1 and a free port; stops it on `stop()`.
+
+    `appendonly` defaults to on with `appendfsync everysec`: the durability the runtime
+    needs so a Redis restart does not lose acknowledged transitions.
+    """
+
+    def __init__(self, data_dir: Path, *, port: int | None = None, appendonly: bool = True) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or find_free_port()
+        self.appendonly = appendonly
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 10.0) -> EmbeddedRedis:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise StoreUnavailableError(
+                "redis-server is not installed.",
+                hint="Install it (apt-get install -y redis-server) or set REDIS_URL.",
+            )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(self.data_dir),
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+            "--appendonly",
+            "yes" if self.appendonly else "no",
+            "--appendfsync",
+            "everysec",
+        ]
+        self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._wait_until_accepting(timeout_s)
+        return self
+
+    def _wait_until_accepting(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise StoreUnavailableError(f"redis-server exited with code {self._process.returncode}.")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.02)  # polling a child process's socket, not synchronising our own code
+        raise StoreUnavailableError(f"redis-server did not accept connections on port {self.port}.")
+
+    def kill(self) -> None:
+        """SIGKILL, for fault-injection tests."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=10)
+        self._process = None

@@ -1,0 +1,44 @@
+"""Identity types and the execution context.
+
+Owns the prefixed id types (SharedRunId, LocalRunId, ExecutionId, RuntimeInstanceId), the
+frozen ExecutionContextSnapshot and the context-variable helper that restores it around
+tenant-sensitive work. Must not read tenants from anywhere but the snapshot.
+"""
+
+from runtime_core.identity._context import (
+    current_snapshot,
+    require_snapshot,
+    restored_snapshot,
+)
+from runtime_core.identity._ids import (
+    ExecutionId,
+    LocalRunId,
+    RuntimeInstanceId,
+    SharedRunId,
+    new_claim_token,
+    new_execution_id,
+    new_local_run_id,
+    new_runtime_instance_id,
+    new_shared_run_id,
+    parse_any_run_id,
+)
+from runtime_core.identity._snapshot import ExecutionContextSnapshot
+
+__all__ = [
+    # Context
+    "ExecutionContextSnapshot",
+    # Ids
+    "ExecutionId",
+    "LocalRunId",
+    "RuntimeInstanceId",
+    "SharedRunId",
+    "current_snapshot",
+    "new_claim_token",
+    "new_execution_id",
+    "new_local_run_id",
+    "new_runtime_instance_id",
+    "new_shared_run_id",
+    "parse_any_run_id",
+    "require_snapshot",
+    "restored_snapshot",
+]

@@ -1,0 +1,55 @@
+"""Prefixed identifiers. Each kind is its own `str` subtype so they are never collapsed."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import NewType
+
+SharedRunId = NewType("SharedRunId", str)
+LocalRunId = NewType("LocalRunId", str)
+ExecutionId = NewType("ExecutionId", str)
+RuntimeInstanceId = NewType("RuntimeInstanceId", str)
+
+SHARED_RUN_PREFIX = "srun_"
+LOCAL_RUN_PREFIX = "lrun_"
+EXECUTION_PREFIX = "exec_"
+RUNTIME_INSTANCE_PREFIX = "rt_"
+
+
+def _sortable_suffix() -> str:
+    # Millisecond time first keeps ids roughly creation-ordered for humans reading logs.
+    return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
+
+
+def new_shared_run_id() -> SharedRunId:
+    return SharedRunId(SHARED_RUN_PREFIX + _sortable_suffix())
+
+
+def new_local_run_id() -> LocalRunId:
+    return LocalRunId(LOCAL_RUN_PREFIX + _sortable_suffix())
+
+
+def new_execution_id() -> ExecutionId:
+    return ExecutionId(EXECUTION_PREFIX + _sortable_suffix())
+
+
+def new_runtime_instance_id(prefix: str = "") -> RuntimeInstanceId:
+    middle = f"{prefix.strip('-_')}_" if prefix else ""
+    return RuntimeInstanceId(f"{RUNTIME_INSTANCE_PREFIX}{middle}{secrets.token_hex(5)}")
+
+
+def new_claim_token() -> str:
+    return secrets.token_hex(12)
+
+
+def parse_any_run_id(value: str) -> tuple[str, str]:
+    """Classify an id by prefix: returns (kind, id) with kind shared|local|execution."""
+    for kind, prefix in (
+        ("shared", SHARED_RUN_PREFIX),
+        ("local", LOCAL_RUN_PREFIX),
+        ("execution", EXECUTION_PREFIX),
+    ):
+        if value.startswith(prefix):
+            return kind, value
+    return "unknown", value

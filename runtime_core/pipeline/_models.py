@@ -1,0 +1,75 @@
+"""Pydantic models of the pipeline JSON format (camelCase on the wire)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime_core.errors import InvalidPipelineError
+
+
+class StepDefinition(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    name: str = ""
+    step_key: str = Field("", alias="stepKey")
+    order: int | None = None
+    depends_on: tuple[str, ...] = Field((), alias="dependsOn")
+    input: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineDefinition(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    name: str = ""
+    version: str = "1"
+    execution_mode: str = Field("Dag", alias="executionMode")
+    description: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    steps: tuple[StepDefinition, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Stable pipeline key `name:version` used by concurrency scopes."""
+        return f"{self.name}:{self.version}"
+
+    def step(self, name: str) -> StepDefinition:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
+    """Parse one pipeline (a bare object, or a `{"pipelines": [one]}` wrapper)."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str | bytes) else raw
+    except json.JSONDecodeError as exc:
+        raise InvalidPipelineError(
+            "json", f"Pipeline is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+        ) from exc
+    if isinstance(data, dict) and "pipelines" in data and "steps" not in data:
+        pipelines = data["pipelines"]
+        if not isinstance(pipelines, list) or len(pipelines) != 1:
+            raise InvalidPipelineError(
+                "single_pipeline",
+                "Expected exactly one pipeline in 'pipelines'.",
+                hint="Submit one pipeline object, or add the file to the catalog.",
+            )
+        data = pipelines[0]
+    if not isinstance(data, dict):
+        raise InvalidPipelineError("schema", "A pipeline must be a JSON object.")
+    try:
+        return PipelineDefinition.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidPipelineError(
+            "schema", f"Pipeline field '{where}': {first['msg']}.", hint="Fix the field and submit again."
+        ) from exc

@@ -1,0 +1,133 @@
+"""Pipeline validation: each rule raises InvalidPipelineError naming the rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from runtime_core.errors import InvalidPipelineError
+from runtime_core.pipeline._bindings import BindingError, effective_step_inputs, is_binding, parse_binding
+from runtime_core.pipeline._models import PipelineDefinition
+
+MAX_STEPS = 10_000
+
+
+def validate_pipeline(pipeline: PipelineDefinition, registered_step_keys: Iterable[str]) -> None:
+    if not pipeline.name.strip():
+        raise InvalidPipelineError("name_present", "Pipeline name is missing.", hint="Add a 'name'.")
+    if pipeline.execution_mode != "Dag":
+        raise InvalidPipelineError(
+            "execution_mode", f"executionMode '{pipeline.execution_mode}' is not supported; use 'Dag'."
+        )
+    if not pipeline.steps:
+        raise InvalidPipelineError("steps_present", "Pipeline has no steps.", hint="Add at least one step.")
+    if len(pipeline.steps) > MAX_STEPS:
+        raise InvalidPipelineError("step_limit", f"Pipeline has more than {MAX_STEPS} steps.")
+    _check_names(pipeline)
+    _check_dependencies(pipeline)
+    _check_no_cycle(pipeline)
+    _check_step_keys(pipeline, set(registered_step_keys))
+    _check_bindings(pipeline)
+
+
+def _check_names(pipeline: PipelineDefinition) -> None:
+    seen: set[str] = set()
+    for index, step in enumerate(pipeline.steps):
+        if not step.name.strip():
+            raise InvalidPipelineError("step_name_present", f"Step #{index + 1} has no name.")
+        if step.name in seen:
+            raise InvalidPipelineError(
+                "step_names_unique",
+                f"Step name '{step.name}' is used more than once.",
+                hint="Give every step a unique name.",
+            )
+        seen.add(step.name)
+
+
+def _check_dependencies(pipeline: PipelineDefinition) -> None:
+    names = {step.name for step in pipeline.steps}
+    for step in pipeline.steps:
+        for dep in step.depends_on:
+            if dep not in names:
+                raise InvalidPipelineError(
+                    "dependencies_exist", f"Step '{step.name}' depends on unknown step '{dep}'."
+                )
+            if dep == step.name:
+                raise InvalidPipelineError(
+                    "no_cycle", f"Step '{step.name}' depends on itself: {dep} -> {dep}."
+                )
+
+
+def _check_no_cycle(pipeline: PipelineDefinition) -> None:
+    deps = {step.name: list(step.depends_on) for step in pipeline.steps}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for root in deps:
+        if state.get(root):
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            node, index = stack.pop()
+            if index == 0:
+                state[node] = 1
+                path.append(node)
+            if index < len(deps[node]):
+                stack.append((node, index + 1))
+                nxt = deps[node][index]
+                if state.get(nxt) == 1:
+                    cycle = [*path[path.index(nxt) :], nxt]
+                    raise InvalidPipelineError(
+                        "no_cycle",
+                        "Dependency cycle: " + " -> ".join(cycle) + ".",
+                        hint="Remove one of these dependsOn edges.",
+                    )
+                if not state.get(nxt):
+                    stack.append((nxt, 0))
+            else:
+                state[node] = 2
+                path.pop()
+
+
+def _check_step_keys(pipeline: PipelineDefinition, registered: set[str]) -> None:
+    for step in pipeline.steps:
+        if step.step_key not in registered:
+            raise InvalidPipelineError(
+                "step_keys_registered",
+                f"Step '{step.name}' uses unregistered stepKey '{step.step_key}'.",
+                hint="Registered step keys: " + ", ".join(sorted(registered)),
+            )
+
+
+def _ancestors(pipeline: PipelineDefinition, name: str) -> set[str]:
+    deps = {step.name: step.depends_on for step in pipeline.steps}
+    seen: set[str] = set()
+    frontier = list(deps[name])
+    while frontier:
+        node = frontier.pop()
+        if node not in seen:
+            seen.add(node)
+            frontier.extend(deps[node])
+    return seen
+
+
+def _check_bindings(pipeline: PipelineDefinition) -> None:
+    for step in pipeline.steps:
+        ancestors: set[str] | None = None
+        for field, value in effective_step_inputs(step).items():
+            if not is_binding(value):
+                continue
+            try:
+                binding = parse_binding(value)
+            except BindingError as exc:
+                raise InvalidPipelineError(
+                    "bindings_parse", f"Step '{step.name}' input '{field}': {exc.message}"
+                ) from exc
+            if binding.step is None:
+                continue
+            ancestors = ancestors if ancestors is not None else _ancestors(pipeline, step.name)
+            if binding.step not in ancestors:
+                raise InvalidPipelineError(
+                    "bindings_parse",
+                    f"Step '{step.name}' input '{field}' reads step '{binding.step}', "
+                    "which is not one of its (transitive) dependencies.",
+                    hint=f"Add '{binding.step}' to dependsOn of '{step.name}'.",
+                )

@@ -1,0 +1,20 @@
+"""Errors specific to the durable store. Owns nothing else."""
+
+from __future__ import annotations
+
+from runtime_core.errors import RuntimeCoreError
+
+
+class PayloadCorruptedError(RuntimeCoreError):
+    """A stored payload no longer matches the sha256 recorded when it was written."""
+
+    code = "payload_corrupted"
+
+    def __init__(self, payload_id: str, expected_sha256: str, actual_sha256: str) -> None:
+        super().__init__(
+            f"payload {payload_id} is corrupted: sha256 {actual_sha256} != recorded {expected_sha256}",
+            hint="Restore the store from a backup or replay the producing step; these bytes are unusable.",
+        )
+        self.payload_id = payload_id
+        self.expected_sha256 = expected_sha256
+        self.actual_sha256 = actual_sha256

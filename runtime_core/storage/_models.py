@@ -1,0 +1,147 @@
+"""Durable record models: the rows every DurableStore backend reads and writes.
+
+Owns the pydantic shapes of terminal snapshots, payload references, archived steps, ledger
+entries, trace spans, forensics records and run-index events, and the UTC datetime rule.
+Must not know how any backend stores them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+
+def _to_utc_milliseconds(value: datetime) -> datetime:
+    # MongoDB keeps milliseconds only; truncating here makes every backend round-trip exactly.
+    if value.tzinfo is None:
+        raise ValueError("datetimes must be timezone-aware (use datetime.now(UTC))")
+    utc = value.astimezone(UTC)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_to_utc_milliseconds)]
+
+
+def utc_now() -> datetime:
+    return _to_utc_milliseconds(datetime.now(UTC))
+
+
+def _nonzero_otel_id(value: str) -> str:
+    if not value.strip("0"):
+        raise ValueError("an all-zero trace or span id is invalid in OpenTelemetry")
+    return value
+
+
+TraceId = Annotated[str, Field(pattern=r"^[0-9a-f]{32}$"), AfterValidator(_nonzero_otel_id)]
+SpanId = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$"), AfterValidator(_nonzero_otel_id)]
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TerminalSnapshot(_Record):
+    """Normalized DAG state of one execution at its terminal status; written once."""
+
+    execution_id: str
+    tenant_id: str
+    pipeline_name: str
+    pipeline_version: str
+    status: str
+    snapshot: dict[str, Any]
+    fingerprint: str
+    created_at: UtcDatetime = Field(default_factory=utc_now)
+
+
+class PayloadRef(_Record):
+    """What the hot state keeps in place of an externalized payload."""
+
+    payload_id: str
+    size: int
+    sha256: str
+
+
+class ArchivedStep(_Record):
+    """A step's durable copy after retention compacted or evicted it from Redis."""
+
+    execution_id: str
+    tenant_id: str
+    step_name: str
+    status: str
+    retry_count: int = 0
+    result_ref: PayloadRef | None = None
+    result: Any = None
+    archived_at: UtcDatetime = Field(default_factory=utc_now)
+
+    @model_validator(mode="after")
+    def _one_result_form(self) -> ArchivedStep:
+        if self.result_ref is not None and self.result is not None:
+            raise ValueError("an archived step keeps either result_ref or an inline result, not both")
+        return self
+
+
+class LedgerEntry(_Record):
+    """One append-only audit event; ordered by recorded_at, then sequence."""
+
+    entry_id: str = Field(default_factory=lambda: _new_id("led"))
+    tenant_id: str
+    execution_id: str | None = None
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    runtime_instance_id: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    event: str
+    step_name: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    recorded_at: UtcDatetime = Field(default_factory=utc_now)
+    sequence: int = 0
+
+
+class TraceSpan(_Record):
+    """A finished span with OpenTelemetry-compatible ids (lowercase hex, not all zero)."""
+
+    trace_id: TraceId
+    span_id: SpanId
+    parent_span_id: SpanId | None = None
+    tenant_id: str
+    execution_id: str
+    step_name: str | None = None
+    name: str
+    start_ns: int
+    end_ns: int
+    status: str
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class ForensicsRecord(_Record):
+    """What recovery did with one in-flight execution or local-queued run, and why."""
+
+    record_id: str = Field(default_factory=lambda: _new_id("frn"))
+    tenant_id: str
+    runtime_instance_id: str
+    shared_run_id: str | None = None
+    execution_id: str | None = None
+    kind: str
+    action: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    recorded_at: UtcDatetime = Field(default_factory=utc_now)
+
+
+class RunIndexEvent(_Record):
+    """One change of the run-execution index (shared run -> local run -> execution -> instance)."""
+
+    event_id: str = Field(default_factory=lambda: _new_id("rix"))
+    tenant_id: str
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    runtime_instance_id: str | None = None
+    status: str
+    recorded_at: UtcDatetime = Field(default_factory=utc_now)

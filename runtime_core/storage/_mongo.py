@@ -1,0 +1,313 @@
+"""MongoDurableStore: the production backend on PyMongo's native async client.
+
+Owns the `AsyncMongoClient`, the collections and indexes (created on open) and the queries
+behind the DurableStore contract. Records are stored as documents; their JSON fields stay
+nested documents, datetimes are BSON dates. Must not know about Redis or queues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from pymongo import ASCENDING, AsyncMongoClient, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import (
+    BulkWriteError,
+    ConfigurationError,
+    ConnectionFailure,
+    DocumentTooLarge,
+    DuplicateKeyError,
+)
+
+from runtime_core.errors import ConflictError, InputTooLargeError, StoreUnavailableError
+from runtime_core.storage._codec import payload_ref, verified_body
+from runtime_core.storage._models import (
+    ArchivedStep,
+    ForensicsRecord,
+    LedgerEntry,
+    PayloadRef,
+    RunIndexEvent,
+    TerminalSnapshot,
+    TraceSpan,
+    utc_now,
+)
+from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT
+
+_DUPLICATE_KEY = 11000
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+Document = dict[str, Any]
+
+_INDEXES: dict[str, list[IndexModel]] = {
+    "snapshots": [IndexModel([("tenant_id", ASCENDING)])],
+    "payloads": [IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)])],
+    "archived_steps": [
+        IndexModel(
+            [("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("step_name", ASCENDING)], unique=True
+        )
+    ],
+    "ledger": [
+        IndexModel([("entry_id", ASCENDING)], unique=True),
+        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("recorded_at", ASCENDING)]),
+        IndexModel([("tenant_id", ASCENDING), ("shared_run_id", ASCENDING), ("recorded_at", ASCENDING)]),
+    ],
+    "trace_spans": [
+        IndexModel([("trace_id", ASCENDING), ("span_id", ASCENDING)], unique=True),
+        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("start_ns", ASCENDING)]),
+    ],
+    "forensics": [
+        IndexModel([("record_id", ASCENDING)], unique=True),
+        IndexModel([("tenant_id", ASCENDING), ("runtime_instance_id", ASCENDING)]),
+        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
+    ],
+    "run_index_history": [
+        IndexModel([("event_id", ASCENDING)], unique=True),
+        IndexModel([("tenant_id", ASCENDING), ("shared_run_id", ASCENDING)]),
+        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
+    ],
+}
+
+
+def _unavailable(exc: BaseException) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"MongoDB durable store is unavailable: {exc}",
+        hint="Check MONGODB_URI points at a reachable server and the credentials are valid.",
+    )
+
+
+def _to_document(record: BaseModel) -> Document:
+    """JSON-pure fields (string keys, no custom types) but real BSON dates for datetimes."""
+    document = record.model_dump(mode="json")
+    for name, value in record:
+        if isinstance(value, datetime):
+            document[name] = value
+    return document
+
+
+def _from_document(model: type[RecordT], document: Mapping[str, Any]) -> RecordT:
+    return model.model_validate({k: v for k, v in document.items() if k != "_id"})
+
+
+def _filters(tenant_id: str, **optional: str | None) -> Document:
+    return {"tenant_id": tenant_id, **{k: v for k, v in optional.items() if v is not None}}
+
+
+def _only_duplicates(exc: BulkWriteError) -> bool:
+    return all(error.get("code") == _DUPLICATE_KEY for error in exc.details.get("writeErrors", []))
+
+
+class MongoDurableStore:
+    """DurableStore over one MongoDB database."""
+
+    def __init__(self, client: AsyncMongoClient[Document], database: AsyncDatabase[Document]) -> None:
+        self._client = client
+        self._db = database
+        self._closed = False
+
+    @classmethod
+    async def open(cls, uri: str, database: str, timeout_ms: int = 5000) -> MongoDurableStore:
+        """Connect, then create every index (idempotent); StoreUnavailableError when unreachable."""
+        try:
+            client: AsyncMongoClient[Document] = AsyncMongoClient(
+                uri,
+                tz_aware=True,
+                serverSelectionTimeoutMS=timeout_ms,
+                connectTimeoutMS=timeout_ms,
+            )
+        except ConfigurationError as exc:
+            raise _unavailable(exc) from exc
+        store = cls(client, client[database])
+        try:
+            async with store._guard():
+                for name, indexes in _INDEXES.items():
+                    await store._db[name].create_indexes(indexes)
+        except StoreUnavailableError:
+            await client.close()
+            raise
+        return store
+
+    @asynccontextmanager
+    async def _guard(self) -> AsyncIterator[None]:
+        if self._closed:
+            raise _unavailable(RuntimeError("the store was closed"))
+        try:
+            yield
+        except (ConnectionFailure, ConfigurationError) as exc:
+            raise _unavailable(exc) from exc
+
+    async def _insert_ignoring_duplicates(self, name: str, documents: list[Document]) -> None:
+        if not documents:
+            return
+        async with self._guard():
+            try:
+                await self._db[name].insert_many(documents, ordered=False)
+            except BulkWriteError as exc:
+                if not _only_duplicates(exc):
+                    raise
+
+    async def _find(
+        self, model: type[RecordT], name: str, query: Document, sort: list[tuple[str, int]], limit: int = 0
+    ) -> list[RecordT]:
+        async with self._guard():
+            cursor = self._db[name].find(query).sort(sort).limit(limit)
+            return [_from_document(model, document) async for document in cursor]
+
+    # Terminal snapshots
+
+    async def put_snapshot(self, snapshot: TerminalSnapshot) -> bool:
+        async with self._guard():
+            try:
+                await self._db["snapshots"].insert_one(
+                    {"_id": snapshot.execution_id, **_to_document(snapshot)}
+                )
+            except DuplicateKeyError:
+                return False
+        return True
+
+    async def get_snapshot(self, execution_id: str, tenant_id: str) -> TerminalSnapshot | None:
+        async with self._guard():
+            document = await self._db["snapshots"].find_one({"_id": execution_id, "tenant_id": tenant_id})
+        return _from_document(TerminalSnapshot, document) if document else None
+
+    # Payloads
+
+    async def put_payload(
+        self,
+        payload_id: str,
+        tenant_id: str,
+        execution_id: str,
+        step_name: str,
+        body: bytes,
+        content_type: str,
+    ) -> PayloadRef:
+        ref = payload_ref(payload_id, body)
+        fields = {
+            "execution_id": execution_id,
+            "step_name": step_name,
+            "content_type": content_type,
+            "size": ref.size,
+            "sha256": ref.sha256,
+            "body": body,
+            "created_at": utc_now(),
+        }
+        async with self._guard():
+            try:
+                await self._db["payloads"].update_one(
+                    {"_id": payload_id, "tenant_id": tenant_id}, {"$set": fields}, upsert=True
+                )
+            except DuplicateKeyError as exc:
+                raise ConflictError(
+                    f"payload id {payload_id} already belongs to another tenant",
+                    hint="Generate a fresh payload id.",
+                ) from exc
+            except DocumentTooLarge as exc:
+                raise InputTooLargeError(
+                    f"payload {payload_id} ({ref.size} bytes) exceeds MongoDB's document size limit",
+                    hint="Lower the step's output size or split it into several payloads.",
+                ) from exc
+        return ref
+
+    async def get_payload(self, payload_id: str, tenant_id: str) -> bytes | None:
+        async with self._guard():
+            document = await self._db["payloads"].find_one(
+                {"_id": payload_id, "tenant_id": tenant_id}, {"body": 1, "sha256": 1}
+            )
+        if document is None:
+            return None
+        return verified_body(payload_id, bytes(document["body"]), document["sha256"])
+
+    async def delete_payloads_for_execution(self, execution_id: str, tenant_id: str) -> int:
+        async with self._guard():
+            result = await self._db["payloads"].delete_many(_filters(tenant_id, execution_id=execution_id))
+        return result.deleted_count
+
+    # Archived steps
+
+    async def archive_step(self, step: ArchivedStep) -> None:
+        key = _filters(step.tenant_id, execution_id=step.execution_id, step_name=step.step_name)
+        async with self._guard():
+            await self._db["archived_steps"].replace_one(key, _to_document(step), upsert=True)
+
+    async def get_archived_step(
+        self, execution_id: str, step_name: str, tenant_id: str
+    ) -> ArchivedStep | None:
+        async with self._guard():
+            document = await self._db["archived_steps"].find_one(
+                _filters(tenant_id, execution_id=execution_id, step_name=step_name)
+            )
+        return _from_document(ArchivedStep, document) if document else None
+
+    async def list_archived_steps(self, execution_id: str, tenant_id: str) -> list[ArchivedStep]:
+        query = _filters(tenant_id, execution_id=execution_id)
+        return await self._find(ArchivedStep, "archived_steps", query, [("step_name", ASCENDING)])
+
+    # Ledger
+
+    async def append_ledger(self, entries: list[LedgerEntry]) -> None:
+        await self._insert_ignoring_duplicates("ledger", [_to_document(e) for e in entries])
+
+    async def list_ledger(
+        self,
+        tenant_id: str,
+        execution_id: str | None = None,
+        shared_run_id: str | None = None,
+        limit: int = DEFAULT_LEDGER_LIMIT,
+    ) -> list[LedgerEntry]:
+        query = _filters(tenant_id, execution_id=execution_id, shared_run_id=shared_run_id)
+        order = [("recorded_at", ASCENDING), ("sequence", ASCENDING), ("_id", ASCENDING)]
+        return await self._find(LedgerEntry, "ledger", query, order, limit)
+
+    # Trace spans
+
+    async def put_spans(self, spans: list[TraceSpan]) -> None:
+        await self._insert_ignoring_duplicates("trace_spans", [_to_document(s) for s in spans])
+
+    async def list_spans(self, tenant_id: str, execution_id: str) -> list[TraceSpan]:
+        query = _filters(tenant_id, execution_id=execution_id)
+        order = [("start_ns", ASCENDING), ("span_id", ASCENDING)]
+        return await self._find(TraceSpan, "trace_spans", query, order)
+
+    # Recovery forensics
+
+    async def put_forensics(self, record: ForensicsRecord) -> None:
+        await self._insert_ignoring_duplicates("forensics", [_to_document(record)])
+
+    async def list_forensics(
+        self,
+        tenant_id: str,
+        runtime_instance_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> list[ForensicsRecord]:
+        query = _filters(tenant_id, runtime_instance_id=runtime_instance_id, execution_id=execution_id)
+        order = [("recorded_at", ASCENDING), ("_id", ASCENDING)]
+        return await self._find(ForensicsRecord, "forensics", query, order)
+
+    # Run-execution index history
+
+    async def append_run_index_event(self, event: RunIndexEvent) -> None:
+        await self._insert_ignoring_duplicates("run_index_history", [_to_document(event)])
+
+    async def list_run_index_history(
+        self,
+        tenant_id: str,
+        shared_run_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> list[RunIndexEvent]:
+        query = _filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
+        order = [("recorded_at", ASCENDING), ("_id", ASCENDING)]
+        return await self._find(RunIndexEvent, "run_index_history", query, order)
+
+    # Lifecycle
+
+    async def health(self) -> None:
+        async with self._guard():
+            await self._client.admin.command("ping")
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._client.close()

@@ -1,0 +1,125 @@
+"""The DurableStore contract every backend implements (SQLite, MongoDB).
+
+Owns the method signatures and their documented semantics. Every read takes the caller's
+`tenant_id` and never returns another tenant's rows. Must not contain any backend logic.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from runtime_core.storage._models import (
+    ArchivedStep,
+    ForensicsRecord,
+    LedgerEntry,
+    PayloadRef,
+    RunIndexEvent,
+    TerminalSnapshot,
+    TraceSpan,
+)
+
+DEFAULT_LEDGER_LIMIT = 1000
+
+
+class DurableStore(Protocol):
+    """Durable, tenant-scoped storage for everything that outlives Redis hot state."""
+
+    # Terminal snapshots
+    async def put_snapshot(self, snapshot: TerminalSnapshot) -> bool:
+        """Write once per execution_id: True if written, False if one already existed."""
+        ...
+
+    async def get_snapshot(self, execution_id: str, tenant_id: str) -> TerminalSnapshot | None: ...
+
+    # Payloads
+    async def put_payload(
+        self,
+        payload_id: str,
+        tenant_id: str,
+        execution_id: str,
+        step_name: str,
+        body: bytes,
+        content_type: str,
+    ) -> PayloadRef:
+        """Store or replace (same tenant only) a payload; ConflictError if another tenant owns the id."""
+        ...
+
+    async def get_payload(self, payload_id: str, tenant_id: str) -> bytes | None:
+        """The stored bytes, None when absent or foreign; PayloadCorruptedError on sha256 mismatch."""
+        ...
+
+    async def delete_payloads_for_execution(self, execution_id: str, tenant_id: str) -> int:
+        """Delete the tenant's payloads of one execution; returns how many were deleted."""
+        ...
+
+    # Archived steps
+    async def archive_step(self, step: ArchivedStep) -> None:
+        """Insert or replace the archived copy of (execution_id, step_name) for the step's tenant."""
+        ...
+
+    async def get_archived_step(
+        self, execution_id: str, step_name: str, tenant_id: str
+    ) -> ArchivedStep | None: ...
+
+    async def list_archived_steps(self, execution_id: str, tenant_id: str) -> list[ArchivedStep]:
+        """Ordered by step_name."""
+        ...
+
+    # Ledger
+    async def append_ledger(self, entries: list[LedgerEntry]) -> None:
+        """Append a batch; an entry_id already stored is ignored (safe to retry)."""
+        ...
+
+    async def list_ledger(
+        self,
+        tenant_id: str,
+        execution_id: str | None = None,
+        shared_run_id: str | None = None,
+        limit: int = DEFAULT_LEDGER_LIMIT,
+    ) -> list[LedgerEntry]:
+        """Ordered by recorded_at, then sequence, then insertion."""
+        ...
+
+    # Trace spans
+    async def put_spans(self, spans: list[TraceSpan]) -> None:
+        """Store a batch; a (trace_id, span_id) already stored is ignored."""
+        ...
+
+    async def list_spans(self, tenant_id: str, execution_id: str) -> list[TraceSpan]:
+        """Ordered by start_ns, then span_id."""
+        ...
+
+    # Recovery forensics
+    async def put_forensics(self, record: ForensicsRecord) -> None:
+        """Append one record; a record_id already stored is ignored."""
+        ...
+
+    async def list_forensics(
+        self,
+        tenant_id: str,
+        runtime_instance_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> list[ForensicsRecord]:
+        """Ordered by recorded_at, then insertion."""
+        ...
+
+    # Run-execution index history
+    async def append_run_index_event(self, event: RunIndexEvent) -> None:
+        """Append one event; an event_id already stored is ignored."""
+        ...
+
+    async def list_run_index_history(
+        self,
+        tenant_id: str,
+        shared_run_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> list[RunIndexEvent]:
+        """Ordered by recorded_at, then insertion."""
+        ...
+
+    # Lifecycle
+    async def health(self) -> None:
+        """Return when the store answers; StoreUnavailableError when it does not."""
+        ...
+
+    async def close(self) -> None: ...

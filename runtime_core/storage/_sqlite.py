@@ -1,0 +1,278 @@
+"""SqliteDurableStore: the embedded default backend, one SQLite file in WAL mode.
+
+Owns the aiosqlite connection, the pragmas that let several processes on one machine share
+the file (WAL + busy_timeout), and the queries behind the DurableStore contract. Must not
+know about Redis, queues or executions beyond the rows it is handed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from runtime_core.errors import ConflictError, StoreUnavailableError
+from runtime_core.storage._codec import payload_ref, sortable_timestamp, verified_body
+from runtime_core.storage._models import (
+    ArchivedStep,
+    ForensicsRecord,
+    LedgerEntry,
+    PayloadRef,
+    RunIndexEvent,
+    TerminalSnapshot,
+    TraceSpan,
+    utc_now,
+)
+from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT
+from runtime_core.storage._sqlite_schema import (
+    ARCHIVED_STEPS,
+    FORENSICS,
+    LEDGER,
+    RUN_INDEX_HISTORY,
+    SCHEMA,
+    SNAPSHOTS,
+    TRACE_SPANS,
+)
+
+_UPSERT_PAYLOAD = """
+INSERT INTO payloads (payload_id, tenant_id, execution_id, step_name, content_type, size, sha256, body,
+                      created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (payload_id) DO UPDATE SET
+    execution_id = excluded.execution_id, step_name = excluded.step_name,
+    content_type = excluded.content_type, size = excluded.size, sha256 = excluded.sha256,
+    body = excluded.body, created_at = excluded.created_at
+WHERE payloads.tenant_id = excluded.tenant_id
+"""
+
+
+def _unavailable(path: Path, exc: BaseException) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"SQLite durable store {path} is unavailable: {exc}",
+        hint="Check the data directory exists, is writable and is not on a network filesystem.",
+    )
+
+
+def _filters(tenant_id: str, **optional: str | None) -> tuple[str, list[Any]]:
+    clauses, params = ["tenant_id = ?"], [tenant_id]
+    for column, value in optional.items():
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+class SqliteDurableStore:
+    """DurableStore over one SQLite file; safe to open from several processes at once."""
+
+    def __init__(self, path: Path, connection: aiosqlite.Connection) -> None:
+        self._path = path
+        self._db = connection
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: Path, busy_timeout_ms: int = 5000) -> SqliteDurableStore:
+        """Open (creating the file, folders and tables if needed) the store at `path`."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = await aiosqlite.connect(path, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise _unavailable(path, exc) from exc
+        try:
+            await cls._prepare(connection, busy_timeout_ms)
+        except sqlite3.Error as exc:
+            await connection.close()
+            raise _unavailable(path, exc) from exc
+        return cls(path, connection)
+
+    @staticmethod
+    async def _prepare(connection: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+        connection.row_factory = sqlite3.Row
+        await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await connection.execute("PRAGMA journal_mode = WAL")
+        await connection.execute("PRAGMA synchronous = NORMAL")
+        await connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    # Plumbing
+
+    @asynccontextmanager
+    async def _guard(self) -> AsyncIterator[None]:
+        if self._closed:
+            raise _unavailable(self._path, RuntimeError("the store was closed"))
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise _unavailable(self._path, exc) from exc
+
+    async def _write(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> int:
+        async with self._guard(), self._write_lock:
+            cursor = await self._db.execute(sql, params)
+            return cursor.rowcount
+
+    async def _write_many(self, sql: str, rows: list[dict[str, Any]]) -> None:
+        async with self._guard(), self._write_lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                await self._db.executemany(sql, rows)
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            await self._db.execute("COMMIT")
+
+    async def _fetch_all(self, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
+        async with self._guard():
+            cursor = await self._db.execute(sql, params)
+            return list(await cursor.fetchall())
+
+    async def _fetch_one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
+        rows = await self._fetch_all(sql, params)
+        return rows[0] if rows else None
+
+    # Terminal snapshots
+
+    async def put_snapshot(self, snapshot: TerminalSnapshot) -> bool:
+        return await self._write(SNAPSHOTS.insert_sql("IGNORE"), SNAPSHOTS.to_row(snapshot)) == 1
+
+    async def get_snapshot(self, execution_id: str, tenant_id: str) -> TerminalSnapshot | None:
+        where, params = _filters(tenant_id, execution_id=execution_id)
+        row = await self._fetch_one(SNAPSHOTS.select_sql(where, "execution_id"), params)
+        return SNAPSHOTS.from_row(row) if row else None
+
+    # Payloads
+
+    async def put_payload(
+        self,
+        payload_id: str,
+        tenant_id: str,
+        execution_id: str,
+        step_name: str,
+        body: bytes,
+        content_type: str,
+    ) -> PayloadRef:
+        ref = payload_ref(payload_id, body)
+        params = (
+            payload_id,
+            tenant_id,
+            execution_id,
+            step_name,
+            content_type,
+            ref.size,
+            ref.sha256,
+            body,
+            sortable_timestamp(utc_now()),
+        )
+        if await self._write(_UPSERT_PAYLOAD, params) != 1:
+            raise ConflictError(
+                f"payload id {payload_id} already belongs to another tenant",
+                hint="Generate a fresh payload id.",
+            )
+        return ref
+
+    async def get_payload(self, payload_id: str, tenant_id: str) -> bytes | None:
+        where, params = _filters(tenant_id, payload_id=payload_id)
+        row = await self._fetch_one(f"SELECT body, sha256 FROM payloads WHERE {where}", params)
+        if row is None:
+            return None
+        return verified_body(payload_id, bytes(row["body"]), row["sha256"])
+
+    async def delete_payloads_for_execution(self, execution_id: str, tenant_id: str) -> int:
+        where, params = _filters(tenant_id, execution_id=execution_id)
+        return await self._write(f"DELETE FROM payloads WHERE {where}", params)
+
+    # Archived steps
+
+    async def archive_step(self, step: ArchivedStep) -> None:
+        await self._write(ARCHIVED_STEPS.insert_sql("REPLACE"), ARCHIVED_STEPS.to_row(step))
+
+    async def get_archived_step(
+        self, execution_id: str, step_name: str, tenant_id: str
+    ) -> ArchivedStep | None:
+        where, params = _filters(tenant_id, execution_id=execution_id, step_name=step_name)
+        row = await self._fetch_one(ARCHIVED_STEPS.select_sql(where, "step_name"), params)
+        return ARCHIVED_STEPS.from_row(row) if row else None
+
+    async def list_archived_steps(self, execution_id: str, tenant_id: str) -> list[ArchivedStep]:
+        where, params = _filters(tenant_id, execution_id=execution_id)
+        rows = await self._fetch_all(ARCHIVED_STEPS.select_sql(where, "step_name"), params)
+        return [ARCHIVED_STEPS.from_row(row) for row in rows]
+
+    # Ledger
+
+    async def append_ledger(self, entries: list[LedgerEntry]) -> None:
+        if entries:
+            await self._write_many(LEDGER.insert_sql("IGNORE"), [LEDGER.to_row(e) for e in entries])
+
+    async def list_ledger(
+        self,
+        tenant_id: str,
+        execution_id: str | None = None,
+        shared_run_id: str | None = None,
+        limit: int = DEFAULT_LEDGER_LIMIT,
+    ) -> list[LedgerEntry]:
+        where, params = _filters(tenant_id, execution_id=execution_id, shared_run_id=shared_run_id)
+        sql = LEDGER.select_sql(where, "recorded_at, sequence, row_id") + " LIMIT ?"
+        rows = await self._fetch_all(sql, [*params, limit])
+        return [LEDGER.from_row(row) for row in rows]
+
+    # Trace spans
+
+    async def put_spans(self, spans: list[TraceSpan]) -> None:
+        if spans:
+            await self._write_many(TRACE_SPANS.insert_sql("IGNORE"), [TRACE_SPANS.to_row(s) for s in spans])
+
+    async def list_spans(self, tenant_id: str, execution_id: str) -> list[TraceSpan]:
+        where, params = _filters(tenant_id, execution_id=execution_id)
+        rows = await self._fetch_all(TRACE_SPANS.select_sql(where, "start_ns, span_id"), params)
+        return [TRACE_SPANS.from_row(row) for row in rows]
+
+    # Recovery forensics
+
+    async def put_forensics(self, record: ForensicsRecord) -> None:
+        await self._write(FORENSICS.insert_sql("IGNORE"), FORENSICS.to_row(record))
+
+    async def list_forensics(
+        self,
+        tenant_id: str,
+        runtime_instance_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> list[ForensicsRecord]:
+        where, params = _filters(
+            tenant_id, runtime_instance_id=runtime_instance_id, execution_id=execution_id
+        )
+        rows = await self._fetch_all(FORENSICS.select_sql(where, "recorded_at, row_id"), params)
+        return [FORENSICS.from_row(row) for row in rows]
+
+    # Run-execution index history
+
+    async def append_run_index_event(self, event: RunIndexEvent) -> None:
+        await self._write(RUN_INDEX_HISTORY.insert_sql("IGNORE"), RUN_INDEX_HISTORY.to_row(event))
+
+    async def list_run_index_history(
+        self,
+        tenant_id: str,
+        shared_run_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> list[RunIndexEvent]:
+        where, params = _filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
+        rows = await self._fetch_all(RUN_INDEX_HISTORY.select_sql(where, "recorded_at, row_id"), params)
+        return [RUN_INDEX_HISTORY.from_row(row) for row in rows]
+
+    # Lifecycle
+
+    async def health(self) -> None:
+        await self._fetch_all("SELECT 1", ())
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._db.close()

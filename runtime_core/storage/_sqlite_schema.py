@@ -1,0 +1,172 @@
+"""SQLite schema of the durable store and the row <-> record mapping of its record tables.
+
+Owns the DDL (created idempotently on open) and how a record's fields become columns: JSON
+values as JSON text, datetimes as fixed-width UTC text so lexical order is time order.
+Must not open connections or run queries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from runtime_core.storage._codec import sortable_timestamp
+from runtime_core.storage._models import (
+    ArchivedStep,
+    ForensicsRecord,
+    LedgerEntry,
+    RunIndexEvent,
+    TerminalSnapshot,
+    TraceSpan,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS snapshots (
+    execution_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    pipeline_name TEXT NOT NULL,
+    pipeline_version TEXT NOT NULL,
+    status TEXT NOT NULL,
+    snapshot TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS payloads (
+    payload_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    step_name TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    body BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS payloads_by_execution ON payloads (tenant_id, execution_id);
+CREATE TABLE IF NOT EXISTS archived_steps (
+    tenant_id TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    step_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    retry_count INTEGER NOT NULL,
+    result_ref TEXT NOT NULL,
+    result TEXT NOT NULL,
+    archived_at TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, execution_id, step_name)
+);
+CREATE TABLE IF NOT EXISTS ledger (
+    row_id INTEGER PRIMARY KEY,
+    entry_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    execution_id TEXT,
+    shared_run_id TEXT,
+    local_run_id TEXT,
+    runtime_instance_id TEXT,
+    assigned_runtime_instance_id TEXT,
+    event TEXT NOT NULL,
+    step_name TEXT,
+    attributes TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    sequence INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_by_execution ON ledger (tenant_id, execution_id, recorded_at, sequence);
+CREATE INDEX IF NOT EXISTS ledger_by_shared_run ON ledger (tenant_id, shared_run_id, recorded_at, sequence);
+CREATE TABLE IF NOT EXISTS trace_spans (
+    trace_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    parent_span_id TEXT,
+    tenant_id TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    step_name TEXT,
+    name TEXT NOT NULL,
+    start_ns INTEGER NOT NULL,
+    end_ns INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    attributes TEXT NOT NULL,
+    PRIMARY KEY (trace_id, span_id)
+);
+CREATE INDEX IF NOT EXISTS spans_by_execution ON trace_spans (tenant_id, execution_id, start_ns);
+CREATE TABLE IF NOT EXISTS forensics (
+    row_id INTEGER PRIMARY KEY,
+    record_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    runtime_instance_id TEXT NOT NULL,
+    shared_run_id TEXT,
+    execution_id TEXT,
+    kind TEXT NOT NULL,
+    action TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS forensics_by_instance ON forensics (tenant_id, runtime_instance_id, recorded_at);
+CREATE INDEX IF NOT EXISTS forensics_by_execution ON forensics (tenant_id, execution_id, recorded_at);
+CREATE TABLE IF NOT EXISTS run_index_history (
+    row_id INTEGER PRIMARY KEY,
+    event_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    shared_run_id TEXT,
+    local_run_id TEXT,
+    execution_id TEXT,
+    runtime_instance_id TEXT,
+    status TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS run_index_by_shared_run
+    ON run_index_history (tenant_id, shared_run_id, recorded_at);
+CREATE INDEX IF NOT EXISTS run_index_by_execution
+    ON run_index_history (tenant_id, execution_id, recorded_at);
+"""
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class RecordTable(Generic[RecordT]):
+    """One table whose columns are exactly the fields of one record model."""
+
+    name: str
+    model: type[RecordT]
+    json_columns: frozenset[str] = frozenset()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.model.model_fields)
+
+    def insert_sql(self, conflict: str) -> str:
+        names = ", ".join(self.columns)
+        values = ", ".join(f":{c}" for c in self.columns)
+        return f"INSERT OR {conflict} INTO {self.name} ({names}) VALUES ({values})"
+
+    def select_sql(self, where: str, order_by: str) -> str:
+        return f"SELECT {', '.join(self.columns)} FROM {self.name} WHERE {where} ORDER BY {order_by}"
+
+    def to_row(self, record: RecordT) -> dict[str, Any]:
+        plain = record.model_dump(mode="json")
+        row: dict[str, Any] = {}
+        for column in self.columns:
+            value = getattr(record, column)
+            if column in self.json_columns:
+                row[column] = json.dumps(plain[column])
+            elif isinstance(value, datetime):
+                row[column] = sortable_timestamp(value)
+            else:
+                row[column] = plain[column]
+        return row
+
+    def from_row(self, row: sqlite3.Row) -> RecordT:
+        return self.model.model_validate(
+            {c: json.loads(row[c]) if c in self.json_columns else row[c] for c in self.columns}
+        )
+
+
+SNAPSHOTS = RecordTable("snapshots", TerminalSnapshot, frozenset({"snapshot"}))
+ARCHIVED_STEPS = RecordTable("archived_steps", ArchivedStep, frozenset({"result_ref", "result"}))
+LEDGER = RecordTable("ledger", LedgerEntry, frozenset({"attributes"}))
+TRACE_SPANS = RecordTable("trace_spans", TraceSpan, frozenset({"attributes"}))
+FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
+RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)

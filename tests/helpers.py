@@ -1,0 +1,50 @@
+"""Test helpers: condition waits with a timeout (never a bare sleep) and small builders."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.steps import StepInvocation
+
+
+async def wait_until(
+    predicate: Callable[[], Awaitable[bool]], *, timeout: float = 10.0, interval: float = 0.005
+) -> None:
+    """Poll `predicate` until it is true; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+class CountingExecutor:
+    """A deterministic no-op that counts executions per (execution, step)."""
+
+    def __init__(self, step_key: str = "test.count") -> None:
+        self.step_key = step_key
+        self.calls: Counter[tuple[str, str]] = Counter()
+        self.active = 0
+        self.max_active = 0
+
+    async def execute(self, invocation: StepInvocation) -> Any:
+        self.calls[(invocation.execution_id, invocation.step_name)] += 1
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            await asyncio.sleep(0)  # yield so concurrent workers really interleave
+            return {"data": {"step": invocation.step_name, "inputs": invocation.inputs}}
+        finally:
+            self.active -= 1
+
+
+def fan_out_pipeline(width: int, step_key: str = "test.noop", name: str = "fan") -> PipelineDefinition:
+    steps: list[dict[str, Any]] = [{"name": "start", "stepKey": step_key}]
+    steps += [{"name": f"b{i:04d}", "stepKey": step_key, "dependsOn": ["start"]} for i in range(width)]
+    steps.append({"name": "join", "stepKey": step_key, "dependsOn": [f"b{i:04d}" for i in range(width)]})
+    return parse_pipeline({"name": name, "steps": steps})

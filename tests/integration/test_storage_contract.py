@@ -1,0 +1,446 @@
+"""One contract for every DurableStore backend: SQLite always, MongoDB when MONGODB_URI is set.
+
+The MongoDB run is reported as skipped (never as passed) when MONGODB_URI is absent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from pymongo import AsyncMongoClient
+
+from runtime_core.errors import ConflictError, StoreUnavailableError
+from runtime_core.hot_state import find_free_port
+from runtime_core.storage import (
+    SQLITE_FILE_NAME,
+    ArchivedStep,
+    DurableStore,
+    DurableStoreSettings,
+    ForensicsRecord,
+    LedgerEntry,
+    PayloadCorruptedError,
+    RunIndexEvent,
+    SqliteDurableStore,
+    TerminalSnapshot,
+    TraceSpan,
+    open_durable_store,
+)
+
+TENANT = "tenant-a"
+FOREIGN = "tenant-b"
+T0 = datetime(2026, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
+
+
+@dataclass
+class Backend:
+    name: str
+    store: DurableStore
+    corrupt_payload: Callable[[str], Awaitable[None]]
+
+
+def _sqlite_corrupter(path: Path) -> Callable[[str], Awaitable[None]]:
+    async def corrupt(payload_id: str) -> None:
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE payloads SET body = ? WHERE payload_id = ?", (b"tampered", payload_id))
+
+    return corrupt
+
+
+async def _sqlite_backend(tmp_path: Path) -> AsyncIterator[Backend]:
+    settings = DurableStoreSettings.embedded(tmp_path)
+    store = await open_durable_store(settings)
+    assert settings.sqlite_path is not None
+    yield Backend("sqlite", store, _sqlite_corrupter(settings.sqlite_path))
+    await store.close()
+
+
+async def _mongodb_backend(uri: str) -> AsyncIterator[Backend]:
+    database = f"mcprt_test_{secrets.token_hex(4)}"
+    store = await open_durable_store(
+        DurableStoreSettings(backend="mongodb", mongodb_uri=uri, mongodb_database=database)
+    )
+    admin: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(uri)
+
+    async def corrupt(payload_id: str) -> None:
+        await admin[database]["payloads"].update_one({"_id": payload_id}, {"$set": {"body": b"tampered"}})
+
+    yield Backend("mongodb", store, corrupt)
+    await store.close()
+    await admin.drop_database(database)
+    await admin.close()
+
+
+@pytest.fixture(params=["sqlite", "mongodb"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    if request.param == "sqlite":
+        async for opened in _sqlite_backend(tmp_path):
+            yield opened
+        return
+    uri = os.environ.get("MONGODB_URI")
+    if not uri:
+        pytest.skip("MONGODB_URI not set")
+    async for opened in _mongodb_backend(uri):
+        yield opened
+
+
+@pytest.fixture
+def store(backend: Backend) -> DurableStore:
+    return backend.store
+
+
+def _snapshot(
+    execution_id: str = "exec_1", tenant_id: str = TENANT, status: str = "Completed"
+) -> TerminalSnapshot:
+    return TerminalSnapshot(
+        execution_id=execution_id,
+        tenant_id=tenant_id,
+        pipeline_name="rag",
+        pipeline_version="1",
+        status=status,
+        snapshot={"steps": {"retrieve": {"status": "Completed", "result": {"docs": ["a", "b"]}}}},
+        fingerprint="f" * 64,
+        created_at=T0,
+    )
+
+
+def _ledger(event: str, *, at: datetime = T0, sequence: int = 0, **ids: str) -> LedgerEntry:
+    return LedgerEntry(tenant_id=TENANT, event=event, recorded_at=at, sequence=sequence, **ids)
+
+
+def _span(span_id: str, start_ns: int, parent: str | None = None, tenant_id: str = TENANT) -> TraceSpan:
+    return TraceSpan(
+        trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
+        span_id=span_id,
+        parent_span_id=parent,
+        tenant_id=tenant_id,
+        execution_id="exec_1",
+        step_name="retrieve",
+        name="step.retrieve",
+        start_ns=start_ns,
+        end_ns=start_ns + 1_000,
+        status="OK",
+        attributes={"step.attempt": 1},
+    )
+
+
+# Terminal snapshots
+
+
+async def test_snapshot_is_written_once(store: DurableStore) -> None:
+    assert await store.put_snapshot(_snapshot(status="Completed")) is True
+    assert await store.put_snapshot(_snapshot(status="Failed")) is False
+    stored = await store.get_snapshot("exec_1", TENANT)
+    assert stored == _snapshot(status="Completed")
+
+
+async def test_missing_snapshot_is_none(store: DurableStore) -> None:
+    assert await store.get_snapshot("exec_absent", TENANT) is None
+
+
+# Tenant isolation
+
+
+async def test_foreign_tenant_sees_nothing_of_any_record_kind(store: DurableStore) -> None:
+    await store.put_snapshot(_snapshot())
+    await store.put_payload("pl_1", TENANT, "exec_1", "retrieve", b"body", "application/json")
+    await store.archive_step(
+        ArchivedStep(execution_id="exec_1", tenant_id=TENANT, step_name="s", status="Completed")
+    )
+    await store.append_ledger([_ledger("submitted", execution_id="exec_1", shared_run_id="srun_1")])
+    await store.put_spans([_span("00f067aa0ba902b7", 1)])
+    await store.put_forensics(
+        ForensicsRecord(
+            tenant_id=TENANT, runtime_instance_id="rt_1", execution_id="exec_1", kind="k", action="a"
+        )
+    )
+    await store.append_run_index_event(
+        RunIndexEvent(tenant_id=TENANT, shared_run_id="srun_1", execution_id="exec_1", status="Running")
+    )
+
+    assert await store.get_snapshot("exec_1", FOREIGN) is None
+    assert await store.get_payload("pl_1", FOREIGN) is None
+    assert await store.delete_payloads_for_execution("exec_1", FOREIGN) == 0
+    assert await store.get_archived_step("exec_1", "s", FOREIGN) is None
+    assert await store.list_archived_steps("exec_1", FOREIGN) == []
+    assert await store.list_ledger(FOREIGN) == []
+    assert await store.list_ledger(FOREIGN, execution_id="exec_1", shared_run_id="srun_1") == []
+    assert await store.list_spans(FOREIGN, "exec_1") == []
+    assert await store.list_forensics(FOREIGN) == []
+    assert await store.list_forensics(FOREIGN, runtime_instance_id="rt_1", execution_id="exec_1") == []
+    assert await store.list_run_index_history(FOREIGN) == []
+    assert await store.list_run_index_history(FOREIGN, shared_run_id="srun_1", execution_id="exec_1") == []
+
+
+# Payloads
+
+
+async def test_payload_round_trips_with_size_and_sha256(store: DurableStore) -> None:
+    body = secrets.token_bytes(200_000)
+    ref = await store.put_payload("pl_1", TENANT, "exec_1", "retrieve", body, "application/octet-stream")
+    assert (ref.payload_id, ref.size, len(ref.sha256)) == ("pl_1", len(body), 64)
+    assert await store.get_payload("pl_1", TENANT) == body
+
+
+async def test_corrupted_payload_raises_payload_corrupted_error(backend: Backend) -> None:
+    ref = await backend.store.put_payload("pl_1", TENANT, "exec_1", "retrieve", b"original", "text/plain")
+    await backend.corrupt_payload("pl_1")
+    with pytest.raises(PayloadCorruptedError) as raised:
+        await backend.store.get_payload("pl_1", TENANT)
+    assert raised.value.payload_id == "pl_1"
+    assert raised.value.expected_sha256 == ref.sha256
+
+
+async def test_payload_id_owned_by_another_tenant_is_a_conflict(store: DurableStore) -> None:
+    await store.put_payload("pl_1", TENANT, "exec_1", "retrieve", b"mine", "text/plain")
+    with pytest.raises(ConflictError):
+        await store.put_payload("pl_1", FOREIGN, "exec_9", "retrieve", b"theirs", "text/plain")
+    assert await store.get_payload("pl_1", TENANT) == b"mine"
+
+
+async def test_delete_payloads_for_execution_removes_only_that_execution(store: DurableStore) -> None:
+    await store.put_payload("pl_1", TENANT, "exec_1", "a", b"1", "text/plain")
+    await store.put_payload("pl_2", TENANT, "exec_1", "b", b"2", "text/plain")
+    await store.put_payload("pl_3", TENANT, "exec_2", "a", b"3", "text/plain")
+    assert await store.delete_payloads_for_execution("exec_1", TENANT) == 2
+    assert await store.get_payload("pl_1", TENANT) is None
+    assert await store.get_payload("pl_3", TENANT) == b"3"
+
+
+# Archived steps
+
+
+async def test_archived_step_keeps_payload_ref_or_inline_result(store: DurableStore) -> None:
+    ref = await store.put_payload("pl_1", TENANT, "exec_1", "retrieve", b"big", "text/plain")
+    by_ref = ArchivedStep(
+        execution_id="exec_1", tenant_id=TENANT, step_name="retrieve", status="Completed", result_ref=ref
+    )
+    inline = ArchivedStep(
+        execution_id="exec_1",
+        tenant_id=TENANT,
+        step_name="compose",
+        status="Completed",
+        result={"text": "hi"},
+    )
+    await store.archive_step(by_ref)
+    await store.archive_step(inline)
+    assert await store.get_archived_step("exec_1", "retrieve", TENANT) == by_ref
+    assert await store.list_archived_steps("exec_1", TENANT) == [inline, by_ref]
+
+
+async def test_archiving_a_step_again_replaces_it(store: DurableStore) -> None:
+    first = ArchivedStep(
+        execution_id="exec_1", tenant_id=TENANT, step_name="s", status="Running", archived_at=T0
+    )
+    later = first.model_copy(
+        update={"status": "Completed", "retry_count": 2, "archived_at": T0 + timedelta(1)}
+    )
+    await store.archive_step(first)
+    await store.archive_step(later)
+    assert await store.list_archived_steps("exec_1", TENANT) == [later]
+
+
+# Ledger
+
+
+async def test_ledger_lists_by_recorded_at_then_sequence(store: DurableStore) -> None:
+    later = _ledger("completed", at=T0 + timedelta(seconds=1))
+    second = _ledger("claimed", sequence=2)
+    first = _ledger("submitted", sequence=1)
+    await store.append_ledger([later, second])
+    await store.append_ledger([first])
+    assert [e.event for e in await store.list_ledger(TENANT)] == ["submitted", "claimed", "completed"]
+
+
+async def test_ledger_filters_by_execution_and_shared_run(store: DurableStore) -> None:
+    await store.append_ledger(
+        [
+            _ledger("a", sequence=1, execution_id="exec_1", shared_run_id="srun_1"),
+            _ledger("b", sequence=2, execution_id="exec_2", shared_run_id="srun_1"),
+            _ledger("c", sequence=3, execution_id="exec_3", shared_run_id="srun_2"),
+        ]
+    )
+    assert [e.event for e in await store.list_ledger(TENANT, execution_id="exec_1")] == ["a"]
+    assert [e.event for e in await store.list_ledger(TENANT, shared_run_id="srun_1")] == ["a", "b"]
+    assert [
+        e.event for e in await store.list_ledger(TENANT, execution_id="exec_2", shared_run_id="srun_1")
+    ] == ["b"]
+
+
+async def test_ledger_limit_keeps_the_oldest_entries(store: DurableStore) -> None:
+    await store.append_ledger([_ledger(f"e{i}", sequence=i) for i in range(5)])
+    assert [e.event for e in await store.list_ledger(TENANT, limit=2)] == ["e0", "e1"]
+
+
+async def test_ledger_append_ignores_an_entry_id_already_stored(store: DurableStore) -> None:
+    entry = _ledger("submitted", execution_id="exec_1")
+    await store.append_ledger([entry])
+    await store.append_ledger([entry, _ledger("claimed", sequence=1)])
+    assert [e.event for e in await store.list_ledger(TENANT)] == ["submitted", "claimed"]
+
+
+async def test_ledger_round_trips_every_field(store: DurableStore) -> None:
+    entry = LedgerEntry(
+        tenant_id=TENANT,
+        execution_id="exec_1",
+        shared_run_id="srun_1",
+        local_run_id="lrun_1",
+        runtime_instance_id="rt_1",
+        assigned_runtime_instance_id="rt_2",
+        event="recovered",
+        step_name="retrieve",
+        attributes={"reason": "heartbeat lapsed", "nested": {"n": [1, 2.5, None, True]}},
+        recorded_at=datetime(2026, 1, 2, 5, 4, 5, 123456, tzinfo=timezone(timedelta(hours=2))),
+        sequence=7,
+    )
+    await store.append_ledger([entry])
+    [stored] = await store.list_ledger(TENANT)
+    assert stored == entry
+    assert stored.recorded_at == T0
+    assert stored.recorded_at.tzinfo == UTC
+
+
+# Trace spans
+
+
+async def test_spans_list_by_start_time_with_their_parent_links(store: DurableStore) -> None:
+    root = _span("00f067aa0ba902b7", start_ns=1_000)
+    child = _span("b7ad6b7169203331", start_ns=2_000, parent=root.span_id)
+    await store.put_spans([child, root])
+    await store.put_spans([root])
+    assert await store.list_spans(TENANT, "exec_1") == [root, child]
+
+
+# Forensics
+
+
+async def test_forensics_filter_by_runtime_instance_and_execution(store: DurableStore) -> None:
+    in_flight = ForensicsRecord(
+        tenant_id=TENANT,
+        runtime_instance_id="rt_dead",
+        execution_id="exec_1",
+        kind="InFlightExecution",
+        action="requeued",
+        detail={"to": "rt_live"},
+        recorded_at=T0,
+    )
+    queued = ForensicsRecord(
+        tenant_id=TENANT,
+        runtime_instance_id="rt_dead",
+        shared_run_id="srun_2",
+        kind="LocalQueued",
+        action="requeued",
+        recorded_at=T0 + timedelta(seconds=1),
+    )
+    other = ForensicsRecord(tenant_id=TENANT, runtime_instance_id="rt_x", kind="LocalQueued", action="none")
+    for record in (queued, other, in_flight):
+        await store.put_forensics(record)
+    assert await store.list_forensics(TENANT, runtime_instance_id="rt_dead") == [in_flight, queued]
+    assert await store.list_forensics(TENANT, execution_id="exec_1") == [in_flight]
+
+
+# Run-execution index history
+
+
+async def test_run_index_history_filters_by_shared_run_and_execution(store: DurableStore) -> None:
+    queued = RunIndexEvent(
+        tenant_id=TENANT, shared_run_id="srun_1", local_run_id="lrun_1", status="Queued", recorded_at=T0
+    )
+    running = RunIndexEvent(
+        tenant_id=TENANT,
+        shared_run_id="srun_1",
+        local_run_id="lrun_1",
+        execution_id="exec_1",
+        runtime_instance_id="rt_1",
+        status="Running",
+        recorded_at=T0 + timedelta(seconds=1),
+    )
+    unrelated = RunIndexEvent(tenant_id=TENANT, shared_run_id="srun_2", status="Queued", recorded_at=T0)
+    for event in (running, unrelated, queued):
+        await store.append_run_index_event(event)
+    assert await store.list_run_index_history(TENANT, shared_run_id="srun_1") == [queued, running]
+    assert await store.list_run_index_history(TENANT, execution_id="exec_1") == [running]
+
+
+# Lifecycle
+
+
+async def test_health_passes_while_open_and_fails_after_close(store: DurableStore) -> None:
+    await store.health()
+    await store.close()
+    with pytest.raises(StoreUnavailableError):
+        await store.health()
+
+
+# Backend-specific behaviour
+
+
+async def test_two_sqlite_stores_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
+    path = tmp_path / SQLITE_FILE_NAME
+    first, second = await SqliteDurableStore.open(path), await SqliteDurableStore.open(path)
+    try:
+        await first.put_snapshot(_snapshot("exec_1"))
+        await second.put_payload("pl_1", TENANT, "exec_2", "s", b"from second", "text/plain")
+        await asyncio.gather(
+            first.append_ledger([_ledger(f"first{i}", sequence=i) for i in range(50)]),
+            second.append_ledger([_ledger(f"second{i}", sequence=i) for i in range(50)]),
+        )
+        assert await second.get_snapshot("exec_1", TENANT) == _snapshot("exec_1")
+        assert await first.get_payload("pl_1", TENANT) == b"from second"
+        assert len(await first.list_ledger(TENANT)) == len(await second.list_ledger(TENANT)) == 100
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_sqlite_store_runs_in_wal_mode(tmp_path: Path) -> None:
+    store = await SqliteDurableStore.open(tmp_path / SQLITE_FILE_NAME)
+    try:
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        await store.close()
+
+
+async def test_embedded_settings_put_the_database_in_the_data_dir(tmp_path: Path) -> None:
+    store = await open_durable_store(DurableStoreSettings.embedded(tmp_path / "data"))
+    try:
+        assert isinstance(store, SqliteDurableStore)
+        assert store.path == tmp_path / "data" / SQLITE_FILE_NAME
+        assert store.path.exists()
+    finally:
+        await store.close()
+
+
+async def test_unusable_sqlite_path_raises_store_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "not-a-dir").write_text("a file where the data directory should be")
+    with pytest.raises(StoreUnavailableError):
+        await open_durable_store(DurableStoreSettings.embedded(tmp_path / "not-a-dir"))
+
+
+async def test_unreachable_mongodb_raises_store_unavailable() -> None:
+    settings = DurableStoreSettings(
+        backend="mongodb", mongodb_uri=f"mongodb://127.0.0.1:{find_free_port()}/", mongodb_timeout_ms=300
+    )
+    with pytest.raises(StoreUnavailableError):
+        await open_durable_store(settings)
+
+
+def test_settings_require_the_selected_backends_location() -> None:
+    with pytest.raises(ValidationError, match="sqlite_path"):
+        DurableStoreSettings(backend="sqlite")
+    with pytest.raises(ValidationError, match="mongodb_uri"):
+        DurableStoreSettings(backend="mongodb")
+
+
+def test_naive_datetimes_are_rejected() -> None:
+    with pytest.raises(ValidationError, match="timezone-aware"):
+        LedgerEntry(tenant_id=TENANT, event="e", recorded_at=datetime(2026, 1, 1))
