@@ -6,8 +6,8 @@ terminal fingerprint. Must not know about queues or tenants beyond the snapshot 
 given, and never writes the state a Lua script guards from Python.
 """
 
-from runtime_core.dag._engine import DagEngine, EngineSettings
-from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._engine import DagEngine, EngineSettings, InlineResults, ResultCodec
+from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
 from runtime_core.dag._store import (
@@ -29,6 +29,7 @@ __all__ = [
     "BLOCKING_CONTROL_STATUSES",
     "ClaimBatch",
     "ClaimOutcome",
+    "CompositeObserver",
     # Engine
     "DagEngine",
     # Store
@@ -41,7 +42,9 @@ __all__ = [
     "ExecutionStatus",
     "ExecutionView",
     "FinalizeOutcome",
+    "InlineResults",
     "NullObserver",
+    "ResultCodec",
     "StepClaim",
     "StepStatus",
     "StepView",

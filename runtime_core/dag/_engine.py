@@ -36,6 +36,32 @@ class RetryDecider(Protocol):
     def decide(self, config: dict[str, Any], failure_code: str, retry_count: int, seed: str) -> Any: ...
 
 
+class ResultCodec(Protocol):
+    """How results travel between executors and Redis (payload externalization hooks in here)."""
+
+    async def encode(
+        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
+    ) -> Any: ...
+
+    async def decode(
+        self, execution_id: str, stored: dict[str, Any], snapshot: ExecutionContextSnapshot | None
+    ) -> dict[str, Any]: ...
+
+
+class InlineResults:
+    """Default codec: results are stored in Redis as they are."""
+
+    async def encode(
+        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
+    ) -> Any:
+        return result
+
+    async def decode(
+        self, execution_id: str, stored: dict[str, Any], snapshot: ExecutionContextSnapshot | None
+    ) -> dict[str, Any]:
+        return stored
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     lease_ms: int = 60_000
@@ -75,6 +101,7 @@ class DagEngine:
         *,
         settings: EngineSettings | None = None,
         observer: ExecutionObserver | None = None,
+        results: ResultCodec | None = None,
         instance_id: str = "local",
     ) -> None:
         self.store = store
@@ -82,6 +109,7 @@ class DagEngine:
         self.retry = retry
         self.settings = settings or EngineSettings()
         self.observer: ExecutionObserver = observer or NullObserver()
+        self.results: ResultCodec = results or InlineResults()
         self.instance_id = instance_id
         self.on_park: ParkHandler | None = None
         self.read_human_input: InputReader | None = None
@@ -188,7 +216,8 @@ class DagEngine:
         except StepFailure as failure:
             await self._fail(run, step, claim, failure, worker_id)
             return
-        outcome = await self.store.complete_step(claim, result)
+        stored = await self.results.encode(run.execution_id, step.name, result, run.snapshot)
+        outcome = await self.store.complete_step(claim, stored)
         await self._after_transition(
             run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id
         )
@@ -198,7 +227,8 @@ class DagEngine:
         if executor is None:
             raise StepFailure(f"No executor registered for stepKey '{step.step_key}'.", code="permanent")
         try:
-            inputs = resolve_inputs(step, run.meta.state, claim.dependency_results)
+            upstream = await self.results.decode(run.execution_id, claim.dependency_results, run.snapshot)
+            inputs = resolve_inputs(step, run.meta.state, upstream)
         except BindingError as exc:
             raise StepFailure(exc.message, code="resolver") from exc
         human_input = None

@@ -28,3 +28,17 @@ class ExecutionObserver(Protocol):
 class NullObserver:
     async def on_event(self, event: EngineEvent) -> None:
         return None
+
+
+class CompositeObserver:
+    """Fans one event out to several observers in order."""
+
+    def __init__(self, *observers: ExecutionObserver) -> None:
+        self.observers = list(observers)
+
+    def add(self, observer: ExecutionObserver) -> None:
+        self.observers.append(observer)
+
+    async def on_event(self, event: EngineEvent) -> None:
+        for observer in self.observers:
+            await observer.on_event(event)

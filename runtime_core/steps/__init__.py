@@ -1,0 +1,84 @@
+"""Built-in step executors, the executor registry, and the retrieval / LLM provider interfaces.
+
+Owns what one step does once it has been claimed: read its resolved inputs and config,
+return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked. Must not
+coordinate: claiming, retries, parking and persistence belong to the DAG engine.
+"""
+
+from runtime_core.steps._compose import ComposeConfig, RagComposeExecutor
+from runtime_core.steps._config import StepConfig, parse_config
+from runtime_core.steps._decision import DecisionScoreExecutor, ScoreConfig
+from runtime_core.steps._defaults import default_executor_registry
+from runtime_core.steps._executor import StepExecutor, StepFailure, StepInvocation, StepParked
+from runtime_core.steps._http_tool import HttpToolConfig, HttpToolExecutor
+from runtime_core.steps._human import ApprovalConfig, HumanApprovalExecutor
+from runtime_core.steps._llm_providers import (
+    LlmProvider,
+    LlmProviders,
+    TemplateLlmProvider,
+    default_llm_providers,
+)
+from runtime_core.steps._merge import MergeConfig, RagMergeExecutor
+from runtime_core.steps._prompt import AiPromptExecutor, PromptConfig, render_template
+from runtime_core.steps._registry import ExecutorRegistry
+from runtime_core.steps._results import canonical, canonical_json, step_result, unwrap_result
+from runtime_core.steps._retrieval import RagRetrievalExecutor, RetrievalConfig
+from runtime_core.steps._retrieval_providers import (
+    EMBEDDED_RELATIONAL_KEYS,
+    SEED_SQL_PATH,
+    RetrievalProvider,
+    RetrievalProviders,
+    SqliteRelationalProvider,
+    default_retrieval_providers,
+)
+from runtime_core.steps._test_steps import FlakyConfig, FlakyExecutor, NoopExecutor
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Executor contract and registry
+    "StepExecutor",
+    "StepInvocation",
+    "StepFailure",
+    "StepParked",
+    "ExecutorRegistry",
+    "default_executor_registry",
+    # Step config and results
+    "StepConfig",
+    "parse_config",
+    "canonical",
+    "canonical_json",
+    "step_result",
+    "unwrap_result",
+    # RAG executors
+    "RagRetrievalExecutor",
+    "RetrievalConfig",
+    "RagMergeExecutor",
+    "MergeConfig",
+    "RagComposeExecutor",
+    "ComposeConfig",
+    # Retrieval providers
+    "RetrievalProvider",
+    "RetrievalProviders",
+    "SqliteRelationalProvider",
+    "default_retrieval_providers",
+    "EMBEDDED_RELATIONAL_KEYS",
+    "SEED_SQL_PATH",
+    # Prompt executor and LLM providers
+    "AiPromptExecutor",
+    "PromptConfig",
+    "render_template",
+    "LlmProvider",
+    "LlmProviders",
+    "TemplateLlmProvider",
+    "default_llm_providers",
+    # Decision, tool and human executors
+    "DecisionScoreExecutor",
+    "ScoreConfig",
+    "HttpToolExecutor",
+    "HttpToolConfig",
+    "HumanApprovalExecutor",
+    "ApprovalConfig",
+    # Test executors
+    "NoopExecutor",
+    "FlakyExecutor",
+    "FlakyConfig",
+]

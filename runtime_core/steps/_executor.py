@@ -1,0 +1,56 @@
+"""The step executor contract: what a step gets, what it returns, how it fails."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from runtime_core.identity import ExecutionContextSnapshot
+
+
+class StepInvocation(BaseModel):
+    """Everything an executor may read. Inputs are already resolved from bindings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    execution_id: str
+    pipeline_name: str
+    pipeline_version: str
+    step_name: str
+    step_key: str
+    config: dict[str, Any]
+    inputs: dict[str, Any]
+    state: dict[str, Any]
+    attempt: int
+    snapshot: ExecutionContextSnapshot | None = None
+    human_input: dict[str, Any] | None = None
+
+
+class StepFailure(Exception):
+    """A step's own failure; `code` drives retry policies (transient, timeout, permanent, ...)."""
+
+    def __init__(self, message: str, *, code: str = "transient") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class StepParked(Exception):
+    """The step cannot finish until human input arrives; the engine parks the execution."""
+
+    def __init__(self, waiting_key: str, prompt: str = "") -> None:
+        super().__init__(f"waiting for input under key {waiting_key!r}")
+        self.waiting_key = waiting_key
+        self.prompt = prompt
+
+
+@runtime_checkable
+class StepExecutor(Protocol):
+    """One executor per stepKey. Must be deterministic for the same invocation inputs."""
+
+    step_key: str
+
+    async def execute(self, invocation: StepInvocation) -> Any:
+        """Return a JSON-serialisable result or raise StepFailure."""
+        ...

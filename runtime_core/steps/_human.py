@@ -1,0 +1,32 @@
+"""The `human.approval` executor: park until an operator answers, then report the answer.
+
+Owns the mapping from config to the waiting key and prompt. Must not store or look up the
+input itself: the engine passes the submitted answer as `invocation.human_input`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime_core.steps._config import StepConfig, parse_config
+from runtime_core.steps._executor import StepInvocation, StepParked
+from runtime_core.steps._results import step_result
+
+
+class ApprovalConfig(StepConfig):
+    waiting_key: str | None = None
+    prompt: str = ""
+
+
+class HumanApprovalExecutor:
+    """Without input: raise StepParked (waiting key = `config.waitingKey` or the step name)."""
+
+    step_key = "human.approval"
+    config_model = ApprovalConfig
+
+    async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
+        config = parse_config(ApprovalConfig, invocation)
+        answer = invocation.human_input
+        if answer is None:
+            raise StepParked(waiting_key=config.waiting_key or invocation.step_name, prompt=config.prompt)
+        return step_result({"approved": bool(answer.get("approved")), "input": answer})

@@ -1,0 +1,41 @@
+"""Shaping step results: canonical JSON values and the `{"data": ..., **meta}` envelope.
+
+Owns key ordering and hashing so every executor produces byte-identical output for equal
+inputs. Must not know about any particular step type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical(value: Any) -> Any:
+    """Return `value` with every dict's keys sorted (recursively) and tuples turned into lists."""
+    if isinstance(value, dict):
+        return {str(key): canonical(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [canonical(item) for item in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """Compact, key-sorted JSON: the form hashed and compared for determinism."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def step_result(data: Any, **meta: Any) -> dict[str, Any]:
+    """The result envelope: `data` first (what bindings like `steps.x.result.data` read), then meta."""
+    return {"data": canonical(data), **canonical(meta)}
+
+
+def unwrap_result(value: Any) -> Any:
+    """The `data` of an upstream step result, or `value` itself when it is not an envelope."""
+    if isinstance(value, dict) and "data" in value:
+        return value["data"]
+    return value

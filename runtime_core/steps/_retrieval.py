@@ -1,0 +1,38 @@
+"""The `rag.retrieval` executor: run one named operation against the configured provider.
+
+Owns reading the retrieval config and shaping the result. Must not open data sources itself:
+that is the provider's job (see `_retrieval_providers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime_core.steps._config import StepConfig, parse_config
+from runtime_core.steps._executor import StepInvocation
+from runtime_core.steps._results import step_result
+from runtime_core.steps._retrieval_providers import RetrievalProviders
+
+
+class RetrievalConfig(StepConfig):
+    operation: str
+    provider: str = "relational"
+    provider_key: str = "default"
+
+
+class RagRetrievalExecutor:
+    """`config.operation` with the step's resolved inputs as parameters, e.g. `candidateId`."""
+
+    step_key = "rag.retrieval"
+    config_model = RetrievalConfig
+
+    def __init__(self, providers: RetrievalProviders) -> None:
+        self._providers = providers
+
+    async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
+        config = parse_config(RetrievalConfig, invocation)
+        provider = self._providers.resolve(config.provider, config.provider_key)
+        rows = await provider.retrieve(config.operation, dict(invocation.inputs))
+        return step_result(
+            rows, operation=config.operation, provider=config.provider, providerKey=config.provider_key
+        )

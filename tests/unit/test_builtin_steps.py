@@ -1,0 +1,477 @@
+"""Built-in step executors, invoked directly with StepInvocation objects (no engine, no Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from runtime_core.steps import (
+    EMBEDDED_RELATIONAL_KEYS,
+    ExecutorRegistry,
+    StepFailure,
+    StepInvocation,
+    StepParked,
+    default_executor_registry,
+)
+
+SERVER_START_TIMEOUT_SECONDS = 10.0
+
+
+def invocation(
+    step_key: str,
+    step_name: str,
+    *,
+    config: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
+    attempt: int = 0,
+    human_input: dict[str, Any] | None = None,
+) -> StepInvocation:
+    return StepInvocation(
+        execution_id="exec_test",
+        pipeline_name="builtin-steps",
+        pipeline_version="1",
+        step_name=step_name,
+        step_key=step_key,
+        config=config or {},
+        inputs=inputs or {},
+        state={},
+        attempt=attempt,
+        human_input=human_input,
+    )
+
+
+async def run(registry: ExecutorRegistry, step: StepInvocation) -> Any:
+    executor = registry.get(step.step_key)
+    assert executor is not None, f"{step.step_key} is not registered"
+    return await executor.execute(step)
+
+
+async def fail(registry: ExecutorRegistry, step: StepInvocation) -> StepFailure:
+    with pytest.raises(StepFailure) as failure:
+        await run(registry, step)
+    return failure.value
+
+
+def retrieval(step_name: str, operation: str, inputs: dict[str, Any], provider_key: str) -> StepInvocation:
+    config = {"operation": operation, "provider": "relational", "providerKey": provider_key}
+    return invocation("rag.retrieval", step_name, config=config, inputs=inputs)
+
+
+def candidate_step(candidate_id: str) -> StepInvocation:
+    return retrieval("candidate", "candidate.byId", {"candidateId": candidate_id}, "sqlserver")
+
+
+def job_step(job_id: str) -> StepInvocation:
+    return retrieval("job", "job.byId", {"jobId": job_id}, "postgres")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("steps-data")
+
+
+@pytest.fixture(scope="module")
+def registry(data_dir: Path) -> ExecutorRegistry:
+    return default_executor_registry(data_dir)
+
+
+# Registry
+
+
+def test_default_registry_registers_every_builtin_step_key(registry: ExecutorRegistry) -> None:
+    assert registry.keys() == [
+        "ai.prompt",
+        "decision.score",
+        "human.approval",
+        "rag.compose",
+        "rag.merge",
+        "rag.retrieval",
+        "test.flaky",
+        "test.noop",
+        "tool.http",
+    ]
+
+
+# rag.retrieval
+
+
+async def test_retrieval_candidate_by_id_returns_seeded_row(registry: ExecutorRegistry) -> None:
+    result = await run(registry, candidate_step("c-1"))
+    assert result == {
+        "data": {
+            "id": "c-1",
+            "location": "Remote",
+            "name": "Ada Lovelace",
+            "skills": ["python", "redis", "sql", "distributed-systems"],
+            "title": "Senior Python Engineer",
+            "yearsExperience": 8,
+        },
+        "operation": "candidate.byId",
+        "provider": "relational",
+        "providerKey": "sqlserver",
+    }
+
+
+async def test_retrieval_job_by_id_returns_seeded_row(registry: ExecutorRegistry) -> None:
+    result = await run(registry, job_step("j-1"))
+    assert result["data"] == {
+        "department": "Platform",
+        "id": "j-1",
+        "location": "Remote",
+        "minYears": 5,
+        "requiredSkills": ["python", "redis", "sql"],
+        "title": "Backend Engineer (Python)",
+    }
+
+
+async def test_retrieval_seed_holds_five_candidates_and_three_jobs(registry: ExecutorRegistry) -> None:
+    candidates = [await run(registry, candidate_step(f"c-{n}")) for n in range(1, 6)]
+    jobs = [await run(registry, job_step(f"j-{n}")) for n in range(1, 4)]
+    assert [c["data"]["id"] for c in candidates] == ["c-1", "c-2", "c-3", "c-4", "c-5"]
+    assert [j["data"]["id"] for j in jobs] == ["j-1", "j-2", "j-3"]
+
+
+async def test_retrieval_unknown_id_fails_not_found(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, candidate_step("c-404"))
+    assert failure.code == "not_found"
+
+
+async def test_retrieval_unknown_operation_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, retrieval("x", "candidate.search", {"candidateId": "c-1"}, "sqlserver"))
+    assert failure.code == "permanent"
+
+
+async def test_retrieval_missing_id_input_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, retrieval("candidate", "candidate.byId", {}, "sqlserver"))
+    assert failure.code == "permanent"
+
+
+async def test_retrieval_unregistered_provider_key_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, retrieval("candidate", "candidate.byId", {"candidateId": "c-1"}, "oracle"))
+    assert failure.code == "permanent"
+
+
+async def test_retrieval_embedded_provider_keys_share_one_source(registry: ExecutorRegistry) -> None:
+    results = [
+        await run(registry, retrieval("job", "job.byId", {"jobId": "j-2"}, key))
+        for key in EMBEDDED_RELATIONAL_KEYS
+    ]
+    assert all(result["data"] == results[0]["data"] for result in results)
+
+
+def test_retrieval_database_is_created_in_data_dir(registry: ExecutorRegistry, data_dir: Path) -> None:
+    assert (data_dir / "retrieval.sqlite3").is_file()
+
+
+async def test_registry_without_data_dir_seeds_a_temporary_database() -> None:
+    result = await run(default_executor_registry(), candidate_step("c-3"))
+    assert result["data"]["name"] == "Alan Turing"
+
+
+# rag.merge and rag.compose
+
+
+def merge_step(inputs: dict[str, Any]) -> StepInvocation:
+    return invocation("rag.merge", "merge", config={"sourceSteps": ["candidate", "job"]}, inputs=inputs)
+
+
+def compose_step(merged: dict[str, Any]) -> StepInvocation:
+    config = {"sourceStep": "merge", "composer": "deterministic"}
+    return invocation("rag.compose", "compose", config=config, inputs={"merge": merged})
+
+
+async def test_merge_keys_each_source_step_by_name(registry: ExecutorRegistry) -> None:
+    candidate, job = await run(registry, candidate_step("c-2")), await run(registry, job_step("j-1"))
+    result = await run(registry, merge_step({"candidate": candidate, "job": job}))
+    assert result == {
+        "data": {"candidate": candidate["data"], "job": job["data"]},
+        "sources": ["candidate", "job"],
+    }
+
+
+async def test_merge_output_is_identical_for_reordered_inputs(registry: ExecutorRegistry) -> None:
+    candidate = {"data": {"id": "c-9", "skills": ["go"], "name": "Zed"}}
+    reordered_candidate = {"data": {"name": "Zed", "skills": ["go"], "id": "c-9"}}
+    job = {"data": {"title": "SRE", "id": "j-9"}}
+    first = await run(registry, merge_step({"candidate": candidate, "job": job}))
+    second = await run(registry, merge_step({"job": job, "candidate": reordered_candidate}))
+    assert json.dumps(first) == json.dumps(second)
+
+
+async def test_merge_missing_source_step_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, merge_step({"candidate": {"data": {}}}))
+    assert failure.code == "permanent"
+
+
+async def test_compose_output_is_identical_for_reordered_inputs(registry: ExecutorRegistry) -> None:
+    first = await run(
+        registry, compose_step({"data": {"job": {"id": "j-1", "a": 1}, "candidate": {"id": "c"}}})
+    )
+    second = await run(
+        registry, compose_step({"data": {"candidate": {"id": "c"}, "job": {"a": 1, "id": "j-1"}}})
+    )
+    assert json.dumps(first) == json.dumps(second)
+
+
+async def test_compose_renders_sorted_sections_as_text_context(registry: ExecutorRegistry) -> None:
+    merged = {"data": {"job": {"title": "SRE", "minYears": 6}, "candidate": {"skills": ["go", "redis"]}}}
+    result = await run(registry, compose_step(merged))
+    assert result["data"]["context"] == "## candidate\nskills: go, redis\n\n## job\nminYears: 6\ntitle: SRE"
+    assert result["data"]["sections"] == ["candidate", "job"]
+    assert result["data"]["structured"] == merged["data"]
+
+
+async def test_compose_unknown_composer_fails_permanent(registry: ExecutorRegistry) -> None:
+    step = invocation(
+        "rag.compose", "compose", config={"sourceStep": "m", "composer": "llm"}, inputs={"m": {}}
+    )
+    failure = await fail(registry, step)
+    assert failure.code == "permanent"
+
+
+async def test_rag_pipeline_result_is_identical_whichever_retrieval_finishes_first(
+    registry: ExecutorRegistry,
+) -> None:
+    async def pipeline(reverse: bool) -> str:
+        candidate, job = await run(registry, candidate_step("c-1")), await run(registry, job_step("j-1"))
+        sources = (
+            [("job", job), ("candidate", candidate)] if reverse else [("candidate", candidate), ("job", job)]
+        )
+        merged = await run(registry, merge_step(dict(sources)))
+        return json.dumps(await run(registry, compose_step(merged)))
+
+    assert await pipeline(reverse=False) == await pipeline(reverse=True)
+
+
+# decision.score
+
+
+def score_step(inputs: dict[str, Any], config: dict[str, Any] | None = None) -> StepInvocation:
+    return invocation("decision.score", "score", config=config, inputs=inputs)
+
+
+async def test_score_advances_candidate_matching_every_requirement(registry: ExecutorRegistry) -> None:
+    candidate, job = await run(registry, candidate_step("c-1")), await run(registry, job_step("j-1"))
+    result = await run(registry, score_step({"candidate": candidate, "job": job}))
+    assert result["data"]["score"] == 1.0
+    assert result["data"]["decision"] == "advance"
+    assert result["data"]["reasons"][0] == "matched skills: python, redis, sql"
+
+
+async def test_score_rejects_candidate_without_required_skills(registry: ExecutorRegistry) -> None:
+    candidate, job = await run(registry, candidate_step("c-4")), await run(registry, job_step("j-1"))
+    result = await run(registry, score_step({"candidate": candidate, "job": job}))
+    assert result["data"]["score"] == 0.12
+    assert result["data"]["decision"] == "reject"
+    assert result["data"]["reasons"][1] == "missing skills: python, redis, sql"
+
+
+async def test_score_reads_candidate_and_job_from_a_merge_result(registry: ExecutorRegistry) -> None:
+    candidate, job = await run(registry, candidate_step("c-2")), await run(registry, job_step("j-1"))
+    merged = await run(registry, merge_step({"candidate": candidate, "job": job}))
+    direct = await run(registry, score_step({"candidate": candidate, "job": job}))
+    assert await run(registry, score_step({"merged": merged})) == direct
+
+
+async def test_score_threshold_is_configurable(registry: ExecutorRegistry) -> None:
+    candidate, job = await run(registry, candidate_step("c-2")), await run(registry, job_step("j-1"))
+    inputs = {"candidate": candidate, "job": job}
+    lenient = await run(registry, score_step(inputs, {"threshold": 0.5}))
+    strict = await run(registry, score_step(inputs, {"threshold": 0.9}))
+    assert lenient["data"]["score"] == strict["data"]["score"] == 0.7667
+    assert (lenient["data"]["decision"], strict["data"]["decision"]) == ("advance", "reject")
+
+
+async def test_score_input_names_are_configurable(registry: ExecutorRegistry) -> None:
+    candidate, job = await run(registry, candidate_step("c-3")), await run(registry, job_step("j-2"))
+    config = {"candidateInput": "applicant", "jobInput": "opening"}
+    renamed = await run(registry, score_step({"applicant": candidate, "opening": job}, config))
+    assert renamed == await run(registry, score_step({"candidate": candidate, "job": job}))
+
+
+async def test_score_without_candidate_and_job_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, score_step({"other": {"data": {}}}))
+    assert failure.code == "permanent"
+
+
+# ai.prompt
+
+
+def prompt_step(template: str, inputs: dict[str, Any]) -> StepInvocation:
+    return invocation("ai.prompt", "summarize", config={"template": template, "model": "m1"}, inputs=inputs)
+
+
+async def test_prompt_renders_template_from_inputs_deterministically(registry: ExecutorRegistry) -> None:
+    inputs = {"candidate": {"data": {"name": "Ada", "years": 8}}, "job": "Backend"}
+    template = "Summarize {candidate.name} ({candidate.years}y) for {job} {{json}}"
+    first = await run(registry, prompt_step(template, inputs))
+    second = await run(registry, prompt_step(template, dict(reversed(inputs.items()))))
+    assert first["data"]["prompt"] == "Summarize Ada (8y) for Backend {json}"
+    assert first["data"]["text"].startswith("[m1 ")
+    assert json.dumps(first) == json.dumps(second)
+
+
+async def test_prompt_with_unresolved_placeholder_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, prompt_step("Hello {missing}", {}))
+    assert failure.code == "permanent"
+
+
+async def test_prompt_with_unregistered_provider_fails_permanent(registry: ExecutorRegistry) -> None:
+    step = invocation("ai.prompt", "p", config={"template": "x", "provider": "openai"})
+    failure = await fail(registry, step)
+    assert failure.code == "permanent"
+
+
+# test.noop and test.flaky
+
+
+async def test_noop_returns_its_step_name(registry: ExecutorRegistry) -> None:
+    assert await run(registry, invocation("test.noop", "fan-7")) == {"data": {"step": "fan-7"}}
+
+
+async def test_flaky_fails_transient_until_fail_times_then_succeeds(registry: ExecutorRegistry) -> None:
+    codes = []
+    for attempt in range(2):
+        codes.append(
+            (
+                await fail(registry, invocation("test.flaky", "f", config={"failTimes": 2}, attempt=attempt))
+            ).code
+        )
+    result = await run(registry, invocation("test.flaky", "f", config={"failTimes": 2}, attempt=2))
+    assert codes == ["transient", "transient"]
+    assert result == {"data": {"failTimes": 2, "step": "f"}}
+
+
+# human.approval
+
+
+async def test_human_approval_parks_without_input_then_completes_with_it(registry: ExecutorRegistry) -> None:
+    config = {"waitingKey": "approval:pricing", "prompt": "Approve the price?"}
+    with pytest.raises(StepParked) as parked:
+        await run(registry, invocation("human.approval", "human-approval", config=config))
+    answer = {"approved": True, "comment": "Approved by operator"}
+    step = invocation("human.approval", "human-approval", config=config, human_input=answer)
+    result = await run(registry, step)
+    assert (parked.value.waiting_key, parked.value.prompt) == ("approval:pricing", "Approve the price?")
+    assert result == {"data": {"approved": True, "input": answer}}
+
+
+async def test_human_approval_waiting_key_defaults_to_step_name(registry: ExecutorRegistry) -> None:
+    with pytest.raises(StepParked) as parked:
+        await run(registry, invocation("human.approval", "sign-off"))
+    assert parked.value.waiting_key == "sign-off"
+
+
+# tool.http against a real uvicorn server
+
+
+async def _echo_query(request: Request) -> JSONResponse:
+    return JSONResponse({"query": dict(request.query_params)})
+
+
+async def _echo_body(request: Request) -> JSONResponse:
+    return JSONResponse({"received": await request.json()})
+
+
+async def _unavailable(request: Request) -> PlainTextResponse:
+    return PlainTextResponse("try later", status_code=503)
+
+
+def _http_app(release_slow: asyncio.Event) -> Starlette:
+    async def slow(request: Request) -> PlainTextResponse:
+        await release_slow.wait()
+        return PlainTextResponse("late")
+
+    return Starlette(
+        routes=[
+            Route("/echo", _echo_query, methods=["GET"]),
+            Route("/echo", _echo_body, methods=["POST"]),
+            Route("/unavailable", _unavailable),
+            Route("/slow", slow),
+        ]
+    )
+
+
+async def _wait_until_accepting(port: int) -> None:
+    """Poll until the listener accepts a connection; the caller bounds this with a timeout."""
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.01)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+
+
+@pytest.fixture(scope="module")
+async def http_base_url() -> AsyncIterator[str]:
+    release_slow = asyncio.Event()
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(_http_app(release_slow), log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
+    async with asyncio.timeout(SERVER_START_TIMEOUT_SECONDS):
+        await _wait_until_accepting(port)
+    yield f"http://127.0.0.1:{port}"
+    release_slow.set()
+    server.should_exit = True
+    await asyncio.wait_for(serving, SERVER_START_TIMEOUT_SECONDS)
+    listener.close()
+
+
+def http_step(method: str, url: str, inputs: dict[str, Any] | None = None, **config: Any) -> StepInvocation:
+    return invocation("tool.http", "call", config={"method": method, "url": url, **config}, inputs=inputs)
+
+
+async def test_http_200_json_response_becomes_data(registry: ExecutorRegistry, http_base_url: str) -> None:
+    result = await run(registry, http_step("POST", f"{http_base_url}/echo", {"b": [1, 2], "a": "x"}))
+    assert result["data"] == {"received": {"a": "x", "b": [1, 2]}}
+    assert result["status"] == 200
+
+
+async def test_http_get_sends_inputs_as_query(registry: ExecutorRegistry, http_base_url: str) -> None:
+    result = await run(registry, http_step("GET", f"{http_base_url}/echo", {"candidateId": "c-1"}))
+    assert result["data"] == {"query": {"candidateId": "c-1"}}
+
+
+async def test_http_503_fails_transient(registry: ExecutorRegistry, http_base_url: str) -> None:
+    failure = await fail(registry, http_step("GET", f"{http_base_url}/unavailable"))
+    assert failure.code == "transient"
+
+
+async def test_http_404_fails_permanent(registry: ExecutorRegistry, http_base_url: str) -> None:
+    failure = await fail(registry, http_step("GET", f"{http_base_url}/missing"))
+    assert failure.code == "permanent"
+
+
+async def test_http_slow_response_fails_timeout(registry: ExecutorRegistry, http_base_url: str) -> None:
+    failure = await fail(registry, http_step("GET", f"{http_base_url}/slow", timeoutSeconds=0.2))
+    assert failure.code == "timeout"
+
+
+async def test_http_refused_connection_fails_transient(registry: ExecutorRegistry) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as unused:
+        unused.bind(("127.0.0.1", 0))
+        closed_port = unused.getsockname()[1]
+    failure = await fail(registry, http_step("GET", f"http://127.0.0.1:{closed_port}/"))
+    assert failure.code == "transient"
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.org/x", "/relative/path"])
+async def test_http_non_http_url_fails_permanent(registry: ExecutorRegistry, url: str) -> None:
+    failure = await fail(registry, http_step("GET", url))
+    assert failure.code == "permanent"
