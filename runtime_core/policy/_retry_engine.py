@@ -1,0 +1,117 @@
+"""The retry engine: turns a step failure into a deterministic retry decision.
+
+Owns `RetryEngine` and `RetryDecision`: resolve `config.retry`, run the configured Retry
+policies through the registry, aggregate their outcomes, enforce the attempt limit and
+compute the delay. Must not mutate step state: the DAG store applies the decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from runtime_core.policy._defaults import default_policy_registry
+from runtime_core.policy._definition import PolicyDefinition, PolicyKind
+from runtime_core.policy._jitter import jittered_delay_ms
+from runtime_core.policy._registry import PolicyRegistry
+from runtime_core.policy._retry_config import RetryConfig, RetryStrategy
+from runtime_core.policy._retry_policies import RetryPolicy, RetryPolicyOutcome
+
+PERMANENT_FAILURE_CODE = "permanent"
+_MAX_DOUBLINGS = 62
+
+
+class RetryDecision(BaseModel):
+    """Retry or not, after how long, and a human-readable reason for ledger and trace."""
+
+    model_config = ConfigDict(frozen=True)
+
+    retry: bool
+    delay_ms: int = 0
+    reason: str
+
+
+class _Eligibility(BaseModel):
+    """Who allowed the retry and under which attempt limit."""
+
+    source: str
+    max_retries: int
+
+
+class RetryEngine:
+    """Stateless and deterministic: the same inputs always give the same decision."""
+
+    def __init__(self, registry: PolicyRegistry | None = None) -> None:
+        self._registry = registry or default_policy_registry()
+
+    def validate(self, step_config: dict[str, Any] | None) -> RetryConfig:
+        """Parse `config.retry` and check every policy name and policy config; raise typed."""
+        retry = RetryConfig.from_step_config(step_config)
+        for policy, definition in self._resolve_policies(retry):
+            policy.validate_config(definition.config)
+        return retry
+
+    def decide(
+        self, config: dict[str, Any] | None, failure_code: str, retry_count: int, seed: str
+    ) -> RetryDecision:
+        """Decide for a step `config` whose failure has `failure_code`.
+
+        `retry_count` is the number of retries already used; `seed` (conventionally
+        `execution_id:step:retry_count`) fixes the jitter.
+        """
+        retry = RetryConfig.from_step_config(config)
+        eligibility = self._eligibility(retry, failure_code)
+        if isinstance(eligibility, RetryDecision):
+            return eligibility
+        if eligibility.max_retries == 0:
+            return RetryDecision(
+                retry=False,
+                reason=f"Retry is not configured for failure code '{failure_code}' (maxRetries=0).",
+            )
+        if retry_count >= eligibility.max_retries:
+            return RetryDecision(
+                retry=False,
+                reason=f"Retries exhausted for failure code '{failure_code}': "
+                f"{retry_count} of {eligibility.max_retries} used.",
+            )
+        delay_ms = self._delay_ms(retry, retry_count, seed)
+        return RetryDecision(
+            retry=True,
+            delay_ms=delay_ms,
+            reason=f"Retry {retry_count + 1} of {eligibility.max_retries} for failure code "
+            f"'{failure_code}' allowed by {eligibility.source}; next attempt in {delay_ms} ms.",
+        )
+
+    def _eligibility(self, retry: RetryConfig, failure_code: str) -> _Eligibility | RetryDecision:
+        if not retry.policies:
+            if failure_code == PERMANENT_FAILURE_CODE:
+                return RetryDecision(retry=False, reason="Failure code 'permanent' is never retried.")
+            return _Eligibility(source="config.retry", max_retries=retry.max_retries)
+        outcomes = self._evaluate_policies(retry, failure_code)
+        matched = next((outcome for outcome in outcomes if outcome.matched), None)
+        if matched is None:
+            names = ", ".join(outcome.policy for outcome in outcomes)
+            return RetryDecision(
+                retry=False,
+                reason=f"No retry policy matched failure code '{failure_code}' (policies: {names}).",
+            )
+        limit = retry.max_retries if matched.max_retries is None else matched.max_retries
+        return _Eligibility(source=f"policy '{matched.policy}'", max_retries=limit)
+
+    def _evaluate_policies(self, retry: RetryConfig, failure_code: str) -> list[RetryPolicyOutcome]:
+        return [
+            policy.evaluate(definition.config, failure_code)
+            for policy, definition in self._resolve_policies(retry)
+        ]
+
+    def _resolve_policies(self, retry: RetryConfig) -> list[tuple[RetryPolicy, PolicyDefinition]]:
+        return self._registry.resolve_all(PolicyKind.RETRY, retry.policies, RetryPolicy)
+
+    @staticmethod
+    def _delay_ms(retry: RetryConfig, retry_count: int, seed: str) -> int:
+        delay_ms = retry.base_delay_ms
+        if retry.strategy is RetryStrategy.EXPONENTIAL:
+            delay_ms = retry.base_delay_ms * 2 ** min(retry_count, _MAX_DOUBLINGS)
+        delay_ms = min(delay_ms, retry.max_delay_ms)
+        return jittered_delay_ms(delay_ms, seed) if retry.jitter else delay_ms
