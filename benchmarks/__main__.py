@@ -1,0 +1,37 @@
+"""`python -m benchmarks [--size tiny|full]`: run every benchmark, print a table, write JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from benchmarks import engine_throughput
+from benchmarks._harness import machine_note, print_table, private_redis, write_json
+
+SIZES = {
+    "tiny": {"width": 20, "workers": [1, 2]},
+    "full": {"width": 1000, "workers": [1, 2, 4, 8]},
+}
+
+
+async def _main(size: str, out: Path) -> None:
+    spec = SIZES[size]
+    with private_redis() as server:
+        rows = await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
+    print(f"machine: {machine_note()}")
+    print_table(rows)
+    write_json(rows, out)
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/latest.json"))
+    args = parser.parse_args()
+    asyncio.run(_main(args.size, args.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Engine throughput: no-op steps per second against the Redis floor measured in the same run.
+
+The floor does only the Redis work a step minimally needs — one `claim_ready_steps`
+EVALSHA and one `complete_step` EVALSHA per step, same scripts, key layout and client —
+with no executor, bindings or observers. Our engine is reported as a ratio of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+
+from benchmarks._harness import RoundTripCounter, Row, counting_hot_state, percentile, script_calls
+from runtime_core.dag import DagEngine, DagStore, EngineEvent, EngineSettings
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.policy import RetryEngine
+from runtime_core.steps import default_executor_registry
+
+SNAPSHOT = ExecutionContextSnapshot(user_id="bench", tenant_id="bench")
+
+
+def fan_out(width: int) -> PipelineDefinition:
+    steps = [{"name": "start", "stepKey": "test.noop"}]
+    steps += [{"name": f"b{i:05d}", "stepKey": "test.noop", "dependsOn": ["start"]} for i in range(width)]
+    steps.append({"name": "join", "stepKey": "test.noop", "dependsOn": [f"b{i:05d}" for i in range(width)]})
+    return parse_pipeline({"name": f"fan-{width}", "steps": steps})
+
+
+class LatencyObserver:
+    """Claim-to-complete latency per step, from the engine's own events."""
+
+    def __init__(self) -> None:
+        self.claimed: dict[tuple[str, str], float] = {}
+        self.latencies_ms: list[float] = []
+
+    async def on_event(self, event: EngineEvent) -> None:
+        key = (event.execution_id, event.step_name or "")
+        if event.name == "step.claimed":
+            self.claimed[key] = time.perf_counter()
+        elif event.name == "step.completed" and key in self.claimed:
+            self.latencies_ms.append((time.perf_counter() - self.claimed.pop(key)) * 1000)
+
+
+async def engine_run(redis_url: str, pipeline: PipelineDefinition, workers: int, executions: int = 1) -> Row:
+    hot = counting_hot_state(redis_url, prefix=f"be{secrets.token_hex(3)}:")
+    observer = LatencyObserver()
+    engine = DagEngine(
+        DagStore(hot),
+        default_executor_registry(),
+        RetryEngine(),
+        observer=observer,
+        settings=EngineSettings(),
+    )
+    try:
+        ids = [await engine.create_execution(pipeline, {}, SNAPSHOT) for _ in range(executions)]
+        before, sends = await script_calls(hot.redis), RoundTripCounter.sends
+        started = time.perf_counter()
+        statuses = await asyncio.gather(*(engine.run(eid, workers=workers) for eid in ids))
+        seconds = time.perf_counter() - started
+        round_trips = RoundTripCounter.sends - sends
+        calls = await script_calls(hot.redis) - before
+        assert set(statuses) == {"Completed"}, statuses
+    finally:
+        await hot.close()
+    steps = len(pipeline.steps) * executions
+    return Row(
+        "engine",
+        f"{executions}x{len(pipeline.steps)} steps, {workers} workers",
+        steps,
+        seconds,
+        steps / seconds,
+        round_trips / steps,
+        calls / steps,
+        percentile(observer.latencies_ms, 50),
+        percentile(observer.latencies_ms, 99),
+    )
+
+
+async def floor_run(redis_url: str, pipeline: PipelineDefinition, workers: int, executions: int = 1) -> Row:
+    hot = counting_hot_state(redis_url, prefix=f"bf{secrets.token_hex(3)}:")
+    store = DagStore(hot)
+    latencies: list[float] = []
+
+    async def loop(execution_id: str, n: int) -> None:
+        while True:
+            batch = await store.claim_ready_steps(
+                execution_id, max_steps=1, lease_ms=60_000, worker_id=f"f{n}", token_prefix=f"f{n}"
+            )
+            if not batch.claims:
+                if batch.next_eligible_ms is None and not await hot.redis.zcard(
+                    store.keys(execution_id).running
+                ):
+                    return
+                await asyncio.sleep(0)
+                continue
+            started = time.perf_counter()
+            result = await store.complete_step(batch.claims[0], {"data": {"step": batch.claims[0].step_name}})
+            latencies.append((time.perf_counter() - started) * 1000)
+            if result.converged:
+                return
+
+    try:
+        ids = [f"exec_floor{secrets.token_hex(4)}" for _ in range(executions)]
+        for eid in ids:
+            await store.create_execution(eid, pipeline, {}, SNAPSHOT)
+        before, sends = await script_calls(hot.redis), RoundTripCounter.sends
+        started = time.perf_counter()
+        await asyncio.gather(*(loop(eid, n) for eid in ids for n in range(workers)))
+        seconds = time.perf_counter() - started
+        round_trips = RoundTripCounter.sends - sends
+        calls = await script_calls(hot.redis) - before
+    finally:
+        await hot.close()
+    steps = len(pipeline.steps) * executions
+    return Row(
+        "floor",
+        f"{executions}x{len(pipeline.steps)} steps, {workers} workers",
+        steps,
+        seconds,
+        steps / seconds,
+        round_trips / steps,
+        calls / steps,
+        percentile(latencies, 50),
+        percentile(latencies, 99),
+    )
+
+
+async def run(redis_url: str, *, width: int, worker_counts: list[int]) -> list[Row]:
+    rows: list[Row] = []
+    pipeline = fan_out(width)
+    for workers in worker_counts:
+        floor = await floor_run(redis_url, pipeline, workers)
+        ours = await engine_run(redis_url, pipeline, workers)
+        ours.ratio, ours.baseline = ours.steps_per_s / floor.steps_per_s, "floor"
+        rows += [floor, ours]
+    return rows
