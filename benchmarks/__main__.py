@@ -6,12 +6,12 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from benchmarks import engine_throughput
+from benchmarks import celery_peer, engine_throughput
 from benchmarks._harness import machine_note, print_table, private_redis, write_json
 
 SIZES = {
-    "tiny": {"width": 20, "workers": [1, 2]},
-    "full": {"width": 1000, "workers": [1, 2, 4, 8]},
+    "tiny": {"width": 20, "workers": [1, 2], "chain": 5, "chains": 2},
+    "full": {"width": 1000, "workers": [1, 2, 4, 8], "chain": 100, "chains": 50},
 }
 
 
@@ -19,6 +19,9 @@ async def _main(size: str, out: Path) -> None:
     spec = SIZES[size]
     with private_redis() as server:
         rows = await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
+        rows += await celery_peer.run(
+            server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4
+        )
     print(f"machine: {machine_note()}")
     print_table(rows)
     write_json(rows, out)

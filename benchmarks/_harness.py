@@ -15,7 +15,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.connection import Connection
 
-from runtime_core.hot_state import EmbeddedRedis, HotState
+from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 
 
 class RoundTripCounter:
@@ -31,8 +31,7 @@ class CountingConnection(Connection):
 
 
 def counting_hot_state(url: str, prefix: str) -> HotState:
-    redis = Redis.from_url(url, decode_responses=True, connection_class=CountingConnection)
-    return HotState(redis=redis, prefix=prefix)
+    return connect_hot_state(url, prefix, connection_class=CountingConnection)
 
 
 @contextmanager

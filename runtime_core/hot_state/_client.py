@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -49,12 +50,29 @@ class HotState:
         await self.redis.aclose()
 
 
-def connect_hot_state(url: str, prefix: str = DEFAULT_PREFIX) -> HotState:
-    redis = Redis.from_url(
+DEFAULT_MAX_CONNECTIONS = 64
+
+
+def connect_hot_state(
+    url: str,
+    prefix: str = DEFAULT_PREFIX,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    **pool_kwargs: Any,
+) -> HotState:
+    """A client whose pool makes callers wait for a free connection instead of failing.
+
+    Hundreds of concurrent workers then share `max_connections` sockets rather than
+    raising "Too many connections" under load.
+    """
+    pool = BlockingConnectionPool.from_url(
         url,
         decode_responses=True,
+        max_connections=max_connections,
+        timeout=30,
         socket_connect_timeout=5,
         socket_timeout=30,
         health_check_interval=15,
+        **pool_kwargs,
     )
-    return HotState(redis=redis, prefix=prefix)
+    return HotState(redis=Redis(connection_pool=pool), prefix=prefix)
