@@ -1,0 +1,182 @@
+"""TraceRecorder: OpenTelemetry-compatible spans per execution and per step attempt.
+
+Owns span ids (the trace id and the execution's root span id derive deterministically from
+the ExecutionId, so every process agrees on them; step-attempt span ids are random), span
+timing (a step attempt runs from `step.claimed` to its outcome event, the execution from
+its creation to its finalization as recorded in Redis); spans are written in batches.
+Must never raise into the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from runtime_core.audit._batching import DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_INTERVAL_S, BatchBuffer
+from runtime_core.dag import DagStore, EngineEvent
+from runtime_core.retention import tenant_of
+from runtime_core.storage import DurableStore, TraceSpan
+
+log = logging.getLogger("runtime_core.audit")
+
+# OpenTelemetry status codes.
+STATUS_OK, STATUS_ERROR, STATUS_UNSET = "OK", "ERROR", "UNSET"
+_OUTCOME_STATUS = {
+    "step.completed": STATUS_OK,
+    "step.failed": STATUS_ERROR,
+    "step.retry_scheduled": STATUS_ERROR,
+    "step.transition_rejected": STATUS_ERROR,
+    "step.parked": STATUS_UNSET,
+}
+_EXECUTION_STATUS = {"Completed": STATUS_OK, "Failed": STATUS_ERROR}
+
+
+def _hex_id(seed: str, length: int) -> str:
+    value = hashlib.sha256(seed.encode("utf-8")).hexdigest()[:length]
+    return value if value.strip("0") else "1".rjust(length, "0")
+
+
+def trace_id_for(execution_id: str) -> str:
+    """The 32-hex OpenTelemetry trace id of an execution (same in every process)."""
+    return _hex_id(f"trace:{execution_id}", 32)
+
+
+def execution_span_id(execution_id: str) -> str:
+    """The 16-hex id of the execution's root span, parent of every step-attempt span."""
+    return _hex_id(f"span:{execution_id}", 16)
+
+
+@dataclass(frozen=True)
+class _OpenSpan:
+    span_id: str
+    start_ns: int
+    retry_count: int
+
+
+class TraceRecorder:
+    def __init__(
+        self,
+        store: DurableStore,
+        dag_store: DagStore,
+        *,
+        instance_id: str,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+    ) -> None:
+        self.store = store
+        self.dag_store = dag_store
+        self.instance_id = instance_id
+        self._open: dict[tuple[str, str | None, str | None], _OpenSpan] = {}
+        self._batches: BatchBuffer[TraceSpan] = BatchBuffer(
+            "trace", store.put_spans, batch_size=batch_size, flush_interval_s=flush_interval_s
+        )
+
+    async def on_event(self, event: EngineEvent) -> None:
+        try:
+            if event.name == "step.claimed":
+                self._open[self._key(event)] = _OpenSpan(
+                    secrets.token_hex(8), time.time_ns(), int(event.attributes.get("retry_count", 0))
+                )
+            elif event.name in _OUTCOME_STATUS:
+                await self._close_step(event)
+            elif event.name == "execution.finalized":
+                await self._close_execution(event)
+        except Exception:  # an observer must never crash the engine's worker
+            log.exception("trace.record_failed", extra={"execution_id": event.execution_id})
+
+    async def flush(self) -> None:
+        await self._batches.flush()
+
+    async def close(self) -> None:
+        await self.flush()
+
+    @staticmethod
+    def _key(event: EngineEvent) -> tuple[str, str | None, str | None]:
+        return (event.execution_id, event.step_name, event.worker_id)
+
+    def _pop_open(self, event: EngineEvent) -> _OpenSpan | None:
+        # `step.parked` carries no worker id: fall back to the step's only open attempt.
+        opened = self._open.pop(self._key(event), None)
+        if opened is None and event.worker_id is None:
+            key = next((k for k in self._open if k[:2] == (event.execution_id, event.step_name)), None)
+            opened = self._open.pop(key) if key is not None else None
+        return opened
+
+    async def _close_step(self, event: EngineEvent) -> None:
+        opened = self._pop_open(event)
+        if opened is None:
+            return
+        attributes: dict[str, Any] = {
+            "mcprt.step": event.step_name,
+            "mcprt.worker_id": event.worker_id,
+            "mcprt.retry_count": opened.retry_count,
+            "mcprt.outcome": event.name,
+        }
+        if "code" in event.attributes:
+            attributes["mcprt.error.code"] = event.attributes["code"]
+        await self._add(
+            event,
+            span_id=opened.span_id,
+            parent=execution_span_id(event.execution_id),
+            name=f"step {event.step_name}",
+            start_ns=opened.start_ns,
+            end_ns=time.time_ns(),
+            status=_OUTCOME_STATUS[event.name],
+            attributes=attributes,
+        )
+
+    async def _close_execution(self, event: EngineEvent) -> None:
+        created, finalized = await self.dag_store.hot_state.redis.hmget(
+            self.dag_store.keys(event.execution_id).meta, ["created_at_ms", "finalized_at_ms"]
+        )
+        end_ns = int(finalized) * 1_000_000 if finalized else time.time_ns()
+        status = str(event.attributes.get("status"))
+        await self._add(
+            event,
+            flush=True,
+            span_id=execution_span_id(event.execution_id),
+            parent=None,
+            name="execution",
+            start_ns=int(created) * 1_000_000 if created else end_ns,
+            end_ns=end_ns,
+            status=_EXECUTION_STATUS.get(status, STATUS_UNSET),
+            attributes={"mcprt.execution.status": status},
+        )
+        for key in [key for key in self._open if key[0] == event.execution_id]:
+            del self._open[key]
+
+    async def _add(
+        self,
+        event: EngineEvent,
+        *,
+        flush: bool = False,
+        span_id: str,
+        parent: str | None,
+        name: str,
+        start_ns: int,
+        end_ns: int,
+        status: str,
+        attributes: dict[str, Any],
+    ) -> None:
+        span = TraceSpan(
+            trace_id=trace_id_for(event.execution_id),
+            span_id=span_id,
+            parent_span_id=parent,
+            tenant_id=tenant_of(event.snapshot),
+            execution_id=event.execution_id,
+            step_name=event.step_name,
+            name=name,
+            start_ns=start_ns,
+            end_ns=max(start_ns, end_ns),
+            status=status,
+            attributes={
+                **attributes,
+                "mcprt.execution_id": event.execution_id,
+                "mcprt.runtime_instance_id": self.instance_id,
+            },
+        )
+        await self._batches.add(span, flush=flush)
