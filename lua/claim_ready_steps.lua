@@ -6,8 +6,10 @@
 -- KEYS[5] token  KEYS[6] retries  KEYS[7] control  KEYS[8] needs  KEYS[9] result
 -- ARGV[1] max steps   ARGV[2] lease ms   ARGV[3] worker id   ARGV[4] token prefix (random)
 -- ARGV[5] blocked control statuses, comma separated
--- Returns: {1, now, n, then per step: name, token, retry_count, deps_json} claimed (n may be 0)
---          {1, now, 0, next_eligible_ms} nothing claimable yet (retry window) -- 4th item
+-- Returns: {1, now, n, control_status, next_eligible_ms, then per step: name, token,
+--           retry_count, deps_json}  claimed (n may be 0); control_status '' when none is
+--           set; next_eligible_ms is the earliest not-yet-open retry window ('' when n > 0
+--           or nothing is waiting)
 --          {-1, now} execution missing | {-2, now, status} execution terminal
 --          {-3, now, control_status} claims blocked by execution control
 local t = redis.call('TIME')
@@ -19,13 +21,14 @@ local control = redis.call('HGET', KEYS[7], 'status')
 if control and string.find(',' .. ARGV[5] .. ',', ',' .. control .. ',', 1, true) then
   return {-3, now, control}
 end
+control = control or ''
 local names = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 if #names == 0 then
   local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if #nxt == 2 then return {1, now, 0, nxt[2]} end
-  return {1, now, 0}
+  if #nxt == 2 then return {1, now, 0, control, nxt[2]} end
+  return {1, now, 0, control, ''}
 end
-local out = {1, now, #names}
+local out = {1, now, #names, control, ''}
 local lease_until = now + tonumber(ARGV[2])
 for _, name in ipairs(names) do
   local seq = redis.call('HINCRBY', KEYS[1], 'claim_seq', 1)

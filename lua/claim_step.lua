@@ -3,7 +3,7 @@
 -- KEYS[6] retries  KEYS[7] control  KEYS[8] needs  KEYS[9] result  KEYS[10] pending
 -- ARGV[1] step   ARGV[2] lease ms   ARGV[3] worker id   ARGV[4] token prefix
 -- ARGV[5] blocked control statuses, comma separated
--- Returns: {1, now, token, retry_count, deps_json} claimed
+-- Returns: {1, now, token, retry_count, deps_json, control_status ('' when none)} claimed
 --          {-1, now} execution missing   {-2, now, status} execution terminal
 --          {-3, now, control_status} blocked by control   {-4, now} step unknown
 --          {-5, now, step_status} step not claimable (owned, done, failed)
@@ -37,4 +37,4 @@ local deps = {}
 for _, dep in ipairs(cjson.decode(redis.call('HGET', KEYS[8], name) or '[]')) do
   deps[dep] = redis.call('HGET', KEYS[9], dep) or cjson.null
 end
-return {1, now, token, redis.call('HGET', KEYS[6], name) or '0', cjson.encode(deps)}
+return {1, now, token, redis.call('HGET', KEYS[6], name) or '0', cjson.encode(deps), control or ''}

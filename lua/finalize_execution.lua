@@ -18,7 +18,7 @@ if not cancelled and redis.call('ZCARD', KEYS[3]) > 0 then return {-3, now} end
 local final = 'Completed'
 if cancelled then
   final = 'Cancelled'
-  redis.call('HSET', KEYS[5], 'status', 'Cancelled')
+  redis.call('HSET', KEYS[5], 'status', 'Cancelled', 'updated_at_ms', now)
   redis.call('HINCRBY', KEYS[5], 'version', 1)
 else
   local statuses = redis.call('HVALS', KEYS[2])

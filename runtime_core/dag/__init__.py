@@ -6,7 +6,13 @@ terminal fingerprint. Must not know about queues or tenants beyond the snapshot 
 given, and never writes the state a Lua script guards from Python.
 """
 
-from runtime_core.dag._engine import DagEngine, EngineSettings, InlineResults, ResultCodec
+from runtime_core.dag._engine import (
+    PARKED_CONTROL_STATUSES,
+    DagEngine,
+    EngineSettings,
+    InlineResults,
+    ResultCodec,
+)
 from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
@@ -18,6 +24,7 @@ from runtime_core.dag._store import (
     ExecutionStatus,
     ExecutionView,
     FinalizeOutcome,
+    ReadyView,
     StepClaim,
     StepStatus,
     StepView,
@@ -27,6 +34,7 @@ from runtime_core.dag._store import (
 
 __all__ = [
     "BLOCKING_CONTROL_STATUSES",
+    "PARKED_CONTROL_STATUSES",
     "ClaimBatch",
     "ClaimOutcome",
     "CompositeObserver",
@@ -44,6 +52,7 @@ __all__ = [
     "FinalizeOutcome",
     "InlineResults",
     "NullObserver",
+    "ReadyView",
     "ResultCodec",
     "StepClaim",
     "StepStatus",

@@ -1,4 +1,10 @@
-"""DagEngine: N stateless workers advancing one execution only through the DagStore."""
+"""DagEngine: N stateless workers advancing one execution only through the DagStore.
+
+Owns the worker loop: the control gate (blocked claims, Pausing -> Paused, Resuming ->
+Running, prompt cancellation), the claim path (batch claims when no step is concurrency
+gated; otherwise admission -> lease -> single claim per step), step invocation, parking for
+human input, convergence and finalization. Must not write state a Lua script guards.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runtime_core.concurrency import AdmissionDenial, ConcurrencyGate, LeaseDenial, LeaseGrant
 from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._gating import StepGates, validate_step_policies
+from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES
 from runtime_core.dag._store import (
+    ClaimBatch,
     ClaimOutcome,
     DagStore,
     ExecutionMeta,
@@ -18,7 +28,7 @@ from runtime_core.dag._store import (
     StepClaim,
     TransitionOutcome,
 )
-from runtime_core.errors import NotFoundError
+from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot, new_execution_id, restored_snapshot
 from runtime_core.pipeline import (
     BindingError,
@@ -27,12 +37,18 @@ from runtime_core.pipeline import (
     resolve_inputs,
     validate_pipeline,
 )
-from runtime_core.steps import ExecutorRegistry, StepFailure, StepInvocation, StepParked
+from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
 
 log = logging.getLogger("runtime_core.dag")
 
 
+# Control statuses at which `run` returns instead of waiting: someone must act first.
+PARKED_CONTROL_STATUSES = ("Paused", "WaitingForInput")
+
+
 class RetryDecider(Protocol):
+    def validate(self, step_config: dict[str, Any]) -> Any: ...
+
     def decide(self, config: dict[str, Any], failure_code: str, retry_count: int, seed: str) -> Any: ...
 
 
@@ -72,12 +88,16 @@ class EngineSettings:
 
 @dataclass
 class _ExecutionRun:
-    """What one process caches about an execution it advances (immutable after creation)."""
+    """What one process caches about an execution it advances, plus its workers' shared state."""
 
     meta: ExecutionMeta
     steps: dict[str, StepDefinition]
+    gates: StepGates
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     final_status: str | None = None
+    parked_status: str | None = None
+    stopped: bool = False
+    settling: bool = False
 
     @property
     def execution_id(self) -> str:
@@ -87,9 +107,29 @@ class _ExecutionRun:
     def snapshot(self) -> ExecutionContextSnapshot | None:
         return self.meta.snapshot
 
+    @property
+    def advancing(self) -> bool:
+        return not self.stopped and self.final_status is None and self.parked_status is None
+
+    def stop(self, *, final_status: str | None = None, parked_status: str | None = None) -> None:
+        self.final_status = final_status or self.final_status
+        self.parked_status = parked_status or self.parked_status
+        self.stopped = True
+        self.wake.set()
+
+
+@dataclass(frozen=True)
+class _Idle:
+    """Nothing was claimable: the server time and when something may become claimable."""
+
+    now_ms: int
+    wake_at_ms: int | None = None
+
 
 ParkHandler = Callable[[StepClaim, StepParked, ExecutionContextSnapshot | None], Awaitable[None]]
 InputReader = Callable[[str, str], Awaitable[dict[str, Any] | None]]
+# (execution id, observed control status) -> the status it settled into, or None.
+ControlSettler = Callable[[str, str], Awaitable[str | None]]
 
 
 class DagEngine:
@@ -111,8 +151,11 @@ class DagEngine:
         self.observer: ExecutionObserver = observer or NullObserver()
         self.results: ResultCodec = results or InlineResults()
         self.instance_id = instance_id
+        self.gate = ConcurrencyGate(store.hot_state)
+        # Execution-control hooks; `runtime_core.control.attach_execution_control` sets them.
         self.on_park: ParkHandler | None = None
         self.read_human_input: InputReader | None = None
+        self.settle_control: ControlSettler | None = None
 
     async def create_execution(
         self,
@@ -123,8 +166,9 @@ class DagEngine:
         execution_id: str | None = None,
         attributes: dict[str, str] | None = None,
     ) -> str:
-        """Validate the pipeline and create its hot DAG state; returns the ExecutionId."""
+        """Validate the pipeline and its policies, create its hot DAG state; returns the ExecutionId."""
         validate_pipeline(pipeline, self.executors.keys())
+        validate_step_policies(pipeline, self.retry.validate)
         execution_id = execution_id or new_execution_id()
         created = await self.store.create_execution(execution_id, pipeline, state, snapshot, attributes)
         if created:
@@ -132,51 +176,198 @@ class DagEngine:
         return execution_id
 
     async def run(self, execution_id: str, *, workers: int) -> str:
-        """Advance the execution with `workers` concurrent workers until it is terminal."""
+        """Advance the execution with `workers` concurrent workers until it stops.
+
+        Returns the terminal status (Completed, Failed, Cancelled) or, when execution control
+        parked it, the control status (Paused, WaitingForInput): nothing advances until
+        someone resumes it or submits input, so call `run` again after that.
+        """
         run = await self._load(execution_id)
         dop = run.meta.pipeline.config.get("concurrency", {}).get("maxDegreeOfParallelism")
         count = max(1, min(workers, int(dop))) if dop else max(1, workers)
-        async with asyncio.TaskGroup() as group:
-            for n in range(count):
-                group.create_task(self._work(run, f"{self.instance_id}/w{n}"))
-        return run.final_status or (await self.store.execution_status(execution_id) or "")
+        while True:
+            async with asyncio.TaskGroup() as group:
+                for n in range(count):
+                    group.create_task(self._work(run, f"{self.instance_id}/w{n}"))
+            if run.final_status is not None or run.parked_status is None:
+                return run.final_status or (await self.store.execution_status(execution_id) or "")
+            control = await self.store.control_status(execution_id)
+            if control in PARKED_CONTROL_STATUSES:
+                return control
+            # Resumed (or input arrived) while the workers were stopping: advance again.
+            run.parked_status, run.stopped = None, False
 
     async def _load(self, execution_id: str) -> _ExecutionRun:
         meta = await self.store.load_meta(execution_id)
         if meta is None:
             raise NotFoundError(f"Execution '{execution_id}' not found.", hint="Check the ExecutionId.")
-        return _ExecutionRun(meta, {step.name: step for step in meta.pipeline.steps})
+        gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key)
+        return _ExecutionRun(meta, {step.name: step for step in meta.pipeline.steps}, gates)
 
     async def _work(self, run: _ExecutionRun, worker_id: str) -> None:
         token_prefix = secrets.token_hex(8)
         idle_ms = self.settings.idle_poll_min_ms
-        while run.final_status is None:
-            batch = await self.store.claim_ready_steps(
-                run.execution_id,
-                max_steps=self.settings.claim_batch_size,
-                lease_ms=self.settings.lease_ms,
-                worker_id=worker_id,
-                token_prefix=token_prefix,
-            )
-            if batch.outcome in (ClaimOutcome.EXECUTION_MISSING, ClaimOutcome.EXECUTION_TERMINAL):
-                run.final_status = batch.detail or run.final_status
-                run.wake.set()
-                return
-            if batch.claims:
+        while run.advancing:
+            if run.gates.active:
+                idle = await self._advance_gated(run, worker_id, token_prefix)
+            else:
+                idle = await self._advance_batch(run, worker_id, token_prefix)
+            if idle is None:
                 idle_ms = self.settings.idle_poll_min_ms
-                for claim in batch.claims:
-                    await self._execute(run, claim, worker_id)
                 continue
-            if await self._try_finalize(run):
+            if not run.advancing or await self._try_finalize(run):
                 return
             if await self.store.recover_stale(run.execution_id):
                 await self._emit("step.recovered", run.execution_id, run.snapshot, worker_id=worker_id)
                 continue
             wait_ms = idle_ms
-            if batch.next_eligible_ms:
-                wait_ms = max(1, min(idle_ms, batch.next_eligible_ms - batch.now_ms))
+            if idle.wake_at_ms is not None:
+                wait_ms = max(1, min(idle_ms, idle.wake_at_ms - idle.now_ms))
             await self._wait(run, wait_ms)
             idle_ms = min(self.settings.idle_poll_max_ms, idle_ms * 2)
+
+    async def _advance_batch(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
+        """Fast path (no gated step): claim a batch in one round trip and execute it."""
+        batch = await self.store.claim_ready_steps(
+            run.execution_id,
+            max_steps=self.settings.claim_batch_size,
+            lease_ms=self.settings.lease_ms,
+            worker_id=worker_id,
+            token_prefix=token_prefix,
+        )
+        if batch.outcome in (ClaimOutcome.EXECUTION_MISSING, ClaimOutcome.EXECUTION_TERMINAL):
+            run.stop(final_status=batch.detail or None)
+            return None
+        if batch.outcome is ClaimOutcome.CONTROL_BLOCKED:
+            await self._on_blocked(run, batch.detail, worker_id)
+            return _Idle(batch.now_ms)
+        if not batch.claims:
+            return _Idle(batch.now_ms, batch.next_eligible_ms)
+        await self._settle_resuming(run, batch, worker_id)
+        for claim in batch.claims:
+            await self._execute(run, claim, worker_id)
+        return None
+
+    async def _advance_gated(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
+        """Gated path: control gate -> policy admission -> lease -> DAG claim, one step at a time."""
+        view = await self.store.ready_steps(run.execution_id)
+        if view.execution_status != "Running":
+            run.stop(final_status=view.execution_status)
+            return None
+        if view.control_status in BLOCKING_CONTROL_STATUSES:
+            await self._on_blocked(run, view.control_status, worker_id)
+            return _Idle(view.now_ms)
+        for step_name in view.eligible_now():
+            if not run.gates.open_for(step_name, view.now_ms):
+                continue  # a denial on a shared scope may have just held it back
+            run.gates.attempting.add(step_name)
+            try:
+                attempted = await self._claim_gated(run, step_name, view.now_ms, worker_id, token_prefix)
+            finally:
+                run.gates.attempting.discard(step_name)
+            if attempted:
+                return None
+        wake_at = [
+            t for t in (view.next_eligible_ms(), run.gates.next_retry_ms(view.now_ms)) if t is not None
+        ]
+        return _Idle(view.now_ms, min(wake_at, default=None))
+
+    async def _claim_gated(
+        self, run: _ExecutionRun, step_name: str, now_ms: int, worker_id: str, token_prefix: str
+    ) -> bool:
+        """Try one step; True when it ran or the execution state moved on (re-read it)."""
+        grant = await self._acquire_lease(run, step_name, now_ms, worker_id, token_prefix)
+        if grant is None:
+            return False
+        batch = await self.store.claim_step(
+            run.execution_id,
+            step_name,
+            lease_ms=self.settings.lease_ms,
+            worker_id=worker_id,
+            token_prefix=token_prefix,
+        )
+        if batch.outcome is not ClaimOutcome.CLAIMED:
+            await self._release_lease(run, grant)
+            if grant.scope_keys:
+                await self._emit(
+                    "step.lease_released",
+                    run.execution_id,
+                    run.snapshot,
+                    step=step_name,
+                    worker_id=worker_id,
+                    reason=f"claim not won: {batch.outcome.name}",
+                )
+            return batch.outcome in (
+                ClaimOutcome.CONTROL_BLOCKED,
+                ClaimOutcome.EXECUTION_TERMINAL,
+                ClaimOutcome.EXECUTION_MISSING,
+            )
+        await self._settle_resuming(run, batch, worker_id)
+        try:
+            await self._execute(run, batch.claims[0], worker_id)
+        finally:
+            await self._release_lease(run, grant)
+        return True
+
+    async def _acquire_lease(
+        self, run: _ExecutionRun, step_name: str, now_ms: int, worker_id: str, token_prefix: str
+    ) -> LeaseGrant | None:
+        """A grant (holding no scope when the step is not gated), or None when refused."""
+        lease_id = f"{run.execution_id}:{step_name}:{token_prefix}:{secrets.token_hex(4)}"
+        effective = run.gates.effective.get(step_name)
+        if effective is None:
+            return LeaseGrant(lease_id=lease_id)
+        decision = await self.gate.try_acquire(effective, lease_id)
+        if isinstance(decision, LeaseGrant):
+            return decision
+        if isinstance(decision, AdmissionDenial):
+            run.gates.deny_step(step_name, now_ms + decision.retry_after_ms)
+            event, detail = "step.admission_denied", {"policy": decision.policy}
+        else:
+            assert isinstance(decision, LeaseDenial)
+            run.gates.deny_scope(decision.scope_key, now_ms + decision.retry_after_ms)
+            event = "step.lease_denied"
+            detail = {"scope_key": decision.scope_key, "current": decision.current, "limit": decision.limit}
+        await self._emit(
+            event,
+            run.execution_id,
+            run.snapshot,
+            step=step_name,
+            worker_id=worker_id,
+            reason=decision.reason,
+            retry_after_ms=decision.retry_after_ms,
+            **detail,
+        )
+        return None
+
+    async def _release_lease(self, run: _ExecutionRun, grant: LeaseGrant) -> None:
+        if not grant.scope_keys:
+            return
+        await self.gate.release(grant)
+        run.gates.lift_scopes(grant.scope_keys)
+        run.wake.set()
+
+    async def _on_blocked(self, run: _ExecutionRun, control_status: str, worker_id: str) -> None:
+        """Claims are blocked: stop when parked, settle Pausing -> Paused once drained."""
+        if control_status in PARKED_CONTROL_STATUSES:
+            run.stop(parked_status=control_status)
+            return
+        if control_status != "Pausing" or self.settle_control is None:
+            return  # Cancelling: the caller's finalize attempt applies it once drained
+        if await self.settle_control(run.execution_id, control_status) == "Paused":
+            await self._emit("execution.paused", run.execution_id, run.snapshot, worker_id=worker_id)
+            run.stop(parked_status="Paused")
+
+    async def _settle_resuming(self, run: _ExecutionRun, batch: ClaimBatch, worker_id: str) -> None:
+        """Work advanced while control said Resuming: it is Running again."""
+        if batch.control_status != "Resuming" or self.settle_control is None or run.settling:
+            return
+        run.settling = True
+        try:
+            if await self.settle_control(run.execution_id, "Resuming") == "Running":
+                await self._emit("execution.resumed", run.execution_id, run.snapshot, worker_id=worker_id)
+        finally:
+            run.settling = False
 
     @staticmethod
     async def _wait(run: _ExecutionRun, wait_ms: int) -> None:
@@ -191,8 +382,7 @@ class DagEngine:
         outcome, status = await self.store.finalize(run.execution_id)
         if outcome is FinalizeOutcome.NOT_CONVERGED:
             return False
-        run.final_status = status
-        run.wake.set()
+        run.stop(final_status=status)
         if outcome is FinalizeOutcome.FINALIZED:
             await self._emit("execution.finalized", run.execution_id, run.snapshot, status=status)
         return True
@@ -211,7 +401,7 @@ class DagEngine:
             with restored_snapshot(run.snapshot):
                 result = await self._invoke(run, step, claim)
         except StepParked as parked:
-            await self._park(run, claim, parked)
+            await self._park(run, step, claim, parked, worker_id)
             return
         except StepFailure as failure:
             await self._fail(run, step, claim, failure, worker_id)
@@ -231,9 +421,6 @@ class DagEngine:
             inputs = resolve_inputs(step, run.meta.state, upstream)
         except BindingError as exc:
             raise StepFailure(exc.message, code="resolver") from exc
-        human_input = None
-        if self.read_human_input is not None:
-            human_input = await self.read_human_input(run.execution_id, step.name)
         invocation = StepInvocation(
             execution_id=run.execution_id,
             pipeline_name=run.meta.pipeline.name,
@@ -245,19 +432,38 @@ class DagEngine:
             state=run.meta.state,
             attempt=claim.retry_count,
             snapshot=run.snapshot,
-            human_input=human_input,
         )
-        timeout_ms = step.config.get("timeoutMs")
+        try:
+            return await self._call(run, executor, invocation)
+        except StepParked:
+            # Stored human input is read only for a step that asks for it: no extra round
+            # trip on the common path. With input present the step runs again with it.
+            human_input = await self._stored_input(run, step)
+            if human_input is None:
+                raise
+            return await self._call(run, executor, invocation.model_copy(update={"human_input": human_input}))
+
+    async def _stored_input(self, run: _ExecutionRun, step: StepDefinition) -> dict[str, Any] | None:
+        if self.read_human_input is None:
+            return None
+        return await self.read_human_input(run.execution_id, step.name)
+
+    async def _call(self, run: _ExecutionRun, executor: StepExecutor, invocation: StepInvocation) -> Any:
+        timeout_ms = invocation.config.get("timeoutMs")
         try:
             if timeout_ms:
                 return await asyncio.wait_for(executor.execute(invocation), timeout=float(timeout_ms) / 1000)
             return await executor.execute(invocation)
         except TimeoutError as exc:
-            raise StepFailure(f"Step '{step.name}' exceeded timeoutMs={timeout_ms}.", code="timeout") from exc
+            raise StepFailure(
+                f"Step '{invocation.step_name}' exceeded timeoutMs={timeout_ms}.", code="timeout"
+            ) from exc
         except (StepFailure, StepParked):
             raise
         except Exception as exc:  # an executor bug is a step failure, never a worker crash
-            log.exception("step.executor_error", extra={"execution_id": run.execution_id, "step": step.name})
+            log.exception(
+                "step.executor_error", extra={"execution_id": run.execution_id, "step": invocation.step_name}
+            )
             raise StepFailure(f"{type(exc).__name__}: {exc}", code="exception") from exc
 
     async def _fail(
@@ -283,16 +489,34 @@ class DagEngine:
             next_retry_at_ms=result.next_retry_at_ms,
         )
 
-    async def _park(self, run: _ExecutionRun, claim: StepClaim, parked: StepParked) -> None:
-        await self.store.release_step(claim)
-        if self.on_park is not None:
+    async def _park(
+        self, run: _ExecutionRun, step: StepDefinition, claim: StepClaim, parked: StepParked, worker_id: str
+    ) -> None:
+        """Mark the execution WaitingForInput first, then hand the step back (Ready, no retry used)."""
+        if self.on_park is None:
+            failure = StepFailure(
+                f"Step '{step.name}' waits for input under key '{parked.waiting_key}', but no execution "
+                "control is attached to this engine to receive it.",
+                code="permanent",
+            )
+            await self._fail(run, step, claim, failure, worker_id)
+            return
+        try:
             await self.on_park(claim, parked, run.snapshot)
+        except ConflictError as refused:  # paused/cancelled meanwhile: it parks again after resume
+            await self._emit(
+                "step.park_refused", run.execution_id, run.snapshot, step=step.name, reason=refused.message
+            )
+        await self.store.release_step(claim)
+        run.wake.set()
         await self._emit(
             "step.parked",
             run.execution_id,
             run.snapshot,
             step=claim.step_name,
+            worker_id=worker_id,
             waiting_key=parked.waiting_key,
+            prompt=parked.prompt,
         )
 
     async def _after_transition(

@@ -80,6 +80,24 @@ class ClaimBatch:
     claims: list[StepClaim] = field(default_factory=list)
     next_eligible_ms: int | None = None
     detail: str = ""
+    control_status: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadyView:
+    """A read-only look at what could be claimed: eligible-at per step, server time, gates."""
+
+    now_ms: int
+    execution_status: str | None
+    control_status: str | None
+    eligible_at_ms: dict[str, int] = field(default_factory=dict)
+
+    def eligible_now(self) -> list[str]:
+        return [name for name, at_ms in self.eligible_at_ms.items() if at_ms <= self.now_ms]
+
+    def next_eligible_ms(self) -> int | None:
+        waiting = [at_ms for at_ms in self.eligible_at_ms.values() if at_ms > self.now_ms]
+        return min(waiting, default=None)
 
 
 @dataclass(frozen=True)
@@ -184,15 +202,15 @@ class DagStore:
         code, now = int(reply[0]), int(reply[1])
         if code != 1:
             return ClaimBatch(ClaimOutcome(code), now, detail=str(reply[2]) if len(reply) > 2 else "")
-        count = int(reply[2])
+        count, control = int(reply[2]), str(reply[3]) or None
         if count == 0:
-            next_ms = int(float(reply[3])) if len(reply) > 3 else None
-            return ClaimBatch(ClaimOutcome.CLAIMED, now, next_eligible_ms=next_ms)
+            next_ms = int(float(reply[4])) if reply[4] != "" else None
+            return ClaimBatch(ClaimOutcome.CLAIMED, now, next_eligible_ms=next_ms, control_status=control)
         claims = []
         for i in range(count):
-            name, token, retries, deps = reply[3 + 4 * i : 7 + 4 * i]
+            name, token, retries, deps = reply[5 + 4 * i : 9 + 4 * i]
             claims.append(self._claim(execution_id, name, token, retries, deps, now))
-        return ClaimBatch(ClaimOutcome.CLAIMED, now, claims)
+        return ClaimBatch(ClaimOutcome.CLAIMED, now, claims, control_status=control)
 
     async def claim_step(
         self, execution_id: str, step_name: str, *, lease_ms: int, worker_id: str, token_prefix: str
@@ -217,7 +235,23 @@ class DagStore:
         if code != 1:
             return ClaimBatch(ClaimOutcome(code), now, detail=str(reply[2]) if len(reply) > 2 else "")
         claim = self._claim(execution_id, step_name, reply[2], reply[3], reply[4], now)
-        return ClaimBatch(ClaimOutcome.CLAIMED, now, [claim])
+        return ClaimBatch(ClaimOutcome.CLAIMED, now, [claim], control_status=str(reply[5]) or None)
+
+    async def ready_steps(self, execution_id: str, *, limit: int = 1000) -> ReadyView:
+        """Steps in the ready set (Ready or WaitingForRetry) with their eligible-at; one read."""
+        k = self.keys(execution_id)
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        pipe.time()
+        pipe.hget(k.meta, "status")
+        pipe.hget(k.control, "status")
+        pipe.zrangebyscore(k.ready, "-inf", "+inf", start=0, num=limit, withscores=True)
+        (seconds, micros), status, control, ready = await pipe.execute()
+        return ReadyView(
+            now_ms=int(seconds) * 1000 + int(micros) // 1000,
+            execution_status=status,
+            control_status=control,
+            eligible_at_ms={str(name): int(score) for name, score in ready},
+        )
 
     @staticmethod
     def _claim(execution_id: str, name: str, token: str, retries: str, deps: str, now: int) -> StepClaim:
@@ -280,6 +314,9 @@ class DagStore:
 
     async def execution_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).meta, "status")
+
+    async def control_status(self, execution_id: str) -> str | None:
+        return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
 
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)
