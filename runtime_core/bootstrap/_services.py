@@ -5,11 +5,15 @@ from __future__ import annotations
 import logging
 from types import TracebackType
 
+from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
-from runtime_core.dag import DagEngine, DagStore, ExecutionObserver
+from runtime_core.control import ExecutionControlService, attach_execution_control
+from runtime_core.control_plane import ControlPlane
+from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, default_executor_registry
+from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
 
 log = logging.getLogger("runtime_core.bootstrap")
 
@@ -25,6 +29,10 @@ class RuntimeServices:
         self.dag_store: DagStore
         self.executors: ExecutorRegistry
         self.engine: DagEngine
+        self.durable_store: DurableStore
+        self.audit: AuditServices
+        self.control: ExecutionControlService
+        self.control_plane: ControlPlane
 
     async def __aenter__(self) -> RuntimeServices:
         redis_url = self.settings.redis_url
@@ -43,11 +51,41 @@ class RuntimeServices:
             settings=self.settings.engine,
             observer=self._observer,
         )
+        await self._attach_audit()
+        self.control = ExecutionControlService(self.hot_state)
+        attach_execution_control(self.engine, self.control)
+        self.control_plane = await ControlPlane.build(
+            self.hot_state,
+            self.engine,
+            self.control,
+            self.settings.control_plane,
+            workers=self.settings.workers,
+        ).start()
         return self
+
+    async def _attach_audit(self) -> None:
+        """Durable store, payload externalization, retention, snapshots, ledger, trace, metrics."""
+        if self.settings.mongodb_uri:
+            durable = DurableStoreSettings(
+                backend="mongodb",
+                mongodb_uri=self.settings.mongodb_uri,
+                mongodb_database=self.settings.mongodb_database,
+            )
+        else:
+            durable = DurableStoreSettings.embedded(self.settings.data_dir)
+        self.durable_store = await open_durable_store(durable)
+        self.audit = build_audit_services(
+            self.durable_store, self.dag_store, instance_id=self.engine.instance_id
+        )
+        self.engine.results = self.audit.codec
+        self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        await self.control_plane.stop()
+        await self.audit.close()
+        await self.durable_store.close()
         await self.hot_state.close()
         if self.embedded_redis is not None:
             self.embedded_redis.stop()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
 
 
@@ -18,6 +19,7 @@ class RuntimeSettings(BaseModel):
     mongodb_database: str = "mcp_runtime"
     workers: int = 4
     engine: EngineSettings = Field(default_factory=EngineSettings)
+    control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
 
     model_config = {"arbitrary_types_allowed": True}
 

@@ -1,0 +1,33 @@
+-- shared_cancel: cancel a shared run that has not been dispatched yet.
+-- Cancellable statuses: Submitted, QueuedGlobally, ScaleOutRequested. A Pending item leaves
+-- the queue; a Claimed item means a pump is dispatching it right now (retry shortly).
+-- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- KEYS[1] run record  HASH  {squeue}:run:<shared run id>
+-- KEYS[2] items       HASH  shared run id -> JSON item
+-- KEYS[3] pending     ZSET  shared run id -> queue sequence
+-- ARGV[1] shared run id   ARGV[2] reason   ARGV[3] requested by
+-- Returns: {1, now, previous_status}  cancelled (run Cancelled, item Cancelled)
+--          {0, now, status}           not cancellable here (Dispatched or terminal)
+--          {-2, now, 'Claimed'}       a pump holds the item; nothing changed
+--          {-1, now}                  run missing
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local srun = ARGV[1]
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {-1, now} end
+if status ~= 'Submitted' and status ~= 'QueuedGlobally' and status ~= 'ScaleOutRequested' then
+  return {0, now, status}
+end
+local raw = redis.call('HGET', KEYS[2], srun)
+if raw then
+  local item = cjson.decode(raw)
+  if item.status == 'Claimed' then return {-2, now, 'Claimed'} end
+  if item.status == 'Pending' then
+    redis.call('ZREM', KEYS[3], srun)
+    item.status = 'Cancelled'
+    redis.call('HSET', KEYS[2], srun, cjson.encode(item))
+  end
+end
+redis.call('HSET', KEYS[1], 'status', 'Cancelled', 'failure_reason', ARGV[2],
+  'cancelled_by', ARGV[3], 'updated_at_ms', now)
+return {1, now, status}

@@ -1,0 +1,51 @@
+-- shared_claim_next: claim the oldest Pending shared queue item for one pump, exactly once.
+-- Claims whose lease expired (a pump died between claim and dispatch) go back to Pending
+-- first, keeping their original sequence. The claim token proves ownership to
+-- shared_mark_dispatched / shared_requeue.
+-- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- KEYS[1] items    HASH  shared run id -> JSON item
+-- KEYS[2] pending  ZSET  shared run id -> queue sequence
+-- KEYS[3] claimed  ZSET  shared run id -> claim lease-until ms
+-- ARGV[1] claim token (random, from the caller)
+-- ARGV[2] claimer: "<pump runtime instance id>/<pump worker id>"
+-- ARGV[3] claim lease ms
+-- ARGV[4] maximum number of expired claims to return to Pending in this call
+-- Returns: {1, now, shared_run_id, attempts}  claimed (item Claimed, attempts counted)
+--          {0, now}                           nothing Pending
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+for _, srun in ipairs(expired) do
+  local raw = redis.call('HGET', KEYS[1], srun)
+  redis.call('ZREM', KEYS[3], srun)
+  if raw then
+    local item = cjson.decode(raw)
+    item.status = 'Pending'
+    item.token = nil
+    item.claimed_by = nil
+    item.lease_until_ms = nil
+    item.last_requeue_reason = 'claim lease expired'
+    redis.call('HSET', KEYS[1], srun, cjson.encode(item))
+    redis.call('ZADD', KEYS[2], item.seq, srun)
+  end
+end
+while true do
+  local popped = redis.call('ZPOPMIN', KEYS[2], 1)
+  if #popped == 0 then return {0, now} end
+  local srun = popped[1]
+  local raw = redis.call('HGET', KEYS[1], srun)
+  if raw then
+    local item = cjson.decode(raw)
+    if item.status == 'Pending' then
+      item.status = 'Claimed'
+      item.token = ARGV[1]
+      item.claimed_by = ARGV[2]
+      item.claimed_at_ms = now
+      item.lease_until_ms = now + tonumber(ARGV[3])
+      item.attempts = (item.attempts or 0) + 1
+      redis.call('HSET', KEYS[1], srun, cjson.encode(item))
+      redis.call('ZADD', KEYS[3], item.lease_until_ms, srun)
+      return {1, now, srun, item.attempts}
+    end
+  end
+end

@@ -1,0 +1,51 @@
+-- shared_enqueue: put a shared run into the global shared queue as a Pending item.
+-- Creates the run record when ARGV[2] carries its fields (QueueFirst submit), or requeues
+-- an existing run whose status is one of ARGV[3] (DirectDispatch QueueGlobally, fulfilled
+-- scale-out requeue). The run ends QueuedGlobally, its item Pending at the queue tail.
+-- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
+-- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, attempts, ...}
+-- KEYS[3] pending      ZSET  shared run id -> queue sequence (claim order)
+-- KEYS[4] seq          STRING monotonically increasing queue sequence
+-- KEYS[5] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
+-- ARGV[1] shared run id
+-- ARGV[2] JSON object of string fields to create the run with ("" = run must exist)
+-- ARGV[3] comma separated statuses an existing run may be enqueued from
+-- Returns: {1, now, seq}     enqueued (run QueuedGlobally, item Pending)
+--          {0, now, status}  refused: run exists in a status not allowed, or its item is
+--                            already Pending/Claimed (status 'Queued'); nothing changed
+--          {-1, now}         run missing and no fields to create it; nothing changed
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local srun = ARGV[1]
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+if ARGV[2] ~= '' then
+  if exists then return {0, now, redis.call('HGET', KEYS[1], 'status')} end
+else
+  if not exists then return {-1, now} end
+  local status = redis.call('HGET', KEYS[1], 'status')
+  if not string.find(',' .. ARGV[3] .. ',', ',' .. status .. ',', 1, true) then
+    return {0, now, status}
+  end
+end
+local attempts = 0
+local raw = redis.call('HGET', KEYS[2], srun)
+if raw then
+  local old = cjson.decode(raw)
+  if old.status == 'Pending' or old.status == 'Claimed' then return {0, now, 'Queued'} end
+  attempts = old.attempts or 0
+end
+if ARGV[2] ~= '' then
+  local fields = cjson.decode(ARGV[2])
+  for field, value in pairs(fields) do
+    redis.call('HSET', KEYS[1], field, value)
+  end
+  redis.call('HSET', KEYS[1], 'created_at_ms', now)
+  redis.call('ZADD', KEYS[5], now, srun)
+end
+local seq = redis.call('INCR', KEYS[4])
+local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now}
+redis.call('HSET', KEYS[2], srun, cjson.encode(item))
+redis.call('ZADD', KEYS[3], seq, srun)
+redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally', 'updated_at_ms', now)
+return {1, now, seq}

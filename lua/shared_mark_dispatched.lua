@@ -1,0 +1,40 @@
+-- shared_mark_dispatched: record a successful provider dispatch of a shared run.
+-- Called only after the runtime provider accepted the run into a local queue. With a claim
+-- token the queue item must still be Claimed by that token (it becomes Dispatched); with an
+-- empty token (DirectDispatch, no queue item) the run must still be Submitted.
+-- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- KEYS[1] items       HASH  shared run id -> JSON item
+-- KEYS[2] claimed     ZSET  shared run id -> claim lease-until ms
+-- KEYS[3] run record  HASH  {squeue}:run:<shared run id>
+-- ARGV[1] shared run id
+-- ARGV[2] claim token ("" = direct dispatch without a queue item)
+-- ARGV[3] JSON object of string fields to set on the run (local_run_id,
+--         assigned_runtime_instance_id, pump identity, provider, reservation expiry)
+-- Returns: {1, now}          run Dispatched (and item Dispatched)
+--          {0, now, reason}  claim lost / run not Submitted; nothing changed
+--          {-1, now}         run missing; nothing changed
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local srun = ARGV[1]
+if redis.call('EXISTS', KEYS[3]) == 0 then return {-1, now} end
+if ARGV[2] ~= '' then
+  local raw = redis.call('HGET', KEYS[1], srun)
+  if not raw then return {0, now, 'item_missing'} end
+  local item = cjson.decode(raw)
+  if item.status ~= 'Claimed' or item.token ~= ARGV[2] then return {0, now, 'claim_lost'} end
+  item.status = 'Dispatched'
+  item.token = nil
+  item.lease_until_ms = nil
+  item.dispatched_at_ms = now
+  redis.call('HSET', KEYS[1], srun, cjson.encode(item))
+  redis.call('ZREM', KEYS[2], srun)
+else
+  local status = redis.call('HGET', KEYS[3], 'status')
+  if status ~= 'Submitted' then return {0, now, status} end
+end
+local fields = cjson.decode(ARGV[3])
+for field, value in pairs(fields) do
+  redis.call('HSET', KEYS[3], field, value)
+end
+redis.call('HSET', KEYS[3], 'status', 'Dispatched', 'dispatched_at_ms', now, 'updated_at_ms', now)
+return {1, now}

@@ -1,0 +1,43 @@
+-- shared_requeue: give a claimed shared queue item back after a dispatch attempt that did
+-- not dispatch. Target Pending: the item goes to the queue tail with a new sequence and the
+-- run stays QueuedGlobally (no LocalRunId, no ExecutionId). Target Failed: the item leaves
+-- the queue for good and the run (when it exists) becomes Failed (missing run/snapshot).
+-- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- KEYS[1] items       HASH  shared run id -> JSON item
+-- KEYS[2] pending     ZSET  shared run id -> queue sequence
+-- KEYS[3] claimed     ZSET  shared run id -> claim lease-until ms
+-- KEYS[4] seq         STRING queue sequence
+-- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
+-- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Failed   ARGV[4] reason
+-- Returns: {1, now, seq}  requeued (seq 0 for Failed)
+--          {0, now}       claim lost (not Claimed by this token); nothing changed
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local srun = ARGV[1]
+local raw = redis.call('HGET', KEYS[1], srun)
+if not raw then return {0, now} end
+local item = cjson.decode(raw)
+if item.status ~= 'Claimed' or item.token ~= ARGV[2] then return {0, now} end
+item.token = nil
+item.claimed_by = nil
+item.lease_until_ms = nil
+item.last_requeue_reason = ARGV[4]
+redis.call('ZREM', KEYS[3], srun)
+local run_exists = redis.call('EXISTS', KEYS[5]) == 1
+if ARGV[3] == 'Failed' then
+  item.status = 'Failed'
+  redis.call('HSET', KEYS[1], srun, cjson.encode(item))
+  if run_exists then
+    redis.call('HSET', KEYS[5], 'status', 'Failed', 'failure_reason', ARGV[4], 'updated_at_ms', now)
+  end
+  return {1, now, 0}
+end
+local seq = redis.call('INCR', KEYS[4])
+item.status = 'Pending'
+item.seq = seq
+redis.call('HSET', KEYS[1], srun, cjson.encode(item))
+redis.call('ZADD', KEYS[2], seq, srun)
+if run_exists then
+  redis.call('HSET', KEYS[5], 'last_requeue_reason', ARGV[4], 'updated_at_ms', now)
+end
+return {1, now, seq}

@@ -1,0 +1,32 @@
+-- shared_run_transition: create a shared run record, or move it between statuses by
+-- compare-and-set on its current status (Submitted -> ScaleOutRequested / Rejected, ...).
+-- Queue transitions (QueuedGlobally, Dispatched, Cancelled) have their own scripts.
+-- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
+-- KEYS[2] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
+-- ARGV[1] shared run id
+-- ARGV[2] comma separated expected statuses ("" = the run must not exist: create it)
+-- ARGV[3] new status
+-- ARGV[4] JSON object of string fields to set
+-- Returns: {1, now}          applied
+--          {0, now, status}  current status not expected (or run already exists); unchanged
+--          {-1, now}         run missing (and ARGV[2] not empty); unchanged
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local status = redis.call('HGET', KEYS[1], 'status')
+if ARGV[2] == '' then
+  if status then return {0, now, status} end
+  redis.call('HSET', KEYS[1], 'created_at_ms', now)
+  redis.call('ZADD', KEYS[2], now, ARGV[1])
+else
+  if not status then return {-1, now} end
+  if not string.find(',' .. ARGV[2] .. ',', ',' .. status .. ',', 1, true) then
+    return {0, now, status}
+  end
+end
+local fields = cjson.decode(ARGV[4])
+for field, value in pairs(fields) do
+  redis.call('HSET', KEYS[1], field, value)
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[3], 'updated_at_ms', now)
+return {1, now}

@@ -1,0 +1,43 @@
+"""The control plane facade over shared runs, the shared queue and runtime instances.
+
+Owns `ControlPlane` (submit, drain, list_instances, run_status, cancel, pause / resume a
+local queue; every call takes the caller's ExecutionContextSnapshot), its settings, its
+result models and the tenant-checked run lookup. MCP tools and the CLI call this; it knows
+nothing of MCP.
+"""
+
+from runtime_core.control_plane._control_plane import (
+    ControlPlane,
+    ControlPlaneParts,
+    DrainProgress,
+    build_parts,
+)
+from runtime_core.control_plane._run_access import LocatedRun, RunLocator
+from runtime_core.control_plane._settings import ControlPlaneSettings
+from runtime_core.control_plane._views import (
+    CancelResult,
+    DrainedRun,
+    DrainResult,
+    InstanceView,
+    RunStatusView,
+    StepRow,
+)
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Facade
+    "ControlPlane",
+    "ControlPlaneSettings",
+    "ControlPlaneParts",
+    "build_parts",
+    "DrainProgress",
+    # Results
+    "CancelResult",
+    "DrainResult",
+    "DrainedRun",
+    "InstanceView",
+    "RunStatusView",
+    "StepRow",
+    # Run lookup
+    "RunLocator",
+    "LocatedRun",
+]

@@ -1,0 +1,52 @@
+"""ControlPlaneSettings: one typed config object for the control plane and its local instances."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from runtime_core.queueing import SubmitMode
+
+
+def _default_host() -> str:
+    return socket.gethostname().split(".")[0] or "localhost"
+
+
+class ControlPlaneSettings(BaseModel):
+    """Sizes of the in-process runtime instances, pump / watcher cadence, TTLs and tenants file."""
+
+    host: str = Field(default_factory=_default_host)
+    local_instances: int = Field(default=1, ge=0)
+    workers_per_instance: int | None = Field(default=None, ge=1)
+    max_local_workers_per_execution: int | None = Field(default=None, ge=1)
+    max_concurrent_runs_per_instance: int = Field(default=4, ge=1)
+    local_queue_capacity: int = Field(default=100, ge=1)
+    heartbeat_interval_ms: int = Field(default=2_000, ge=10)
+    instance_stale_after_ms: int = Field(default=10_000, ge=100)
+    background_pump: bool = True
+    pump_batch_size: int = Field(default=50, ge=1)
+    pump_idle_interval_ms: int = Field(default=200, ge=1)
+    scale_out_enabled: bool = True
+    scale_out_watch_interval_ms: int = Field(default=200, ge=1)
+    reservation_ttl_ms: int = Field(default=30_000, ge=100)
+    claim_lease_ms: int = Field(default=30_000, ge=100)
+    default_submit_mode: SubmitMode = SubmitMode.QUEUE_FIRST
+    tenants_file: Path | None = None
+
+    @property
+    def control_plane_id(self) -> str:
+        return f"control-plane:{self.host}"
+
+    @classmethod
+    def from_env(cls) -> ControlPlaneSettings:
+        env = {
+            "tenants_file": os.environ.get("MCP_RUNTIME_TENANTS_FILE"),
+            "local_instances": os.environ.get("MCP_RUNTIME_LOCAL_INSTANCES"),
+            "workers_per_instance": os.environ.get("MCP_RUNTIME_WORKERS_PER_INSTANCE"),
+            "background_pump": os.environ.get("MCP_RUNTIME_BACKGROUND_PUMP"),
+            "default_submit_mode": os.environ.get("MCP_RUNTIME_SUBMIT_MODE"),
+        }
+        return cls.model_validate({key: value for key, value in env.items() if value})

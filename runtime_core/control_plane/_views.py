@@ -1,0 +1,140 @@
+"""Result models of the control plane facade (what MCP tools and the CLI shape and return)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from runtime_core.instances import InstanceEntry, IsolationMode
+
+
+class InstanceView(BaseModel):
+    """One runtime instance with every registry and capacity field of seed 001's list."""
+
+    runtime_instance_id: str
+    role: str
+    status: str
+    live: bool
+    worker_count: int
+    active_workers: int
+    available_workers: int
+    max_local_workers_per_execution: int
+    queued: int
+    running: int
+    active_runs: int
+    queue_capacity: int
+    max_concurrent_runs: int
+    available_run_slots: int
+    reserved_run_slots: int
+    queue_paused: bool
+    can_accept_run: bool
+    registered_at_ms: int
+    last_heartbeat_at_ms: int
+    snapshot_at_ms: int
+    tenant_id: str | None
+    tenant_group_id: str | None
+    isolation_mode: IsolationMode
+    prefer_dedicated_capacity: bool
+    allow_shared_fallback: bool
+    runtime_instance_id_prefix: str
+    provider_name: str
+    transport_name: str
+    provider_endpoint: str
+
+    @classmethod
+    def of(cls, entry: InstanceEntry) -> InstanceView:
+        d, c = entry.descriptor, entry.capacity
+        return cls(
+            runtime_instance_id=d.runtime_instance_id,
+            role=d.role,
+            status=d.status if entry.live else "Stale",
+            live=entry.live,
+            worker_count=c.worker_count,
+            active_workers=c.active_workers,
+            available_workers=c.available_workers,
+            max_local_workers_per_execution=c.max_local_workers_per_execution,
+            queued=c.queued,
+            running=c.running,
+            active_runs=c.active_runs,
+            queue_capacity=c.queue_capacity,
+            max_concurrent_runs=c.max_concurrent_runs,
+            available_run_slots=c.available_run_slots,
+            reserved_run_slots=entry.reserved_slots,
+            queue_paused=c.queue_paused,
+            can_accept_run=c.can_accept_run,
+            registered_at_ms=entry.registered_at_ms,
+            last_heartbeat_at_ms=entry.heartbeat_at_ms,
+            snapshot_at_ms=c.snapshot_at_ms,
+            tenant_id=d.tenant_id,
+            tenant_group_id=d.tenant_group_id,
+            isolation_mode=d.isolation_mode,
+            prefer_dedicated_capacity=d.prefer_dedicated_capacity,
+            allow_shared_fallback=d.allow_shared_fallback,
+            runtime_instance_id_prefix=d.runtime_instance_id_prefix,
+            provider_name=d.provider_name,
+            transport_name=c.transport_name,
+            provider_endpoint=d.provider_endpoint,
+        )
+
+
+class DrainedRun(BaseModel):
+    shared_run_id: str
+    outcome: str
+    assigned_runtime_instance_id: str | None = None
+    local_run_id: str | None = None
+    reason: str = ""
+
+
+class DrainResult(BaseModel):
+    """One manual drain. `runs` lists only the caller tenant's runs; counts cover every attempt."""
+
+    attempted: int
+    dispatched: int
+    failed: int
+    no_capacity: int
+    stop_reason: str
+    pending_after: int
+    runs: list[DrainedRun] = Field(default_factory=list)
+
+
+class StepRow(BaseModel):
+    name: str
+    step_key: str
+    status: str
+    retry_count: int
+    recovery_count: int
+
+
+class RunStatusView(BaseModel):
+    """Every identity and status of one run, as its own tenant may read them."""
+
+    requested_id: str
+    tenant_id: str
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    shared_status: str | None = None
+    queue_status: str | None = None
+    submit_mode: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    pump_runtime_instance_id: str | None = None
+    pump_worker_id: str | None = None
+    scale_out_request_id: str | None = None
+    local_status: str | None = None
+    effective_workers: int | None = None
+    execution_status: str | None = None
+    control_status: str | None = None
+    failure_reason: str | None = None
+    steps: list[StepRow] = Field(default_factory=list)
+    result: Any = None
+
+
+class CancelResult(BaseModel):
+    requested_id: str
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    shared_status: str | None = None
+    local_status: str | None = None
+    message: str

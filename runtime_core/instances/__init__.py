@@ -1,0 +1,81 @@
+"""Runtime instances: local queue + background controller + workers, and what admission needs.
+
+Owns the in-process runtime instance (RunId lifecycle, worker accounting, queue control,
+heartbeats), the Redis registry and capacity descriptors, tenant runtime settings and the
+visibility evaluator, the admission controller and its Lua reservations, the run-execution
+index, the in-process instance pool and the local scaler. Must not own workflow truth (the
+DAG engine does) nor know about the shared queue or providers.
+"""
+
+from runtime_core.instances._admission import (
+    AdmissionCandidate,
+    AdmissionController,
+    AdmissionDecision,
+    AdmissionKind,
+)
+from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies
+from runtime_core.instances._instance import RuntimeInstance
+from runtime_core.instances._models import (
+    PROVIDER_NAME_KEY,
+    TRANSPORT_ENDPOINT_KEY,
+    TRANSPORT_NAME_KEY,
+    CapacityDescriptor,
+    InstanceDescriptor,
+    InstanceEntry,
+    LocalRunRequest,
+    LocalRunStatus,
+    LocalRunView,
+    QueueStateView,
+    RuntimeInstanceSettings,
+)
+from runtime_core.instances._pool import LocalInstancePool
+from runtime_core.instances._registry import DEFAULT_STALE_AFTER_MS, InstanceRegistry
+from runtime_core.instances._reservations import Reservation, ReservationOutcome, ReservationStore
+from runtime_core.instances._run_index import RunExecutionIndex, RunIndexRecord, run_not_found
+from runtime_core.instances._scaler import LocalInstanceScaler, ScaleOutOutcome, local_instance_id
+from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings, TenantSettingsCatalog
+from runtime_core.instances._visibility import is_instance_visible, owner_matches
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Runtime instance
+    "RuntimeInstance",
+    "RuntimeInstanceSettings",
+    "InstanceDependencies",
+    "ExecutionCanceller",
+    "LocalRunRequest",
+    "LocalRunStatus",
+    "LocalRunView",
+    "QueueStateView",
+    # Registry and capacity
+    "InstanceRegistry",
+    "InstanceDescriptor",
+    "CapacityDescriptor",
+    "InstanceEntry",
+    "DEFAULT_STALE_AFTER_MS",
+    "PROVIDER_NAME_KEY",
+    "TRANSPORT_NAME_KEY",
+    "TRANSPORT_ENDPOINT_KEY",
+    # Tenants and visibility
+    "IsolationMode",
+    "TenantRuntimeSettings",
+    "TenantSettingsCatalog",
+    "is_instance_visible",
+    "owner_matches",
+    # Admission and reservations
+    "AdmissionController",
+    "AdmissionCandidate",
+    "AdmissionDecision",
+    "AdmissionKind",
+    "ReservationStore",
+    "Reservation",
+    "ReservationOutcome",
+    # Run-execution index
+    "RunExecutionIndex",
+    "RunIndexRecord",
+    "run_not_found",
+    # Local hosting and scale-out
+    "LocalInstancePool",
+    "LocalInstanceScaler",
+    "ScaleOutOutcome",
+    "local_instance_id",
+]

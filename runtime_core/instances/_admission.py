@@ -1,0 +1,101 @@
+"""The admission controller: decide WHO receives a run, or what to do when nobody can.
+
+Owns the decision (AssignToInstance with ordered candidates, QueueGlobally,
+RequestScaleOut, Reject) from the restored snapshot's tenant settings and the
+tenant-visible registry. Must not reserve, dispatch or change any run state.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances._models import InstanceEntry
+from runtime_core.instances._registry import InstanceRegistry
+from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings
+from runtime_core.instances._visibility import owner_matches
+
+
+class AdmissionKind(StrEnum):
+    ASSIGN_TO_INSTANCE = "AssignToInstance"
+    QUEUE_GLOBALLY = "QueueGlobally"
+    REQUEST_SCALE_OUT = "RequestScaleOut"
+    REJECT = "Reject"
+
+
+class AdmissionCandidate(BaseModel):
+    """A tenant-visible instance that can accept the run, and the provider that reaches it."""
+
+    runtime_instance_id: str
+    provider_name: str
+
+
+class AdmissionDecision(BaseModel):
+    kind: AdmissionKind
+    reason: str
+    candidates: list[AdmissionCandidate] = Field(default_factory=list)
+    tenant_settings: TenantRuntimeSettings
+
+    @property
+    def runtime_instance_id(self) -> str | None:
+        return self.candidates[0].runtime_instance_id if self.candidates else None
+
+
+class AdmissionController:
+    """Admission under the snapshot's tenant: only tenant-visible, live capacity counts."""
+
+    def __init__(self, registry: InstanceRegistry, *, scale_out_enabled: bool = True) -> None:
+        self.registry = registry
+        self.scale_out_enabled = scale_out_enabled
+
+    async def admit(self, snapshot: ExecutionContextSnapshot) -> AdmissionDecision:
+        tenant = self.registry.tenants.resolve(snapshot.tenant_id)
+        visible = [e for e in await self.registry.visible_entries(snapshot) if e.live]
+        eligible = sorted((e for e in visible if e.eligible), key=lambda e: self._rank(e, snapshot, tenant))
+        if eligible:
+            return AdmissionDecision(
+                kind=AdmissionKind.ASSIGN_TO_INSTANCE,
+                reason=f"{len(eligible)} tenant-visible runtime instance(s) can accept the run",
+                candidates=[
+                    AdmissionCandidate(
+                        runtime_instance_id=e.runtime_instance_id, provider_name=e.descriptor.provider_name
+                    )
+                    for e in eligible
+                ],
+                tenant_settings=tenant,
+            )
+        return self._without_capacity(visible, tenant)
+
+    @staticmethod
+    def _rank(
+        entry: InstanceEntry, snapshot: ExecutionContextSnapshot, tenant: TenantRuntimeSettings
+    ) -> tuple[int, int, int, str]:
+        d = entry.descriptor
+        owned = d.isolation_mode is not IsolationMode.SHARED and owner_matches(
+            d.tenant_id, d.tenant_group_id, snapshot
+        )
+        preference = 0 if owned or not tenant.prefer_dedicated_capacity else 1
+        return (preference, -entry.free_slots, -entry.capacity.available_workers, entry.runtime_instance_id)
+
+    def _without_capacity(
+        self, visible: list[InstanceEntry], tenant: TenantRuntimeSettings
+    ) -> AdmissionDecision:
+        own = [
+            e for e in visible if e.descriptor.runtime_instance_id_prefix == tenant.runtime_instance_id_prefix
+        ]
+        if self.scale_out_enabled and len(own) < tenant.max_runtime_instances:
+            kind, reason = (
+                AdmissionKind.REQUEST_SCALE_OUT,
+                f"no tenant-visible capacity; {len(own)} of {tenant.max_runtime_instances} "
+                f"'{tenant.runtime_instance_id_prefix}' instances exist",
+            )
+        elif visible:
+            kind, reason = AdmissionKind.QUEUE_GLOBALLY, "tenant-visible runtime instances are busy"
+        else:
+            kind, reason = (
+                AdmissionKind.REJECT,
+                "no tenant-visible runtime capacity and no scale-out is possible for this tenant",
+            )
+        return AdmissionDecision(kind=kind, reason=reason, tenant_settings=tenant)

@@ -1,0 +1,414 @@
+"""A runtime instance: local queue + background controller + workers running `DagEngine.run`.
+
+Owns the local RunId lifecycle (Queued, Running, Completed, Failed, Cancelled), worker
+accounting (`min(worker_count, max_local_workers_per_execution, available)` per execution;
+a run waits for a worker instead of failing), queue pause / resume, hot enqueue, queued-run
+cancellation (no ExecutionId is ever created) and running-run cancellation bridged to
+execution control by ExecutionId, the run-execution index records of its runs, and the
+heartbeat publication of its registry and capacity descriptors. Restores each run's
+snapshot before creating and advancing its DAG; refuses a run without a snapshot. Must
+not read tenants from anything but the snapshot, nor touch another instance's runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+
+from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine
+from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError
+from runtime_core.identity import ExecutionContextSnapshot, new_local_run_id, restored_snapshot
+from runtime_core.instances._dependencies import InstanceDependencies
+from runtime_core.instances._models import (
+    PROVIDER_NAME_KEY,
+    TRANSPORT_ENDPOINT_KEY,
+    TRANSPORT_NAME_KEY,
+    CapacityDescriptor,
+    InstanceDescriptor,
+    LocalRunRequest,
+    LocalRunStatus,
+    LocalRunView,
+    QueueStateView,
+    RuntimeInstanceSettings,
+)
+from runtime_core.instances._run_index import RunIndexRecord
+
+log = logging.getLogger("runtime_core.instances")
+
+
+@dataclass
+class _LocalRun:
+    request: LocalRunRequest
+    record: RunIndexRecord
+    effective_workers: int = 0
+    cancel_requested: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def snapshot(self) -> ExecutionContextSnapshot:
+        assert self.request.snapshot is not None
+        return self.request.snapshot
+
+    def view(self) -> LocalRunView:
+        r = self.record
+        return LocalRunView(
+            local_run_id=r.local_run_id,
+            shared_run_id=r.shared_run_id,
+            runtime_instance_id=r.runtime_instance_id,
+            status=r.status,
+            execution_id=r.execution_id,
+            effective_workers=self.effective_workers,
+            failure_reason=r.failure_reason,
+            created_at_ms=r.created_at_ms,
+            started_at_ms=r.started_at_ms,
+            completed_at_ms=r.completed_at_ms,
+        )
+
+
+class RuntimeInstance:
+    """`await instance.start()`, then `enqueue` runs; `stop()` unregisters it."""
+
+    def __init__(self, settings: RuntimeInstanceSettings, deps: InstanceDependencies) -> None:
+        self.settings = settings
+        self.deps = deps
+        self._runs: dict[str, _LocalRun] = {}
+        self._queue: deque[_LocalRun] = deque()
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._active_workers = 0
+        self._paused = False
+        self._pause_reason: str | None = None
+        self._pause_requested_by: str | None = None
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._enqueue_lock = asyncio.Lock()
+        self._publish_lock = asyncio.Lock()
+        self._version = 0
+        self._loops: list[asyncio.Task[None]] = []
+
+    @property
+    def runtime_instance_id(self) -> str:
+        return self.settings.runtime_instance_id
+
+    # Lifecycle
+
+    async def start(self) -> RuntimeInstance:
+        async with self._publish_lock:
+            self._version += 1
+            await self.deps.registry.register(self.descriptor(), self.capacity(), self._version)
+        self._loops = [
+            asyncio.create_task(self._control_loop(), name=f"{self.runtime_instance_id}:controller"),
+            asyncio.create_task(self._heartbeat_loop(), name=f"{self.runtime_instance_id}:heartbeat"),
+        ]
+        return self
+
+    async def stop(self, *, unregister: bool = True) -> None:
+        """Stop the controller, heartbeat and workers (their DAGs stay in Redis for recovery)."""
+        self._stopping.set()
+        tasks = [*self._loops, *self._tasks.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loops = []
+        if unregister:
+            await self.deps.registry.unregister(self.runtime_instance_id)
+
+    # Descriptors
+
+    def descriptor(self) -> InstanceDescriptor:
+        s = self.settings
+        return InstanceDescriptor(
+            runtime_instance_id=s.runtime_instance_id,
+            role=s.role,
+            status="Stopping" if self._stopping.is_set() else ("Paused" if self._paused else "Ready"),
+            host=s.host,
+            isolation_mode=s.isolation_mode,
+            tenant_id=s.tenant_id,
+            tenant_group_id=s.tenant_group_id,
+            prefer_dedicated_capacity=s.prefer_dedicated_capacity,
+            allow_shared_fallback=s.allow_shared_fallback,
+            runtime_instance_id_prefix=s.runtime_instance_id_prefix,
+            metadata={
+                PROVIDER_NAME_KEY: s.provider_name,
+                TRANSPORT_NAME_KEY: s.transport_name,
+                TRANSPORT_ENDPOINT_KEY: s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
+            },
+        )
+
+    def capacity(self) -> CapacityDescriptor:
+        s = self.settings
+        queued, running = len(self._queue), len(self._tasks)
+        available_workers = s.worker_count - self._active_workers
+        slots = max(0, s.max_concurrent_runs - queued - running)
+        can_accept = (
+            not self._paused and queued < s.local_queue_capacity and slots > 0 and available_workers > 0
+        )
+        return CapacityDescriptor(
+            runtime_instance_id=s.runtime_instance_id,
+            worker_count=s.worker_count,
+            active_workers=self._active_workers,
+            available_workers=available_workers,
+            max_local_workers_per_execution=s.max_local_workers_per_execution,
+            queued=queued,
+            running=running,
+            active_runs=queued + running,
+            queue_capacity=s.local_queue_capacity,
+            max_concurrent_runs=s.max_concurrent_runs,
+            available_run_slots=slots,
+            queue_paused=self._paused,
+            can_accept_run=can_accept and not self._stopping.is_set(),
+            tenant_id=s.tenant_id,
+            tenant_group_id=s.tenant_group_id,
+            isolation_mode=s.isolation_mode,
+            prefer_dedicated_capacity=s.prefer_dedicated_capacity,
+            allow_shared_fallback=s.allow_shared_fallback,
+            runtime_instance_id_prefix=s.runtime_instance_id_prefix,
+            provider_name=s.provider_name,
+            transport_name=s.transport_name,
+            provider_endpoint=s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
+        )
+
+    def queue_state(self) -> QueueStateView:
+        return QueueStateView(
+            runtime_instance_id=self.runtime_instance_id,
+            paused=self._paused,
+            reason=self._pause_reason,
+            requested_by=self._pause_requested_by,
+            queued=len(self._queue),
+            running=len(self._tasks),
+        )
+
+    async def publish(self) -> None:
+        """Heartbeat now: registry + capacity descriptors with a fresh version."""
+        async with self._publish_lock:
+            self._version += 1
+            await self.deps.registry.heartbeat(self.descriptor(), self.capacity(), self._version)
+
+    # Local queue
+
+    async def enqueue(self, request: LocalRunRequest) -> LocalRunView:
+        """Hot enqueue (also while running or paused); the run gets a LocalRunId, no ExecutionId yet."""
+        if request.snapshot is None:
+            raise MissingSnapshotError(
+                f"Runtime instance '{self.runtime_instance_id}' refuses a run without an "
+                "ExecutionContextSnapshot.",
+                hint="Dispatch the run with the snapshot captured at submission.",
+            )
+        async with self._enqueue_lock:
+            self._check_accepting()
+            record = RunIndexRecord(
+                local_run_id=new_local_run_id(),
+                shared_run_id=request.shared_run_id,
+                runtime_instance_id=self.runtime_instance_id,
+                status=LocalRunStatus.QUEUED,
+                created_at_ms=await self.deps.registry.hot_state.server_time_ms(),
+                snapshot=request.snapshot,
+                metadata=dict(request.attributes),
+            )
+            await self.deps.index.put(record)
+            run = _LocalRun(request, record)
+            self._runs[record.local_run_id] = run
+            self._queue.append(run)
+        await self.publish()
+        self._wake.set()
+        return run.view()
+
+    def _check_accepting(self) -> None:
+        if self._stopping.is_set() or not self._loops:
+            raise ConflictError(
+                f"Runtime instance '{self.runtime_instance_id}' is not running.",
+                hint="Dispatch to another runtime instance.",
+            )
+        if len(self._queue) >= self.settings.local_queue_capacity:
+            raise ConflictError(
+                f"Local queue of '{self.runtime_instance_id}' is full "
+                f"({self.settings.local_queue_capacity} queued runs).",
+                hint="Wait for queued runs to start, or dispatch elsewhere.",
+            )
+
+    async def pause_queue(self, *, reason: str = "", requested_by: str = "") -> QueueStateView:
+        """Queued runs stay Queued (no ExecutionId); running executions continue."""
+        self._paused, self._pause_reason, self._pause_requested_by = (
+            True,
+            reason or None,
+            requested_by or None,
+        )
+        await self.publish()
+        return self.queue_state()
+
+    async def resume_queue(self, *, requested_by: str = "") -> QueueStateView:
+        self._paused, self._pause_reason, self._pause_requested_by = False, None, requested_by or None
+        await self.publish()
+        self._wake.set()
+        return self.queue_state()
+
+    def run_view(self, local_run_id: str) -> LocalRunView:
+        return self._get(local_run_id).view()
+
+    def local_runs(self) -> list[LocalRunView]:
+        return [run.view() for run in self._runs.values()]
+
+    async def wait_for_run(self, local_run_id: str, *, timeout: float | None = None) -> LocalRunView:
+        run = self._get(local_run_id)
+        await asyncio.wait_for(run.done.wait(), timeout=timeout)
+        return run.view()
+
+    def _get(self, local_run_id: str) -> _LocalRun:
+        run = self._runs.get(local_run_id)
+        if run is None:
+            raise NotFoundError(
+                f"Run '{local_run_id}' not found on runtime instance '{self.runtime_instance_id}'.",
+                hint="Check the RunId.",
+            )
+        return run
+
+    # Cancellation
+
+    async def cancel_queued_run(
+        self, local_run_id: str, *, reason: str = "", requested_by: str = ""
+    ) -> LocalRunView:
+        """Cancel before execution creation: Cancelled, no ExecutionId, no DAG state."""
+        run = self._get(local_run_id)
+        if run.record.status is not LocalRunStatus.QUEUED:
+            raise ConflictError(
+                f"Run '{local_run_id}' is {run.record.status.value}, not Queued.",
+                hint="Use cancel_run to cancel a running run.",
+            )
+        self._queue.remove(run)
+        await self._finish(
+            run, LocalRunStatus.CANCELLED, reason or f"cancelled by {requested_by or 'operator'}"
+        )
+        return run.view()
+
+    async def cancel_run(
+        self, local_run_id: str, *, reason: str = "", requested_by: str = ""
+    ) -> LocalRunView:
+        """Queued: cancel at once. Running: execution control cancels its ExecutionId."""
+        run = self._get(local_run_id)
+        if run.record.status is LocalRunStatus.QUEUED:
+            return await self.cancel_queued_run(local_run_id, reason=reason, requested_by=requested_by)
+        if run.record.status is LocalRunStatus.RUNNING:
+            run.cancel_requested = True
+            if run.record.execution_id:
+                await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
+        return run.view()
+
+    # Background controller
+
+    async def _control_loop(self) -> None:
+        while True:
+            run = self._next_startable()
+            if run is None:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._start(run)
+
+    def _next_startable(self) -> _LocalRun | None:
+        s = self.settings
+        if self._paused or not self._queue or len(self._tasks) >= s.max_concurrent_runs:
+            return None
+        if s.worker_count - self._active_workers <= 0:
+            return None
+        return self._queue.popleft()
+
+    def _start(self, run: _LocalRun) -> None:
+        s = self.settings
+        available = s.worker_count - self._active_workers
+        run.effective_workers = min(s.worker_count, s.max_local_workers_per_execution, available)
+        self._active_workers += run.effective_workers
+        run.record = run.record.model_copy(update={"status": LocalRunStatus.RUNNING})
+        self._tasks[run.record.local_run_id] = asyncio.create_task(
+            self._execute(run), name=f"{self.runtime_instance_id}:{run.record.local_run_id}"
+        )
+
+    async def _execute(self, run: _LocalRun) -> None:
+        try:
+            status, reason = await self._run_execution(run)
+        except asyncio.CancelledError:
+            self._release(run)
+            raise
+        except Exception as exc:  # a broken run must not stop the controller
+            log.exception("local_run.failed", extra={"local_run_id": run.record.local_run_id})
+            status, reason = LocalRunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+        self._release(run)
+        await self._finish(run, status, reason)
+
+    async def _run_execution(self, run: _LocalRun) -> tuple[LocalRunStatus, str | None]:
+        engine = copy.copy(self.deps.engine)
+        engine.instance_id = self.runtime_instance_id
+        with restored_snapshot(run.snapshot):
+            execution_id = await engine.create_execution(
+                run.request.pipeline, run.request.input, run.snapshot, attributes=self._attributes(run)
+            )
+            run.record = await self.deps.index.update(
+                run.record,
+                execution_id=execution_id,
+                started_at_ms=await self.deps.registry.hot_state.server_time_ms(),
+            )
+            await self.publish()
+            if run.cancel_requested:
+                await self.deps.canceller.cancel(execution_id, run.snapshot, reason="cancelled before start")
+            final = await engine.run(execution_id, workers=run.effective_workers)
+            while final in PARKED_CONTROL_STATUSES:
+                await self._wait_until_unparked(engine, execution_id)
+                final = await engine.run(execution_id, workers=run.effective_workers)
+        if final in (LocalRunStatus.COMPLETED, LocalRunStatus.CANCELLED):
+            return LocalRunStatus(final), None
+        return LocalRunStatus.FAILED, f"execution finished {final or 'without a status'}"
+
+    @staticmethod
+    async def _wait_until_unparked(engine: DagEngine, execution_id: str) -> None:
+        """A paused or input-waiting run keeps its slot; poll its control state with backoff."""
+        delay = 0.02
+        while await engine.store.control_status(execution_id) in PARKED_CONTROL_STATUSES:
+            await asyncio.sleep(delay)  # waiting on another actor's resume / input, not syncing
+            delay = min(0.5, delay * 2)
+
+    def _attributes(self, run: _LocalRun) -> dict[str, str]:
+        s, snapshot = self.settings, run.snapshot
+        return {
+            **run.request.attributes,
+            "shared_run_id": run.record.shared_run_id or "",
+            "local_run_id": run.record.local_run_id,
+            "runtime.instance.id": s.runtime_instance_id,
+            "assigned.runtime.instance.id": s.runtime_instance_id,
+            "max.local.workers.per.execution": str(s.max_local_workers_per_execution),
+            "effective.worker.count.per.execution": str(run.effective_workers),
+            "tenant.id": snapshot.tenant_id,
+            "tenant.groupId": snapshot.tenant_group_id or "",
+            "runtime.isolation.mode": s.isolation_mode.value,
+        }
+
+    def _release(self, run: _LocalRun) -> None:
+        self._active_workers -= run.effective_workers
+        self._tasks.pop(run.record.local_run_id, None)
+
+    async def _finish(self, run: _LocalRun, status: LocalRunStatus, reason: str | None) -> None:
+        try:
+            completed_at = await self.deps.registry.hot_state.server_time_ms()
+            run.record = run.record.model_copy(
+                update={"status": status, "failure_reason": reason, "completed_at_ms": completed_at}
+            )
+            await self.deps.index.put(run.record)
+        finally:
+            run.done.set()
+            self._wake.set()
+        await self.publish()
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.settings.heartbeat_interval_ms / 1000
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=interval)
+            if self._stopping.is_set():
+                return
+            try:
+                await self.publish()
+            except Exception:  # a missed heartbeat makes the instance stale; the next one retries
+                log.warning(
+                    "instance.heartbeat_failed", extra={"runtime_instance_id": self.runtime_instance_id}
+                )

@@ -1,0 +1,53 @@
+"""The in-process pool of runtime instances hosted by this process (the local provider's hosts).
+
+Owns starting, finding, counting (by RuntimeInstanceIdPrefix) and stopping in-process
+RuntimeInstance objects. Must not decide when to scale or where to dispatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from runtime_core.errors import ConflictError, NotFoundError
+from runtime_core.instances._dependencies import InstanceDependencies
+from runtime_core.instances._instance import RuntimeInstance
+from runtime_core.instances._models import RuntimeInstanceSettings
+
+
+class LocalInstancePool:
+    def __init__(self, deps: InstanceDependencies) -> None:
+        self.deps = deps
+        self._instances: dict[str, RuntimeInstance] = {}
+        self._lock = asyncio.Lock()
+
+    async def start_instance(self, settings: RuntimeInstanceSettings) -> RuntimeInstance:
+        async with self._lock:
+            if settings.runtime_instance_id in self._instances:
+                raise ConflictError(f"Runtime instance '{settings.runtime_instance_id}' already runs here.")
+            instance = RuntimeInstance(settings, self.deps)
+            self._instances[settings.runtime_instance_id] = instance
+        return await instance.start()
+
+    def get(self, runtime_instance_id: str) -> RuntimeInstance:
+        instance = self._instances.get(runtime_instance_id)
+        if instance is None:
+            raise NotFoundError(
+                f"Runtime instance '{runtime_instance_id}' is not hosted in this process.",
+                hint="Use the provider named in the instance's registry metadata.",
+            )
+        return instance
+
+    def instances(self) -> list[RuntimeInstance]:
+        return list(self._instances.values())
+
+    def with_prefix(self, prefix: str) -> list[RuntimeInstance]:
+        return [i for i in self._instances.values() if i.settings.runtime_instance_id_prefix == prefix]
+
+    async def stop_instance(self, runtime_instance_id: str) -> None:
+        instance = self._instances.pop(runtime_instance_id, None)
+        if instance is not None:
+            await instance.stop()
+
+    async def stop_all(self) -> None:
+        instances, self._instances = list(self._instances.values()), {}
+        await asyncio.gather(*(instance.stop() for instance in instances), return_exceptions=True)

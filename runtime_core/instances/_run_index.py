@@ -1,0 +1,111 @@
+"""The run-execution index: LocalRunId -> ExecutionId, runtime instance, status, snapshot.
+
+Owns the Redis records written by the instance that owns a local run, the pointers from
+SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key, and the
+tenant-visibility check every run status / cancel path runs before it touches a local
+controller. A foreign tenant's id gets exactly the answer an unknown id gets. Must not
+change local run state itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from runtime_core.errors import NotFoundError
+from runtime_core.hot_state import HotState
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances._models import LocalRunStatus
+
+
+class RunIndexRecord(BaseModel):
+    local_run_id: str
+    shared_run_id: str | None = None
+    execution_id: str | None = None
+    runtime_instance_id: str
+    status: LocalRunStatus
+    failure_reason: str | None = None
+    created_at_ms: int
+    started_at_ms: int | None = None
+    completed_at_ms: int | None = None
+    snapshot: ExecutionContextSnapshot
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def tenant_id(self) -> str:
+        return self.snapshot.tenant_id
+
+
+def run_not_found(any_id: str) -> NotFoundError:
+    """The one answer for unknown and foreign ids alike."""
+    return NotFoundError(
+        f"Run '{any_id}' not found.", hint="Check the id; runs of other tenants are not visible."
+    )
+
+
+class RunExecutionIndex:
+    def __init__(self, hot_state: HotState) -> None:
+        self.hot_state = hot_state
+
+    def _local_key(self, local_run_id: str) -> str:
+        return self.hot_state.key("runindex", "local", local_run_id)
+
+    def _pointer_key(self, kind: str, value: str) -> str:
+        return self.hot_state.key("runindex", kind, value)
+
+    def _tenant_key(self, tenant_id: str) -> str:
+        return self.hot_state.key("runindex", "tenant", tenant_id)
+
+    async def put(self, record: RunIndexRecord) -> None:
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        pipe.set(self._local_key(record.local_run_id), record.model_dump_json())
+        if record.shared_run_id:
+            pipe.set(self._pointer_key("shared", record.shared_run_id), record.local_run_id)
+        if record.execution_id:
+            pipe.set(self._pointer_key("execution", record.execution_id), record.local_run_id)
+        pipe.zadd(self._tenant_key(record.tenant_id), {record.local_run_id: record.created_at_ms})
+        await pipe.execute()
+
+    async def update(self, record: RunIndexRecord, **changes: Any) -> RunIndexRecord:
+        updated = record.model_copy(update=changes)
+        await self.put(updated)
+        return updated
+
+    async def get_local(self, local_run_id: str) -> RunIndexRecord | None:
+        raw = await self.hot_state.redis.get(self._local_key(local_run_id))
+        return RunIndexRecord.model_validate_json(raw) if raw else None
+
+    async def _follow(self, kind: str, value: str) -> RunIndexRecord | None:
+        local_run_id = await self.hot_state.redis.get(self._pointer_key(kind, value))
+        return await self.get_local(local_run_id) if local_run_id else None
+
+    async def get_by_shared(self, shared_run_id: str) -> RunIndexRecord | None:
+        return await self._follow("shared", shared_run_id)
+
+    async def get_by_execution(self, execution_id: str) -> RunIndexRecord | None:
+        return await self._follow("execution", execution_id)
+
+    async def find(self, any_id: str) -> RunIndexRecord | None:
+        """Look an id up by its prefix kind (lrun_, srun_, exec_); None when unknown."""
+        if any_id.startswith("lrun_"):
+            return await self.get_local(any_id)
+        if any_id.startswith("srun_"):
+            return await self.get_by_shared(any_id)
+        if any_id.startswith("exec_"):
+            return await self.get_by_execution(any_id)
+        return None
+
+    async def find_visible(self, any_id: str, snapshot: ExecutionContextSnapshot) -> RunIndexRecord:
+        """The record if the caller's tenant owns it; otherwise the unknown-id NotFoundError."""
+        record = await self.find(any_id)
+        if record is None or record.tenant_id != snapshot.tenant_id:
+            raise run_not_found(any_id)
+        return record
+
+    async def list_tenant(
+        self, snapshot: ExecutionContextSnapshot, *, limit: int = 100
+    ) -> list[RunIndexRecord]:
+        ids = await self.hot_state.redis.zrevrange(self._tenant_key(snapshot.tenant_id), 0, limit - 1)
+        records = [await self.get_local(local_run_id) for local_run_id in ids]
+        return [r for r in records if r is not None]

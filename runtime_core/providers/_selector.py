@@ -1,0 +1,46 @@
+"""The provider selector: which provider reaches a runtime instance, which one scales out.
+
+Owns the lookup by the registry metadata `provider.name` and the scale-out choice by hint
+(first scale-out-capable provider otherwise). Must not choose runtime instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from runtime_core.instances import InstanceDescriptor
+from runtime_core.providers._protocol import ProviderError, RuntimeProvider, ScaleOutProvider
+
+
+class ProviderSelector:
+    def __init__(self, providers: Iterable[RuntimeProvider]) -> None:
+        self._providers: dict[str, RuntimeProvider] = {}
+        for provider in providers:
+            self.add(provider)
+
+    def add(self, provider: RuntimeProvider) -> None:
+        """Register (or replace) the provider serving `provider.metadata.provider_name`."""
+        self._providers[provider.metadata.provider_name] = provider
+
+    def names(self) -> list[str]:
+        return sorted(self._providers)
+
+    def by_name(self, provider_name: str) -> RuntimeProvider:
+        provider = self._providers.get(provider_name)
+        if provider is None:
+            raise ProviderError(
+                f"No runtime provider named '{provider_name}' is configured.",
+                hint="Configured providers: " + (", ".join(self.names()) or "none"),
+            )
+        return provider
+
+    def for_instance(self, descriptor: InstanceDescriptor) -> RuntimeProvider:
+        return self.by_name(descriptor.provider_name)
+
+    def for_scale_out(self, hint: str | None = None) -> ScaleOutProvider:
+        candidates = [p for p in self._providers.values() if isinstance(p, ScaleOutProvider)]
+        if hint:
+            candidates = [p for p in candidates if p.metadata.provider_name == hint] or candidates
+        if not candidates:
+            raise ProviderError("No scale-out capable runtime provider is configured.")
+        return candidates[0]

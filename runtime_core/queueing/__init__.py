@@ -1,0 +1,85 @@
+"""Shared queueing: shared runs, the global shared queue, the pump and dispatch-time admission.
+
+Owns the Redis shared run store and shared queue (Lua: shared_enqueue, shared_claim_next,
+shared_mark_dispatched, shared_requeue, shared_cancel, shared_run_transition), submit modes
+(QueueFirst, DirectDispatch), the dispatcher (claim -> load -> restore snapshot -> re-admit
+-> reserve -> provider dispatch -> mark Dispatched), the pump cycle, the readiness gate and
+background pump, scale-out requests, the watcher and the fulfilled-run requeue. Must not
+execute steps or mutate DAG state.
+"""
+
+from runtime_core.queueing._background import BackgroundPump, ReadinessGate
+from runtime_core.queueing._controller import PipelineValidator, SharedRuntimeController, SubmitResult
+from runtime_core.queueing._delivery import DEFAULT_RESERVATION_TTL_MS, Delivery, RunDelivery
+from runtime_core.queueing._dispatcher import SharedQueueDispatcher
+from runtime_core.queueing._keys import SHARED_QUEUE_TAG, SharedQueueKeys
+from runtime_core.queueing._models import (
+    DispatchOutcome,
+    DispatchResult,
+    PumpIdentity,
+    PumpRequest,
+    PumpResult,
+    PumpStopReason,
+    QueueClaim,
+    QueueItem,
+    QueueItemStatus,
+    SharedRunRecord,
+    SharedRunStatus,
+    SubmitMode,
+)
+from runtime_core.queueing._pump import PumpProgress, SharedQueuePump
+from runtime_core.queueing._queue import DEFAULT_CLAIM_LEASE_MS, QueueOutcome, QueueTransition, SharedQueue
+from runtime_core.queueing._requeue import FulfilledRunRequeue
+from runtime_core.queueing._run_store import RunTransition, SharedRunStore, TransitionOutcome
+from runtime_core.queueing._scale_out import (
+    ScaleOutRequestRecord,
+    ScaleOutRequestStore,
+    ScaleOutStatus,
+    new_scale_out_request_id,
+)
+from runtime_core.queueing._watcher import ScaleOutWatcher
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Shared runs and submit
+    "SharedRuntimeController",
+    "SubmitResult",
+    "SubmitMode",
+    "PipelineValidator",
+    "SharedRunStore",
+    "SharedRunRecord",
+    "SharedRunStatus",
+    "RunTransition",
+    "TransitionOutcome",
+    # Shared queue
+    "SharedQueue",
+    "SharedQueueKeys",
+    "SHARED_QUEUE_TAG",
+    "QueueItem",
+    "QueueItemStatus",
+    "QueueClaim",
+    "QueueOutcome",
+    "QueueTransition",
+    "DEFAULT_CLAIM_LEASE_MS",
+    # Dispatch and pump
+    "SharedQueueDispatcher",
+    "RunDelivery",
+    "Delivery",
+    "DEFAULT_RESERVATION_TTL_MS",
+    "DispatchOutcome",
+    "DispatchResult",
+    "SharedQueuePump",
+    "PumpIdentity",
+    "PumpRequest",
+    "PumpResult",
+    "PumpStopReason",
+    "PumpProgress",
+    "ReadinessGate",
+    "BackgroundPump",
+    # Scale-out
+    "ScaleOutRequestStore",
+    "ScaleOutRequestRecord",
+    "ScaleOutStatus",
+    "ScaleOutWatcher",
+    "FulfilledRunRequeue",
+    "new_scale_out_request_id",
+]

@@ -1,0 +1,96 @@
+"""The readiness gate and the background pump loop.
+
+Owns waiting until runtime capacity is visible (at least one live instance that can accept
+a run) before the first automatic dispatch, and the loop that runs pump cycles, idling
+until woken or a poll interval passes when a cycle dispatched nothing. Must not dispatch
+itself: every cycle goes through the pump.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from runtime_core.instances import InstanceRegistry
+from runtime_core.queueing._models import PumpIdentity, PumpRequest
+from runtime_core.queueing._pump import SharedQueuePump
+
+log = logging.getLogger("runtime_core.queueing")
+
+
+async def _wait_event(event: asyncio.Event, timeout_s: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout=timeout_s)
+
+
+class ReadinessGate:
+    """Passes once a registered, live runtime instance publishes `can_accept_run`."""
+
+    def __init__(self, registry: InstanceRegistry, *, poll_interval_ms: int = 100) -> None:
+        self.registry = registry
+        self.poll_interval_ms = poll_interval_ms
+        self.checks = 0
+
+    async def is_ready(self) -> bool:
+        self.checks += 1
+        return any(entry.live and entry.capacity.can_accept_run for entry in await self.registry.entries())
+
+    async def wait_ready(self, stop: asyncio.Event) -> bool:
+        """True once ready; False when `stop` is set first."""
+        while not stop.is_set():
+            if await self.is_ready():
+                return True
+            await _wait_event(stop, self.poll_interval_ms / 1000)
+        return False
+
+
+class BackgroundPump:
+    def __init__(
+        self,
+        pump: SharedQueuePump,
+        gate: ReadinessGate,
+        identity: PumpIdentity,
+        *,
+        batch_size: int = 50,
+        idle_interval_ms: int = 200,
+    ) -> None:
+        self.pump = pump
+        self.gate = gate
+        self.identity = identity
+        self.batch_size = batch_size
+        self.idle_interval_ms = idle_interval_ms
+        self.gate_passed = False
+        self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._task = asyncio.create_task(self._loop(), name=f"pump:{self.identity.claimer}")
+
+    def wake(self) -> None:
+        """New work or capacity: run the next cycle now instead of after the idle interval."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _loop(self) -> None:
+        if not await self.gate.wait_ready(self._stop):
+            return
+        self.gate_passed = True
+        request = PumpRequest(max_dispatch_count=self.batch_size, pump=self.identity)
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                result = await self.pump.pump(request, cancel=self._stop)
+            except Exception:  # Redis hiccup: log, idle, try again
+                log.exception("pump.cycle_failed")
+                result = None
+            if result is None or not result.dispatched:
+                await _wait_event(self._wake, self.idle_interval_ms / 1000)

@@ -1,0 +1,191 @@
+"""The shared runtime controller: create shared runs and apply the submit mode.
+
+Owns submission. QueueFirst: the run is created QueuedGlobally with a Pending item (no
+LocalRunId, no ExecutionId). DirectDispatch: the run is created Submitted and the real
+admission decision is kept: AssignToInstance delivers at once (falling back to the queue
+if delivery fails), QueueGlobally queues it, RequestScaleOut marks it ScaleOutRequested
+and persists a scale-out request with the tenant settings, Reject marks it Rejected. The
+caller's snapshot is persisted on the run and restored around admission. Must not execute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from runtime_core.errors import ConflictError, MissingSnapshotError
+from runtime_core.identity import ExecutionContextSnapshot, new_shared_run_id, restored_snapshot
+from runtime_core.instances import AdmissionController, AdmissionDecision, AdmissionKind
+from runtime_core.pipeline import PipelineDefinition
+from runtime_core.queueing._delivery import RunDelivery
+from runtime_core.queueing._models import DispatchOutcome, SharedRunRecord, SharedRunStatus, SubmitMode
+from runtime_core.queueing._queue import QueueTransition, SharedQueue
+from runtime_core.queueing._run_store import SharedRunStore
+from runtime_core.queueing._scale_out import ScaleOutRequestStore, new_scale_out_request_id
+
+PipelineValidator = Callable[[PipelineDefinition], None]
+
+
+class SubmitResult(BaseModel):
+    shared_run_id: str
+    status: SharedRunStatus
+    submit_mode: SubmitMode
+    admission_decision: str | None = None
+    reason: str = ""
+    assigned_runtime_instance_id: str | None = None
+    local_run_id: str | None = None
+    scale_out_request_id: str | None = None
+
+
+class SharedRuntimeController:
+    def __init__(
+        self,
+        runs: SharedRunStore,
+        queue: SharedQueue,
+        admission: AdmissionController,
+        delivery: RunDelivery,
+        scale_out: ScaleOutRequestStore,
+        *,
+        validate: PipelineValidator,
+        on_enqueued: Callable[[], None] | None = None,
+    ) -> None:
+        self.runs = runs
+        self.queue = queue
+        self.admission = admission
+        self.delivery = delivery
+        self.scale_out = scale_out
+        self.validate = validate
+        self.on_enqueued = on_enqueued
+
+    async def submit(
+        self,
+        pipeline: PipelineDefinition,
+        input: dict[str, Any],
+        mode: SubmitMode,
+        snapshot: ExecutionContextSnapshot | None,
+        *,
+        provider_hint: str | None = None,
+    ) -> SubmitResult:
+        if snapshot is None:
+            raise MissingSnapshotError(
+                "A shared run needs the caller's ExecutionContextSnapshot.",
+                hint="Capture the snapshot from the authenticated principal before submitting.",
+            )
+        self.validate(pipeline)
+        first_status = (
+            SharedRunStatus.QUEUED_GLOBALLY if mode is SubmitMode.QUEUE_FIRST else SharedRunStatus.SUBMITTED
+        )
+        record = SharedRunRecord(
+            shared_run_id=new_shared_run_id(),
+            status=first_status,
+            submit_mode=mode,
+            tenant_id=snapshot.tenant_id,
+            snapshot=snapshot,
+            pipeline=pipeline,
+            input=input,
+        )
+        with restored_snapshot(snapshot):
+            if mode is SubmitMode.QUEUE_FIRST:
+                await self._expect_applied(await self.queue.enqueue_new(record), record)
+                return self._queued(record, None, "queue-first submit")
+            return await self._direct(record, provider_hint)
+
+    async def _direct(self, record: SharedRunRecord, provider_hint: str | None) -> SubmitResult:
+        await self.runs.create(record)
+        assert record.snapshot is not None
+        decision = await self.admission.admit(record.snapshot)
+        if decision.kind is AdmissionKind.ASSIGN_TO_INSTANCE:
+            return await self._assign(record, decision)
+        if decision.kind is AdmissionKind.QUEUE_GLOBALLY:
+            return await self._queue_existing(record, decision, decision.reason)
+        if decision.kind is AdmissionKind.REQUEST_SCALE_OUT:
+            return await self._request_scale_out(record, decision, provider_hint)
+        await self.runs.transition(
+            record,
+            (SharedRunStatus.SUBMITTED,),
+            SharedRunStatus.REJECTED,
+            {"failure_reason": decision.reason, **self._admission_fields(decision)},
+        )
+        return self._result(record, SharedRunStatus.REJECTED, decision, decision.reason)
+
+    async def _assign(self, record: SharedRunRecord, decision: AdmissionDecision) -> SubmitResult:
+        delivery = await self.delivery.deliver(
+            record, decision, lambda fields: self.queue.mark_dispatched(record.shared_run_id, "", fields)
+        )
+        if delivery.outcome is DispatchOutcome.DISPATCHED:
+            return self._result(
+                record,
+                SharedRunStatus.DISPATCHED,
+                decision,
+                "dispatched at submit",
+                assigned_runtime_instance_id=delivery.runtime_instance_id,
+                local_run_id=delivery.local_run_id,
+            )
+        return await self._queue_existing(record, decision, delivery.reason)
+
+    async def _queue_existing(
+        self, record: SharedRunRecord, decision: AdmissionDecision, reason: str
+    ) -> SubmitResult:
+        await self._expect_applied(
+            await self.queue.enqueue_existing(record, (SharedRunStatus.SUBMITTED,)), record
+        )
+        return self._queued(record, decision, reason)
+
+    async def _request_scale_out(
+        self, record: SharedRunRecord, decision: AdmissionDecision, provider_hint: str | None
+    ) -> SubmitResult:
+        assert record.snapshot is not None
+        request_id = new_scale_out_request_id()
+        await self.runs.transition(
+            record,
+            (SharedRunStatus.SUBMITTED,),
+            SharedRunStatus.SCALE_OUT_REQUESTED,
+            {"scale_out_request_id": request_id, **self._admission_fields(decision)},
+        )
+        await self.scale_out.create(
+            request_id, record.shared_run_id, decision.tenant_settings, record.snapshot, provider_hint
+        )
+        return self._result(
+            record,
+            SharedRunStatus.SCALE_OUT_REQUESTED,
+            decision,
+            decision.reason,
+            scale_out_request_id=request_id,
+        )
+
+    async def _expect_applied(self, transition: QueueTransition, record: SharedRunRecord) -> None:
+        if not transition.applied:
+            raise ConflictError(
+                f"Shared run '{record.shared_run_id}' could not be queued ({transition.detail}).",
+                hint="Read its status with run.status.",
+            )
+        if self.on_enqueued is not None:
+            self.on_enqueued()
+
+    def _queued(
+        self, record: SharedRunRecord, decision: AdmissionDecision | None, reason: str
+    ) -> SubmitResult:
+        return self._result(record, SharedRunStatus.QUEUED_GLOBALLY, decision, reason)
+
+    @staticmethod
+    def _admission_fields(decision: AdmissionDecision) -> dict[str, str]:
+        return {"admission_decision": decision.kind.value, "admission_reason": decision.reason}
+
+    @staticmethod
+    def _result(
+        record: SharedRunRecord,
+        status: SharedRunStatus,
+        decision: AdmissionDecision | None,
+        reason: str,
+        **extra: str | None,
+    ) -> SubmitResult:
+        return SubmitResult(
+            shared_run_id=record.shared_run_id,
+            status=status,
+            submit_mode=record.submit_mode,
+            admission_decision=decision.kind.value if decision else None,
+            reason=reason,
+            **extra,
+        )

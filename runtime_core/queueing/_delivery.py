@@ -1,0 +1,145 @@
+"""Run delivery: reserve a slot -> provider dispatch -> mark Dispatched -> release the slot.
+
+Owns the one ordered path both the shared queue dispatcher and DirectDispatch submit use
+once admission chose candidates: try each candidate's Lua reservation (TTL), dispatch
+through its provider with the run's snapshot, and only after provider success call the
+caller's `mark` transition. A failed dispatch releases the reservation and creates no
+identity; a mark refused after a successful dispatch cancels the orphan local run.
+Must not claim queue items or decide admission.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from runtime_core.errors import RuntimeCoreError
+from runtime_core.instances import AdmissionCandidate, AdmissionDecision, Reservation, ReservationStore
+from runtime_core.providers import CancelRunRequest, DispatchRequest, DispatchResponse, ProviderSelector
+from runtime_core.queueing._models import DispatchOutcome, PumpIdentity, SharedRunRecord
+from runtime_core.queueing._queue import QueueTransition
+
+log = logging.getLogger("runtime_core.queueing")
+
+DEFAULT_RESERVATION_TTL_MS = 30_000
+
+MarkDispatched = Callable[[dict[str, str]], Awaitable[QueueTransition]]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    outcome: DispatchOutcome
+    reason: str
+    runtime_instance_id: str | None = None
+    local_run_id: str | None = None
+
+
+class RunDelivery:
+    def __init__(
+        self,
+        reservations: ReservationStore,
+        providers: ProviderSelector,
+        *,
+        reservation_ttl_ms: int = DEFAULT_RESERVATION_TTL_MS,
+    ) -> None:
+        self.reservations = reservations
+        self.providers = providers
+        self.reservation_ttl_ms = reservation_ttl_ms
+
+    async def deliver(
+        self,
+        run: SharedRunRecord,
+        decision: AdmissionDecision,
+        mark: MarkDispatched,
+        pump: PumpIdentity | None = None,
+    ) -> Delivery:
+        for candidate in decision.candidates:
+            reservation = await self.reservations.reserve(
+                candidate.runtime_instance_id, run.shared_run_id, self.reservation_ttl_ms
+            )
+            if reservation.outcome.held:
+                return await self._deliver_reserved(run, decision, candidate, reservation, mark, pump)
+        return Delivery(DispatchOutcome.NO_CAPACITY, "every candidate runtime instance is fully reserved")
+
+    async def _deliver_reserved(
+        self,
+        run: SharedRunRecord,
+        decision: AdmissionDecision,
+        candidate: AdmissionCandidate,
+        reservation: Reservation,
+        mark: MarkDispatched,
+        pump: PumpIdentity | None,
+    ) -> Delivery:
+        rid = candidate.runtime_instance_id
+        try:
+            response = await self._dispatch(run, candidate, pump)
+        except Exception as exc:  # any provider failure: the run was not delivered
+            await self.reservations.release(rid, run.shared_run_id)
+            reason = exc.message if isinstance(exc, RuntimeCoreError) else f"{type(exc).__name__}: {exc}"
+            return Delivery(DispatchOutcome.FAILED, f"dispatch to '{rid}' failed: {reason}", rid)
+        fields = self._dispatched_fields(response, candidate, reservation, decision, pump)
+        try:
+            marked = await mark(fields)
+        finally:
+            await self.reservations.release(rid, run.shared_run_id)
+        if not marked.applied:
+            await self._cancel_orphan(response, candidate, marked)
+            return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}", rid)
+        return Delivery(DispatchOutcome.DISPATCHED, "dispatched", rid, response.local_run_id)
+
+    async def _dispatch(
+        self, run: SharedRunRecord, candidate: AdmissionCandidate, pump: PumpIdentity | None
+    ) -> DispatchResponse:
+        attributes = {"shared_run_id": run.shared_run_id, "submit.mode": run.submit_mode.value}
+        if pump is not None:
+            attributes["pump.runtime.instance.id"] = pump.pump_runtime_instance_id
+            attributes["pump.worker.id"] = pump.pump_worker_id
+        provider = self.providers.by_name(candidate.provider_name)
+        return await provider.dispatch(
+            DispatchRequest(
+                runtime_instance_id=candidate.runtime_instance_id,
+                shared_run_id=run.shared_run_id,
+                pipeline=run.pipeline,
+                input=run.input,
+                snapshot=run.snapshot,
+                attributes=attributes,
+            )
+        )
+
+    @staticmethod
+    def _dispatched_fields(
+        response: DispatchResponse,
+        candidate: AdmissionCandidate,
+        reservation: Reservation,
+        decision: AdmissionDecision,
+        pump: PumpIdentity | None,
+    ) -> dict[str, str]:
+        fields = {
+            "local_run_id": response.local_run_id,
+            "assigned_runtime_instance_id": response.runtime_instance_id,
+            "provider_name": candidate.provider_name,
+            "reservation_expires_at_ms": str(reservation.expires_at_ms),
+            "admission_decision": decision.kind.value,
+            "admission_reason": decision.reason,
+        }
+        if pump is not None:
+            fields["pump_runtime_instance_id"] = pump.pump_runtime_instance_id
+            fields["pump_worker_id"] = pump.pump_worker_id
+        return fields
+
+    async def _cancel_orphan(
+        self, response: DispatchResponse, candidate: AdmissionCandidate, marked: QueueTransition
+    ) -> None:
+        log.warning(
+            "dispatch.orphan_cancelled",
+            extra={"local_run_id": response.local_run_id, "detail": marked.detail},
+        )
+        await self.providers.by_name(candidate.provider_name).cancel_run(
+            CancelRunRequest(
+                runtime_instance_id=response.runtime_instance_id,
+                local_run_id=response.local_run_id,
+                reason=f"shared run dispatch not recorded ({marked.detail})",
+                requested_by="shared-queue-dispatcher",
+            )
+        )

@@ -1,0 +1,70 @@
+"""The shared queue dispatcher: one dispatch attempt for the next Pending shared run.
+
+Owns the order claim -> load run -> restore its ExecutionContextSnapshot -> re-admit at
+dispatch time -> deliver (reserve, provider, mark) and the item's fate when it does not
+dispatch (back to Pending at the tail, or Failed when its run / snapshot is missing). The
+previous context is restored, or cleared, after every attempt. Must not execute steps or
+touch DAG state.
+"""
+
+from __future__ import annotations
+
+from runtime_core.identity import restored_snapshot
+from runtime_core.instances import AdmissionController, AdmissionKind
+from runtime_core.queueing._delivery import RunDelivery
+from runtime_core.queueing._models import DispatchOutcome, DispatchResult, PumpIdentity, QueueClaim
+from runtime_core.queueing._queue import SharedQueue
+from runtime_core.queueing._run_store import SharedRunStore
+
+
+class SharedQueueDispatcher:
+    def __init__(
+        self, runs: SharedRunStore, queue: SharedQueue, admission: AdmissionController, delivery: RunDelivery
+    ) -> None:
+        self.runs = runs
+        self.queue = queue
+        self.admission = admission
+        self.delivery = delivery
+
+    async def dispatch_next(self, pump: PumpIdentity) -> DispatchResult:
+        claim = await self.queue.claim_next(pump)
+        if claim is None:
+            return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
+        try:
+            return await self._dispatch_claimed(claim)
+        except Exception:
+            await self.queue.requeue(claim, "dispatcher error")
+            raise
+
+    async def _dispatch_claimed(self, claim: QueueClaim) -> DispatchResult:
+        run = await self.runs.get(claim.shared_run_id)
+        if run is None or run.snapshot is None:
+            reason = (
+                "shared run record missing" if run is None else "shared run has no ExecutionContextSnapshot"
+            )
+            await self.queue.abandon(claim, reason)
+            return DispatchResult(
+                outcome=DispatchOutcome.ABANDONED, shared_run_id=claim.shared_run_id, reason=reason
+            )
+        base = {"shared_run_id": run.shared_run_id, "tenant_id": run.tenant_id}
+        with restored_snapshot(run.snapshot):
+            decision = await self.admission.admit(run.snapshot)
+            if decision.kind is not AdmissionKind.ASSIGN_TO_INSTANCE:
+                reason = f"{decision.kind.value}: {decision.reason}"
+                await self.queue.requeue(claim, reason)
+                return DispatchResult(outcome=DispatchOutcome.NO_CAPACITY, reason=reason, **base)
+            delivery = await self.delivery.deliver(
+                run,
+                decision,
+                lambda fields: self.queue.mark_dispatched(run.shared_run_id, claim.token, fields),
+                claim.pump,
+            )
+        if delivery.outcome in (DispatchOutcome.NO_CAPACITY, DispatchOutcome.FAILED):
+            await self.queue.requeue(claim, delivery.reason)
+        return DispatchResult(
+            outcome=delivery.outcome,
+            assigned_runtime_instance_id=delivery.runtime_instance_id,
+            local_run_id=delivery.local_run_id,
+            reason=delivery.reason,
+            **base,
+        )

@@ -1,0 +1,44 @@
+"""Redis key layout of the shared run store and shared queue.
+
+Every key lives under ONE hash tag, `{squeue}`: the run records, the item table, the
+pending and claimed ZSETs, the sequence counter and the per-tenant listing ZSETs. So every
+shared-queue script (`shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
+`shared_requeue`, `shared_cancel`, `shared_run_transition`) touches a single Cluster slot;
+the price is that the whole shared queue lives on one shard, which is the point of a
+global queue with exactly-once claims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime_core.hot_state import HotState
+
+SHARED_QUEUE_TAG = "squeue"
+
+
+@dataclass(frozen=True)
+class SharedQueueKeys:
+    hot_state: HotState
+
+    def run(self, shared_run_id: str) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "run", shared_run_id)
+
+    def tenant_runs(self, tenant_id: str) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "tenant", tenant_id, "runs")
+
+    @property
+    def items(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "items")
+
+    @property
+    def pending(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "pending")
+
+    @property
+    def claimed(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "claimed")
+
+    @property
+    def seq(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "seq")

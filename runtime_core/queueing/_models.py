@@ -1,0 +1,190 @@
+"""Models of shared runs, shared queue items, dispatch and pump results.
+
+Owns the SharedRun statuses (Submitted, QueuedGlobally, Dispatched, ScaleOutRequested,
+Rejected, Cancelled, Failed), submit modes, queue item statuses, the shared run record as
+stored in Redis, pump identity and the results of one dispatch attempt and one pump cycle.
+Must not hold behaviour beyond (de)serialization.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+
+
+class SharedRunStatus(StrEnum):
+    SUBMITTED = "Submitted"
+    QUEUED_GLOBALLY = "QueuedGlobally"
+    DISPATCHED = "Dispatched"
+    SCALE_OUT_REQUESTED = "ScaleOutRequested"
+    REJECTED = "Rejected"
+    CANCELLED = "Cancelled"
+    FAILED = "Failed"
+
+
+class SubmitMode(StrEnum):
+    QUEUE_FIRST = "QueueFirst"
+    DIRECT_DISPATCH = "DirectDispatch"
+
+
+class QueueItemStatus(StrEnum):
+    PENDING = "Pending"
+    CLAIMED = "Claimed"
+    DISPATCHED = "Dispatched"
+    CANCELLED = "Cancelled"
+    FAILED = "Failed"
+
+
+_OPTIONAL_TEXT_FIELDS = (
+    "local_run_id",
+    "assigned_runtime_instance_id",
+    "provider_name",
+    "pump_runtime_instance_id",
+    "pump_worker_id",
+    "scale_out_request_id",
+    "admission_decision",
+    "admission_reason",
+    "failure_reason",
+    "last_requeue_reason",
+    "cancelled_by",
+)
+_OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms")
+
+
+class SharedRunRecord(BaseModel):
+    """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId)."""
+
+    shared_run_id: str
+    status: SharedRunStatus
+    submit_mode: SubmitMode
+    tenant_id: str
+    snapshot: ExecutionContextSnapshot | None
+    pipeline: PipelineDefinition
+    input: dict[str, Any] = Field(default_factory=dict)
+    created_at_ms: int = 0
+    updated_at_ms: int | None = None
+    dispatched_at_ms: int | None = None
+    reservation_expires_at_ms: int | None = None
+    local_run_id: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    provider_name: str | None = None
+    pump_runtime_instance_id: str | None = None
+    pump_worker_id: str | None = None
+    scale_out_request_id: str | None = None
+    admission_decision: str | None = None
+    admission_reason: str | None = None
+    failure_reason: str | None = None
+    last_requeue_reason: str | None = None
+    cancelled_by: str | None = None
+
+    def creation_fields(self) -> dict[str, str]:
+        """The string fields a Lua script writes when it creates the record."""
+        return {
+            "shared_run_id": self.shared_run_id,
+            "submit_mode": self.submit_mode.value,
+            "tenant_id": self.tenant_id,
+            "snapshot": self.snapshot.to_json() if self.snapshot else "",
+            "pipeline": self.pipeline.to_json(),
+            "input": json.dumps(self.input, sort_keys=True),
+        }
+
+    @classmethod
+    def from_hash(cls, raw: dict[str, str]) -> SharedRunRecord:
+        values: dict[str, Any] = {
+            "shared_run_id": raw["shared_run_id"],
+            "status": raw["status"],
+            "submit_mode": raw["submit_mode"],
+            "tenant_id": raw["tenant_id"],
+            "snapshot": ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
+            "pipeline": parse_pipeline(raw["pipeline"]),
+            "input": json.loads(raw.get("input") or "{}"),
+            "created_at_ms": int(raw.get("created_at_ms") or 0),
+        }
+        values.update({name: raw[name] for name in _OPTIONAL_TEXT_FIELDS if raw.get(name)})
+        values.update({name: int(raw[name]) for name in _OPTIONAL_INT_FIELDS if raw.get(name)})
+        return cls.model_validate(values)
+
+
+class QueueItem(BaseModel):
+    shared_run_id: str
+    status: QueueItemStatus
+    seq: int
+    attempts: int = 0
+    enqueued_at_ms: int = 0
+    claimed_by: str | None = None
+    claimed_at_ms: int | None = None
+    lease_until_ms: int | None = None
+    dispatched_at_ms: int | None = None
+    last_requeue_reason: str | None = None
+
+
+class PumpIdentity(BaseModel):
+    """WHO drains the queue; never, by itself, who receives the run."""
+
+    pump_runtime_instance_id: str
+    pump_worker_id: str
+
+    @property
+    def claimer(self) -> str:
+        return f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+
+
+class QueueClaim(BaseModel):
+    shared_run_id: str
+    token: str
+    attempts: int
+    claimed_at_ms: int
+    pump: PumpIdentity
+
+
+class DispatchOutcome(StrEnum):
+    DISPATCHED = "Dispatched"
+    EMPTY = "Empty"
+    NO_CAPACITY = "NoCapacity"
+    FAILED = "DispatchFailed"
+    ABANDONED = "Abandoned"
+    CLAIM_LOST = "ClaimLost"
+
+
+class DispatchResult(BaseModel):
+    """One dispatcher attempt; `success` only when the run reached a local queue and was marked."""
+
+    outcome: DispatchOutcome
+    shared_run_id: str | None = None
+    tenant_id: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    local_run_id: str | None = None
+    reason: str = ""
+
+    @property
+    def success(self) -> bool:
+        return self.outcome is DispatchOutcome.DISPATCHED
+
+
+class PumpStopReason(StrEnum):
+    MAX_COUNT = "MaxDispatchCount"
+    EMPTY = "QueueEmpty"
+    FAILURE = "DispatchFailed"
+    NO_CAPACITY = "NoCapacity"
+    CANCELLED = "Cancelled"
+
+
+class PumpRequest(BaseModel):
+    max_dispatch_count: int = Field(default=100, ge=1)
+    stop_on_failure: bool = False
+    pump: PumpIdentity
+
+
+class PumpResult(BaseModel):
+    attempts: list[DispatchResult] = Field(default_factory=list)
+    stop_reason: PumpStopReason
+
+    @property
+    def dispatched(self) -> list[DispatchResult]:
+        return [a for a in self.attempts if a.success]

@@ -1,0 +1,135 @@
+"""The shared queue: Pending / Claimed / Dispatched items with exactly-once claims.
+
+Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
+`shared_requeue` and `shared_cancel` (the only place that knows their KEYS/ARGV order) and
+item reads. Must not decide admission or talk to providers.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from enum import Enum
+
+from runtime_core.hot_state import HotState
+from runtime_core.queueing._keys import SharedQueueKeys
+from runtime_core.queueing._models import (
+    PumpIdentity,
+    QueueClaim,
+    QueueItem,
+    SharedRunRecord,
+    SharedRunStatus,
+)
+
+DEFAULT_CLAIM_LEASE_MS = 30_000
+_EXPIRED_CLAIMS_PER_CALL = 16
+
+
+class QueueOutcome(Enum):
+    APPLIED = 1
+    REFUSED = 0
+    MISSING = -1
+    BUSY = -2
+
+
+@dataclass(frozen=True)
+class QueueTransition:
+    outcome: QueueOutcome
+    now_ms: int
+    detail: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.outcome is QueueOutcome.APPLIED
+
+
+def _transition(reply: list[object]) -> QueueTransition:
+    detail = str(reply[2]) if len(reply) > 2 else None
+    return QueueTransition(QueueOutcome(int(str(reply[0]))), int(str(reply[1])), detail)
+
+
+class SharedQueue:
+    def __init__(self, hot_state: HotState, *, claim_lease_ms: int = DEFAULT_CLAIM_LEASE_MS) -> None:
+        self.hot_state = hot_state
+        self.keys = SharedQueueKeys(hot_state)
+        self.claim_lease_ms = claim_lease_ms
+        self._scripts = hot_state.scripts
+
+    async def enqueue_new(self, record: SharedRunRecord) -> QueueTransition:
+        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally)."""
+        return await self._enqueue(record, json.dumps(record.creation_fields()), ())
+
+    async def enqueue_existing(
+        self, record: SharedRunRecord, allowed_from: tuple[SharedRunStatus, ...]
+    ) -> QueueTransition:
+        """Queue an existing run (DirectDispatch QueueGlobally, fulfilled scale-out requeue)."""
+        return await self._enqueue(record, "", allowed_from)
+
+    async def _enqueue(
+        self, record: SharedRunRecord, fields_json: str, allowed_from: tuple[SharedRunStatus, ...]
+    ) -> QueueTransition:
+        k = self.keys
+        reply = await self._scripts["shared_enqueue"](
+            keys=[k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)],
+            args=[record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)],
+        )
+        return _transition(reply)
+
+    async def claim_next(self, pump: PumpIdentity) -> QueueClaim | None:
+        token = secrets.token_hex(12)
+        reply = await self._scripts["shared_claim_next"](
+            keys=[self.keys.items, self.keys.pending, self.keys.claimed],
+            args=[token, pump.claimer, self.claim_lease_ms, _EXPIRED_CLAIMS_PER_CALL],
+        )
+        if int(reply[0]) != 1:
+            return None
+        return QueueClaim(
+            shared_run_id=str(reply[2]),
+            token=token,
+            attempts=int(reply[3]),
+            claimed_at_ms=int(reply[1]),
+            pump=pump,
+        )
+
+    async def mark_dispatched(
+        self, shared_run_id: str, token: str, fields: dict[str, str]
+    ) -> QueueTransition:
+        """After provider success only; token "" marks a DirectDispatch run (no queue item)."""
+        k = self.keys
+        reply = await self._scripts["shared_mark_dispatched"](
+            keys=[k.items, k.claimed, k.run(shared_run_id)], args=[shared_run_id, token, json.dumps(fields)]
+        )
+        return _transition(reply)
+
+    async def requeue(self, claim: QueueClaim, reason: str) -> QueueTransition:
+        """Back to Pending at the tail; the run stays QueuedGlobally with no local identities."""
+        return await self._requeue(claim, "Pending", reason)
+
+    async def abandon(self, claim: QueueClaim, reason: str) -> QueueTransition:
+        """The item cannot ever dispatch (run or snapshot missing): item and run Failed."""
+        return await self._requeue(claim, "Failed", reason)
+
+    async def _requeue(self, claim: QueueClaim, target: str, reason: str) -> QueueTransition:
+        k = self.keys
+        reply = await self._scripts["shared_requeue"](
+            keys=[k.items, k.pending, k.claimed, k.seq, k.run(claim.shared_run_id)],
+            args=[claim.shared_run_id, claim.token, target, reason],
+        )
+        return _transition(reply)
+
+    async def cancel(self, shared_run_id: str, *, reason: str, requested_by: str) -> QueueTransition:
+        k = self.keys
+        reply = await self._scripts["shared_cancel"](
+            keys=[k.run(shared_run_id), k.items, k.pending], args=[shared_run_id, reason, requested_by]
+        )
+        return _transition(reply)
+
+    async def item(self, shared_run_id: str) -> QueueItem | None:
+        raw = await self.hot_state.redis.hget(self.keys.items, shared_run_id)
+        if raw is None:
+            return None
+        return QueueItem.model_validate({"shared_run_id": shared_run_id, **json.loads(raw)})
+
+    async def pending_count(self) -> int:
+        return int(await self.hot_state.redis.zcard(self.keys.pending))

@@ -1,0 +1,409 @@
+"""Seed 001 worker capacity and seed 003 controller queue control on an in-process runtime instance."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime_core.control_plane import ControlPlane
+from runtime_core.errors import MissingSnapshotError, NotFoundError
+from runtime_core.hot_state import HotState
+from runtime_core.instances import LocalRunRequest, LocalRunStatus, RuntimeInstance
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.queueing import SharedRunStatus, SubmitMode
+from tests.helpers import wait_until
+from tests.integration.control_plane_support import (
+    DEFAULT_TENANT,
+    GATED,
+    ONE_STEP,
+    GateExecutor,
+    control_plane,
+    standalone_instance,
+    start_instance,
+)
+
+SEED_CAPACITY_FIELDS = {
+    "worker_count",
+    "active_workers",
+    "available_workers",
+    "max_local_workers_per_execution",
+    "queued",
+    "running",
+    "active_runs",
+    "queue_capacity",
+    "max_concurrent_runs",
+    "available_run_slots",
+    "queue_paused",
+    "can_accept_run",
+    "last_heartbeat_at_ms",
+    "tenant_id",
+    "tenant_group_id",
+    "isolation_mode",
+    "prefer_dedicated_capacity",
+    "allow_shared_fallback",
+    "provider_name",
+    "provider_endpoint",
+    "role",
+    "status",
+}
+
+
+def request(pipeline: PipelineDefinition = ONE_STEP) -> LocalRunRequest:
+    return LocalRunRequest(pipeline=pipeline, input={}, snapshot=DEFAULT_TENANT)
+
+
+async def started(plane: ControlPlane, **settings: object) -> RuntimeInstance:
+    return await standalone_instance(plane, **settings).start()
+
+
+async def test_instance_list_exposes_every_worker_and_capacity_field(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane, worker_count=6, max_local_workers_per_execution=2)
+    try:
+        [view] = await plane.list_instances(DEFAULT_TENANT)
+        assert SEED_CAPACITY_FIELDS <= set(view.model_dump())
+        assert view.runtime_instance_id == instance.runtime_instance_id
+        assert (view.worker_count, view.active_workers, view.available_workers) == (6, 0, 6)
+        assert view.max_local_workers_per_execution == 2
+        assert view.can_accept_run and view.live and view.provider_name == "local"
+        assert view.provider_endpoint == f"inproc://{instance.runtime_instance_id}"
+    finally:
+        await plane.stop()
+
+
+async def test_saturated_workers_make_can_accept_run_false_while_the_queue_has_room(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane, worker_count=2, max_local_workers_per_execution=2, max_concurrent_runs=5)
+    try:
+        await instance.enqueue(request(GATED))
+        await wait_until(lambda: _true(gate.started == 1))
+        capacity = instance.capacity()
+        assert (capacity.active_workers, capacity.available_workers) == (2, 0)
+        assert capacity.available_run_slots > 0 and capacity.queued < capacity.queue_capacity
+        assert capacity.can_accept_run is False
+        [view] = await plane.list_instances(DEFAULT_TENANT)
+        assert view.available_workers == 0 and view.can_accept_run is False
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_max_local_workers_per_execution_caps_worker_participation(hot_state: HotState) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane, worker_count=8, max_local_workers_per_execution=2, max_concurrent_runs=4)
+    wide = parse_pipeline(
+        {"name": "wide", "steps": [{"name": f"g{i}", "stepKey": "test.gate"} for i in range(10)]}
+    )
+    try:
+        view = await instance.enqueue(request(wide))
+        await wait_until(lambda: _true(gate.started == 2))
+        assert instance.capacity().active_workers == 2 and instance.capacity().available_workers == 6
+        gate.release()
+        final = await instance.wait_for_run(view.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED and final.effective_workers == 2
+        assert max(gate.max_active.values()) == 2
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_a_run_waits_for_a_free_worker_instead_of_failing(hot_state: HotState) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane, worker_count=1, max_local_workers_per_execution=1, max_concurrent_runs=3)
+    try:
+        first = await instance.enqueue(request(GATED))
+        second = await instance.enqueue(request(ONE_STEP))
+        await wait_until(lambda: _true(gate.started == 1))
+        assert instance.run_view(second.local_run_id).status is LocalRunStatus.QUEUED
+        assert instance.run_view(second.local_run_id).execution_id is None
+        gate.release()
+        assert (
+            await instance.wait_for_run(first.local_run_id, timeout=10)
+        ).status is LocalRunStatus.COMPLETED
+        assert (
+            await instance.wait_for_run(second.local_run_id, timeout=10)
+        ).status is LocalRunStatus.COMPLETED
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_instance_refuses_a_run_without_a_snapshot(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    try:
+        with pytest.raises(MissingSnapshotError):
+            await instance.enqueue(LocalRunRequest(pipeline=ONE_STEP, input={}, snapshot=None))
+        assert instance.local_runs() == []
+    finally:
+        await instance.stop()
+
+
+async def test_paused_queue_keeps_runs_queued_without_execution_until_resumed(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    try:
+        state = await instance.pause_queue(reason="maintenance window", requested_by="operator")
+        view = await instance.enqueue(request())
+        assert state.paused and state.reason == "maintenance window"
+        assert instance.run_view(view.local_run_id).status is LocalRunStatus.QUEUED
+        assert instance.run_view(view.local_run_id).execution_id is None
+        assert instance.capacity().can_accept_run is False
+        await instance.resume_queue(requested_by="operator")
+        final = await instance.wait_for_run(view.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED and final.execution_id
+    finally:
+        await instance.stop()
+
+
+async def test_pausing_the_queue_does_not_pause_a_running_execution(hot_state: HotState) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane)
+    try:
+        running = await instance.enqueue(request(GATED))
+        await wait_until(lambda: _true(gate.started == 1))
+        await instance.pause_queue(reason="stop new work")
+        gate.release()
+        final = await instance.wait_for_run(running.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_hot_enqueue_while_a_run_executes_starts_after_it(hot_state: HotState) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane, max_concurrent_runs=1)
+    try:
+        first = await instance.enqueue(request(GATED))
+        await wait_until(lambda: _true(gate.started == 1))
+        second = await instance.enqueue(request(ONE_STEP))
+        assert instance.run_view(second.local_run_id).status is LocalRunStatus.QUEUED
+        gate.release()
+        assert (
+            await instance.wait_for_run(first.local_run_id, timeout=10)
+        ).status is LocalRunStatus.COMPLETED
+        assert (
+            await instance.wait_for_run(second.local_run_id, timeout=10)
+        ).status is LocalRunStatus.COMPLETED
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_hot_enqueue_while_paused_keeps_both_runs_queued_until_resume(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    try:
+        await instance.pause_queue(reason="operator pause", requested_by="admin")
+        runs = [await instance.enqueue(request()) for _ in range(2)]
+        assert [instance.run_view(r.local_run_id).status for r in runs] == [LocalRunStatus.QUEUED] * 2
+        assert [instance.run_view(r.local_run_id).execution_id for r in runs] == [None, None]
+        await instance.resume_queue(requested_by="admin")
+        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in runs]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+    finally:
+        await instance.stop()
+
+
+async def test_cancelling_a_queued_run_never_creates_an_execution(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    try:
+        await instance.pause_queue()
+        view = await instance.enqueue(request())
+        cancelled = await instance.cancel_queued_run(view.local_run_id, reason="user cancelled request")
+        final = await instance.wait_for_run(view.local_run_id, timeout=5)
+        await instance.resume_queue()
+        record = await plane.parts.index.get_local(view.local_run_id)
+        assert cancelled.status is LocalRunStatus.CANCELLED and final.status is LocalRunStatus.CANCELLED
+        assert final.execution_id is None
+        assert (
+            record is not None and record.status is LocalRunStatus.CANCELLED and record.execution_id is None
+        )
+        assert not await hot_state.redis.keys(f"{hot_state.prefix}{{exec_*")
+    finally:
+        await instance.stop()
+
+
+async def test_cancelling_an_unknown_run_is_a_clear_not_found(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    try:
+        with pytest.raises(NotFoundError, match="lrun_unknown"):
+            await instance.cancel_run("lrun_unknown")
+        with pytest.raises(NotFoundError):
+            await instance.cancel_queued_run("lrun_unknown")
+        with pytest.raises(NotFoundError):
+            await plane.cancel("lrun_unknown", DEFAULT_TENANT)
+    finally:
+        await instance.stop()
+
+
+async def test_cancelling_a_running_run_cancels_its_execution_through_execution_control(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane)
+    try:
+        view = await instance.enqueue(request(GATED))
+        await wait_until(lambda: _true(gate.started == 1))
+        execution_id = instance.run_view(view.local_run_id).execution_id
+        assert execution_id
+        await instance.cancel_run(view.local_run_id, reason="operator cancellation", requested_by="admin")
+        control = await plane.parts.dag_store.read_execution(execution_id)
+        assert control is not None and control.control_status in ("Cancelling", "Cancelled")
+        gate.release()
+        final = await instance.wait_for_run(view.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.CANCELLED and final.execution_id == execution_id
+        execution = await plane.parts.dag_store.read_execution(execution_id)
+        assert execution is not None and execution.meta.status == "Cancelled"
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_cancelling_a_running_shared_run_through_the_control_plane_ends_cancelled(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    await start_instance(plane)
+    try:
+        submitted = await plane.submit(GATED, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.drain(1, DEFAULT_TENANT)
+        await wait_until(lambda: _true(gate.started == 1))
+        cancelled = await plane.cancel(
+            submitted.shared_run_id, DEFAULT_TENANT, reason="operator cancellation"
+        )
+        gate.release()
+
+        async def cancelled_in_index() -> bool:
+            record = await plane.parts.index.get_by_shared(submitted.shared_run_id)
+            return record is not None and record.status is LocalRunStatus.CANCELLED
+
+        await wait_until(cancelled_in_index, timeout=10)
+        view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+        assert cancelled.execution_id and cancelled.message == "execution cancellation requested"
+        assert (view.shared_status, view.local_status, view.execution_status) == (
+            "Dispatched",
+            "Cancelled",
+            "Cancelled",
+        )
+    finally:
+        gate.release()
+        await plane.stop()
+
+
+async def test_failed_execution_outcome_is_readable_through_the_run_index(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    failing = parse_pipeline(
+        {
+            "name": "fails",
+            "steps": [
+                {"name": "f", "stepKey": "test.flaky", "config": {"failTimes": 9, "retry": {"maxRetries": 0}}}
+            ],
+        }
+    )
+    try:
+        view = await instance.enqueue(request(failing))
+        final = await instance.wait_for_run(view.local_run_id, timeout=10)
+        record = await plane.parts.index.get_local(view.local_run_id)
+        assert final.status is LocalRunStatus.FAILED
+        assert (
+            record is not None
+            and record.status is LocalRunStatus.FAILED
+            and record.execution_id == final.execution_id
+        )
+        assert (await plane.run_status(view.local_run_id, DEFAULT_TENANT)).execution_status == "Failed"
+    finally:
+        await instance.stop()
+
+
+async def test_instance_whose_heartbeat_lapses_is_no_longer_offered_by_admission(hot_state: HotState) -> None:
+    plane = control_plane(hot_state, instance_stale_after_ms=300, scale_out_enabled=False)
+    instance = await start_instance(plane)
+    await instance.stop(unregister=False)
+
+    async def stale() -> bool:
+        [entry] = await plane.parts.registry.entries()
+        return not entry.live
+
+    await wait_until(stale, timeout=5)
+    decision = await plane.parts.admission.admit(DEFAULT_TENANT)
+    assert decision.kind.value == "Reject" and decision.candidates == []
+
+
+async def test_background_pump_waits_for_ready_capacity_before_dispatching(hot_state: HotState) -> None:
+    plane = control_plane(hot_state, background_pump=True)
+    await plane.start()
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await wait_until(lambda: _true(plane.parts.gate.checks >= 3))
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert plane.parts.background_pump.gate_passed is False
+        assert item is not None and item.attempts == 0
+        await start_instance(plane)
+
+        async def dispatched() -> bool:
+            run = await plane.parts.runs.get(submitted.shared_run_id)
+            return run is not None and run.status is SharedRunStatus.DISPATCHED
+
+        await wait_until(dispatched, timeout=10)
+        assert plane.parts.background_pump.gate_passed
+    finally:
+        await plane.stop()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_a_run_waiting_for_human_input_resumes_in_its_instance_after_the_input(
+    hot_state: HotState,
+) -> None:
+    approval = parse_pipeline(
+        {
+            "name": "approve",
+            "steps": [
+                {"name": "prep", "stepKey": "test.noop"},
+                {
+                    "name": "ok",
+                    "stepKey": "human.approval",
+                    "dependsOn": ["prep"],
+                    "config": {"waitingKey": "go"},
+                },
+            ],
+        }
+    )
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    try:
+        submitted = await plane.submit(approval, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.drain(1, DEFAULT_TENANT)
+
+        async def waiting() -> bool:
+            view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+            return view.control_status == "WaitingForInput"
+
+        await wait_until(waiting, timeout=10)
+        view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+        assert view.local_status == "Running"  # parked, not failed
+        assert view.execution_id is not None
+        await plane.parts.canceller.submit_input(view.execution_id, "go", {"approved": True}, DEFAULT_TENANT)
+
+        async def completed() -> bool:
+            record = await plane.parts.index.get_by_shared(submitted.shared_run_id)
+            return record is not None and record.status is LocalRunStatus.COMPLETED
+
+        await wait_until(completed, timeout=10)
+    finally:
+        await plane.stop()

@@ -1,0 +1,401 @@
+"""Seed 001: queue-first submit, manual drain, dispatch failure, no double dispatch, pump identity."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from runtime_core.control_plane import ControlPlane
+from runtime_core.hot_state import HotState, connect_hot_state
+from runtime_core.identity import ExecutionContextSnapshot, current_snapshot, restored_snapshot
+from runtime_core.instances import AdmissionController, InstanceRegistry, LocalRunStatus, ReservationStore
+from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
+from runtime_core.queueing import (
+    DispatchOutcome,
+    PumpIdentity,
+    PumpRequest,
+    PumpStopReason,
+    QueueItemStatus,
+    RunDelivery,
+    SharedQueue,
+    SharedQueueDispatcher,
+    SharedQueuePump,
+    SharedRunStatus,
+    SharedRunStore,
+    SubmitMode,
+)
+from tests.helpers import wait_until
+from tests.integration.control_plane_support import (
+    DEFAULT_TENANT,
+    ONE_STEP,
+    OPERATOR,
+    OTHER_SHARED_TENANT,
+    control_plane,
+    start_instance,
+)
+
+PUMP = PumpIdentity(pump_runtime_instance_id="rt_testhost:control-plane", pump_worker_id="test-pump")
+
+
+class FailingProvider(LocalRuntimeProvider):
+    """The local provider, failing its first `fail_times` dispatches; records the ambient context."""
+
+    def __init__(self, plane: ControlPlane, fail_times: int) -> None:
+        super().__init__(plane.parts.pool)
+        self.fail_times = fail_times
+        self.contexts: list[ExecutionContextSnapshot | None] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.contexts.append(current_snapshot())
+        if len(self.contexts) <= self.fail_times:
+            raise ProviderError("injected dispatch failure")
+        return await super().dispatch(request)
+
+
+async def test_queue_first_submit_is_queued_globally_with_snapshot_and_no_local_identities(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    result = await plane.submit(ONE_STEP, {"x": 1}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+    run = await plane.parts.runs.get(result.shared_run_id)
+    item = await plane.parts.queue.item(result.shared_run_id)
+    assert result.status is SharedRunStatus.QUEUED_GLOBALLY
+    assert run is not None and run.status is SharedRunStatus.QUEUED_GLOBALLY
+    assert item is not None and item.status is QueueItemStatus.PENDING
+    assert run.snapshot == DEFAULT_TENANT
+    assert run.local_run_id is None and run.assigned_runtime_instance_id is None
+    assert await plane.parts.index.get_by_shared(result.shared_run_id) is None
+
+
+async def test_manual_drain_dispatches_a_queue_first_run_that_then_completes(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        drained = await plane.drain(10, DEFAULT_TENANT)
+        run = await plane.parts.runs.get(submitted.shared_run_id)
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert drained.dispatched == 1 and drained.stop_reason == PumpStopReason.EMPTY.value
+        assert run is not None and run.status is SharedRunStatus.DISPATCHED
+        assert item is not None and item.status is QueueItemStatus.DISPATCHED
+        assert run.local_run_id and run.local_run_id.startswith("lrun_")
+        assert run.assigned_runtime_instance_id == instance.runtime_instance_id
+        final = await instance.wait_for_run(run.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED
+        assert final.execution_id and final.execution_id.startswith("exec_")
+    finally:
+        await plane.stop()
+
+
+async def test_failed_dispatch_returns_item_to_pending_without_local_run_or_execution(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    provider = FailingProvider(plane, fail_times=1)
+    plane.parts.providers.add(provider)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        run = await plane.parts.runs.get(submitted.shared_run_id)
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert result.success is False and result.outcome is DispatchOutcome.FAILED
+        assert item is not None and item.status is QueueItemStatus.PENDING
+        assert run is not None and run.status is SharedRunStatus.QUEUED_GLOBALLY
+        assert run.local_run_id is None
+        assert await plane.parts.index.get_by_shared(submitted.shared_run_id) is None
+        assert instance.local_runs() == []
+        assert await ReservationStore(hot_state).held_count(instance.runtime_instance_id) == 0
+    finally:
+        await plane.stop()
+
+
+async def test_restored_tenant_context_does_not_leak_into_the_next_dispatch(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    provider = FailingProvider(plane, fail_times=1)
+    plane.parts.providers.add(provider)
+    try:
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, OTHER_SHARED_TENANT)
+        with restored_snapshot(OPERATOR):
+            failed = await plane.parts.dispatcher.dispatch_next(PUMP)
+            assert current_snapshot() == OPERATOR
+            dispatched = await plane.parts.dispatcher.dispatch_next(PUMP)
+            assert current_snapshot() == OPERATOR
+        assert failed.outcome is DispatchOutcome.FAILED and failed.tenant_id == DEFAULT_TENANT.tenant_id
+        assert dispatched.success and dispatched.tenant_id == OTHER_SHARED_TENANT.tenant_id
+        assert provider.contexts == [DEFAULT_TENANT, OTHER_SHARED_TENANT]
+    finally:
+        await plane.stop()
+
+
+async def test_dispatch_without_an_ambient_context_clears_the_restored_one(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    plane.parts.providers.add(FailingProvider(plane, fail_times=1))
+    try:
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        assert current_snapshot() is None
+        await plane.parts.dispatcher.dispatch_next(PUMP)
+        assert current_snapshot() is None
+    finally:
+        await plane.stop()
+
+
+async def test_four_concurrent_pumps_dispatch_each_of_200_shared_runs_exactly_once(
+    hot_state: HotState, redis_server
+) -> None:
+    plane = control_plane(hot_state)
+    sizes = {"worker_count": 200, "max_local_workers_per_execution": 1, "max_concurrent_runs": 200}
+    instances = [await start_instance(plane, n=n, local_queue_capacity=200, **sizes) for n in (1, 2)]
+    connections = [connect_hot_state(redis_server.url, prefix=hot_state.prefix) for _ in range(4)]
+    try:
+        ids = [
+            (await plane.submit(ONE_STEP, {"i": i}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+            for i in range(200)
+        ]
+        pumps = [_pump_on(plane, connection) for connection in connections]
+        results = await asyncio.gather(
+            *(
+                pump.pump(
+                    PumpRequest(
+                        max_dispatch_count=200,
+                        pump=PumpIdentity(pump_runtime_instance_id="rt_cp", pump_worker_id=f"p{n}"),
+                    )
+                )
+                for n, pump in enumerate(pumps)
+            )
+        )
+        dispatched = Counter(a.shared_run_id for r in results for a in r.dispatched)
+        delivered = Counter(run.shared_run_id for i in instances for run in i.local_runs())
+        assert set(dispatched) == set(ids) and set(dispatched.values()) == {1}
+        assert set(delivered) == set(ids) and set(delivered.values()) == {1}
+        for shared_run_id in ids:
+            record = await plane.parts.runs.get(shared_run_id)
+            assert record is not None and record.status is SharedRunStatus.DISPATCHED
+    finally:
+        for connection in connections:
+            await connection.close()
+        await plane.stop()
+
+
+def _pump_on(plane: ControlPlane, connection: HotState) -> SharedQueuePump:
+    """A pump with its own Redis connection, as a separate control-plane process would have."""
+    registry = InstanceRegistry(connection, plane.parts.tenants)
+    dispatcher = SharedQueueDispatcher(
+        SharedRunStore(connection),
+        SharedQueue(connection),
+        AdmissionController(registry),
+        RunDelivery(ReservationStore(connection), plane.parts.providers),
+    )
+    return SharedQueuePump(dispatcher)
+
+
+async def test_pump_identity_does_not_become_the_assigned_runtime_instance(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    pump_host = await start_instance(plane, n=1)
+    target = await start_instance(plane, n=2)
+    await pump_host.pause_queue(reason="the pump host takes no runs")
+    identity = PumpIdentity(pump_runtime_instance_id=pump_host.runtime_instance_id, pump_worker_id="w0")
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        result = await plane.parts.dispatcher.dispatch_next(identity)
+        run = await plane.parts.runs.get(submitted.shared_run_id)
+        assert result.success
+        assert run is not None
+        assert run.pump_runtime_instance_id == pump_host.runtime_instance_id and run.pump_worker_id == "w0"
+        assert run.assigned_runtime_instance_id == target.runtime_instance_id
+    finally:
+        await plane.stop()
+
+
+async def test_missing_shared_run_fails_its_queue_item_without_dispatching(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await hot_state.redis.delete(plane.parts.runs.keys.run(submitted.shared_run_id))
+        result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert result.outcome is DispatchOutcome.ABANDONED
+        assert item is not None and item.status is QueueItemStatus.FAILED
+        assert await plane.parts.queue.pending_count() == 0
+        assert instance.local_runs() == []
+    finally:
+        await plane.stop()
+
+
+async def test_expired_claim_of_a_dead_pump_returns_to_pending_and_dispatches_once(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, claim_lease_ms=100)
+    await start_instance(plane)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        dead_claim = await plane.parts.queue.claim_next(PUMP)
+        assert dead_claim is not None
+
+        async def reclaimed() -> bool:
+            return (await plane.parts.dispatcher.dispatch_next(PUMP)).success
+
+        await wait_until(reclaimed, timeout=5)
+        late = await plane.parts.queue.mark_dispatched(submitted.shared_run_id, dead_claim.token, {})
+        assert late.applied is False
+    finally:
+        await plane.stop()
+
+
+async def test_pump_stops_at_max_dispatch_count_then_on_empty_queue(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane, max_concurrent_runs=10, worker_count=10, max_local_workers_per_execution=1)
+    try:
+        for _ in range(3):
+            await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        first = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=2, pump=PUMP))
+        second = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
+        assert (first.stop_reason, len(first.dispatched)) == (PumpStopReason.MAX_COUNT, 2)
+        assert (second.stop_reason, len(second.dispatched)) == (PumpStopReason.EMPTY, 1)
+    finally:
+        await plane.stop()
+
+
+async def test_pump_stops_on_failure_when_stop_on_failure_is_set(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    plane.parts.providers.add(FailingProvider(plane, fail_times=5))
+    try:
+        for _ in range(2):
+            await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        result = await plane.parts.pump.pump(
+            PumpRequest(max_dispatch_count=10, stop_on_failure=True, pump=PUMP)
+        )
+        assert result.stop_reason is PumpStopReason.FAILURE and len(result.attempts) == 1
+        assert await plane.parts.queue.pending_count() == 2
+    finally:
+        await plane.stop()
+
+
+async def test_pump_stops_when_cancellation_is_requested(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    cancel = asyncio.Event()
+    try:
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        cancel.set()
+        result = await plane.parts.pump.pump(PumpRequest(pump=PUMP), cancel=cancel)
+        assert result.stop_reason is PumpStopReason.CANCELLED and result.attempts == []
+        assert await plane.parts.queue.pending_count() == 1
+    finally:
+        await plane.stop()
+
+
+async def test_pump_without_visible_capacity_requeues_and_stops_after_one_round(hot_state: HotState) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    try:
+        ids = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+            for _ in range(3)
+        ]
+        result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=100, pump=PUMP))
+        assert result.stop_reason is PumpStopReason.NO_CAPACITY and len(result.attempts) == 4
+        for shared_run_id in ids:
+            item = await plane.parts.queue.item(shared_run_id)
+            assert item is not None and item.status is QueueItemStatus.PENDING
+    finally:
+        await plane.stop()
+
+
+async def test_cancelling_a_queued_shared_run_removes_it_before_any_identity_exists(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        cancelled = await plane.cancel(submitted.shared_run_id, DEFAULT_TENANT)
+        drained = await plane.drain(10, DEFAULT_TENANT)
+        status = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+        assert cancelled.shared_status == SharedRunStatus.CANCELLED.value
+        assert drained.attempted == 0
+        assert status.shared_status == "Cancelled" and status.queue_status == "Cancelled"
+        assert status.local_run_id is None and status.execution_id is None
+        assert instance.local_runs() == []
+    finally:
+        await plane.stop()
+
+
+async def test_direct_dispatch_assigns_the_run_at_submit_time(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    try:
+        result = await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        run = await plane.parts.runs.get(result.shared_run_id)
+        assert result.status is SharedRunStatus.DISPATCHED and result.admission_decision == "AssignToInstance"
+        assert run is not None and run.local_run_id == result.local_run_id
+        assert await plane.parts.queue.item(result.shared_run_id) is None
+        final = await instance.wait_for_run(result.local_run_id or "", timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED
+    finally:
+        await plane.stop()
+
+
+async def test_direct_dispatch_queues_globally_when_visible_capacity_is_busy(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    await instance.pause_queue(reason="busy")
+    try:
+        result = await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        item = await plane.parts.queue.item(result.shared_run_id)
+        assert (
+            result.status is SharedRunStatus.QUEUED_GLOBALLY and result.admission_decision == "QueueGlobally"
+        )
+        assert item is not None and item.status is QueueItemStatus.PENDING
+    finally:
+        await plane.stop()
+
+
+async def test_direct_dispatch_without_capacity_or_scale_out_is_rejected(hot_state: HotState) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    result = await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+    run = await plane.parts.runs.get(result.shared_run_id)
+    assert result.status is SharedRunStatus.REJECTED and result.admission_decision == "Reject"
+    assert run is not None and run.status is SharedRunStatus.REJECTED and run.failure_reason
+
+
+async def test_drain_reports_progress_per_attempt_and_lists_only_the_callers_runs(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane, worker_count=10, max_local_workers_per_execution=1, max_concurrent_runs=10)
+    progress: list[tuple[int, int, str]] = []
+
+    async def record(done: int, total: int, message: str) -> None:
+        progress.append((done, total, message))
+
+    try:
+        mine = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, OTHER_SHARED_TENANT)
+        drained = await plane.drain(5, DEFAULT_TENANT, record)
+        assert drained.dispatched == 2 and drained.pending_after == 0
+        assert [run.shared_run_id for run in drained.runs] == [mine.shared_run_id]
+        assert [(done, total) for done, total, _ in progress] == [(1, 5), (2, 5)]
+        assert mine.shared_run_id in progress[0][2] and progress[1][2] == "Dispatched"
+    finally:
+        await plane.stop()
+
+
+async def test_direct_dispatch_falls_back_to_the_global_queue_when_delivery_fails(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    plane.parts.providers.add(FailingProvider(plane, fail_times=1))
+    try:
+        result = await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        item = await plane.parts.queue.item(result.shared_run_id)
+        assert result.status is SharedRunStatus.QUEUED_GLOBALLY and result.local_run_id is None
+        assert "injected dispatch failure" in result.reason
+        assert item is not None and item.status is QueueItemStatus.PENDING
+    finally:
+        await plane.stop()
