@@ -4,3 +4,52 @@ Owns everything a client talks to. Must not contain runtime behaviour: each tool
 authenticates, authorizes, captures the snapshot, calls one runtime_core service and
 shapes the answer.
 """
+
+from mcp_runtime._backend import ToolBackend
+from mcp_runtime._config import (
+    DEFAULT_PIPELINES_DIR,
+    DEFAULT_RBAC_MODEL,
+    DEFAULT_RBAC_POLICY,
+    PrincipalConfig,
+    ServerConfig,
+    default_server_config,
+    load_server_config,
+)
+from mcp_runtime._guard import AuthenticationRequiredError, BearerPrincipal, FixedPrincipal, ToolGuard
+from mcp_runtime._permissions import TOOL_PERMISSIONS, Permission
+from mcp_runtime._principal import Principal
+from mcp_runtime._rbac import Authorizer, PermissionDeniedError
+from mcp_runtime._serve import ServeOptions, serve
+from mcp_runtime._server import build_server, http_app
+from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier, hash_token
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Server
+    "build_server",
+    "http_app",
+    "serve",
+    "ServeOptions",
+    "ToolBackend",
+    # Configuration
+    "ServerConfig",
+    "PrincipalConfig",
+    "default_server_config",
+    "load_server_config",
+    "DEFAULT_PIPELINES_DIR",
+    "DEFAULT_RBAC_MODEL",
+    "DEFAULT_RBAC_POLICY",
+    # Authentication
+    "Principal",
+    "ConfiguredTokenVerifier",
+    "ApiKeyHeaderMiddleware",
+    "hash_token",
+    "AuthenticationRequiredError",
+    "ToolGuard",
+    "FixedPrincipal",
+    "BearerPrincipal",
+    # Authorization
+    "Authorizer",
+    "Permission",
+    "PermissionDeniedError",
+    "TOOL_PERMISSIONS",
+]

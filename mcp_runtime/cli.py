@@ -1,4 +1,4 @@
-"""The `mcp-runtime` command line: `run` a pipeline locally (more commands as they land).
+"""The `mcp-runtime` command line: `run` a pipeline locally, `serve` the MCP server, `hash-token`.
 
 Owns argument parsing, progress output and exit codes. Must not contain runtime logic.
 """
@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
+import logging
+import os
+import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
+from mcp_runtime import ServeOptions, hash_token, serve
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.dag import EngineEvent, ExecutionView
 from runtime_core.errors import RuntimeCoreError
@@ -53,6 +58,31 @@ async def _run_pipeline(args: argparse.Namespace) -> int:
     return 0 if status == "Completed" else 1
 
 
+async def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("casbin").setLevel(logging.WARNING)
+    options = ServeOptions(
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        config_path=args.config,
+        data_dir=args.data_dir,
+        principal=args.principal,
+    )
+    await serve(options)
+    return 0
+
+
+async def _hash_token(args: argparse.Namespace) -> int:
+    if args.new:
+        token = secrets.token_urlsafe(32)
+        print(f"token:  {token}\nsha256: {hash_token(token)}")
+        return 0
+    token = args.token or (getpass.getpass("token: ") if sys.stdin.isatty() else sys.stdin.readline())
+    print(hash_token(token.strip()))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-runtime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -64,6 +94,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tenant", default="default")
     run.add_argument("--user", default="cli")
     run.set_defaults(handler=_run_pipeline)
+
+    serve_cmd = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)")
+    serve_cmd.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    serve_cmd.add_argument("--host", default="127.0.0.1")
+    serve_cmd.add_argument("--port", type=int, default=8765)
+    serve_cmd.add_argument(
+        "--config",
+        type=Path,
+        default=os.environ.get("MCP_RUNTIME_CONFIG") or None,
+        help="server config JSON (principals, token hashes, RBAC files); default: embedded local admin",
+    )
+    serve_cmd.add_argument(
+        "--data-dir", type=Path, default=None, help="data directory (default .mcp-runtime)"
+    )
+    serve_cmd.add_argument("--principal", default=None, help="stdio: run as this configured principal")
+    serve_cmd.set_defaults(handler=_serve)
+
+    hash_cmd = commands.add_parser("hash-token", help="print the sha256 to store in the config for a token")
+    hash_cmd.add_argument("token", nargs="?", help="the token (omit to read it from stdin / a prompt)")
+    hash_cmd.add_argument("--new", action="store_true", help="generate a new random token and its hash")
+    hash_cmd.set_defaults(handler=_hash_token)
     return parser
 
 

@@ -1,0 +1,51 @@
+"""The runtime services behind the tools, and the full list of tool specs.
+
+Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
+calls, plus the pipeline catalog. Must not call them: the tool groups do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_runtime._audit_tools import AuditTools
+from mcp_runtime._control_tools import ControlTools
+from mcp_runtime._pipeline_tools import PipelineTools
+from mcp_runtime._registration import ToolSpec
+from mcp_runtime._run_tools import RunTools
+from runtime_core.audit import AuditQueries, ReplayService
+from runtime_core.bootstrap import RuntimeServices
+from runtime_core.control import ExecutionControlService
+from runtime_core.control_plane import ControlPlane
+from runtime_core.pipeline import PipelineCatalog
+
+
+@dataclass(frozen=True)
+class ToolBackend:
+    catalog: PipelineCatalog
+    step_keys: frozenset[str]
+    control_plane: ControlPlane
+    control: ExecutionControlService
+    replay: ReplayService
+    audit: AuditQueries
+
+    @classmethod
+    def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
+        return cls(
+            catalog=catalog,
+            step_keys=frozenset(services.executors.keys()),
+            control_plane=services.control_plane,
+            control=services.control,
+            replay=services.audit.replay,
+            audit=services.audit.queries,
+        )
+
+    def tool_specs(self) -> list[ToolSpec[Any, Any]]:
+        runs = RunTools(self.control_plane, self.catalog)
+        return [
+            *runs.specs(),
+            *ControlTools(self.control).specs(),
+            *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
+            *PipelineTools(self.catalog, self.step_keys).specs(),
+        ]

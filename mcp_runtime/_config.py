@@ -1,0 +1,101 @@
+"""The MCP server's configuration file: principals, token hashes, RBAC and catalog paths.
+
+Owns the JSON format, its loading (relative paths resolve against the file's folder) and
+the embedded default (one local admin principal in tenant `default`, no tokens). Must not
+store or accept plain-text tokens: only their sha256 hex digests.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mcp_runtime._principal import Principal
+
+REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RBAC_MODEL = REPOSITORY_ROOT / "rbac_policies" / "model.conf"
+DEFAULT_RBAC_POLICY = REPOSITORY_ROOT / "rbac_policies" / "policy.csv"
+DEFAULT_PIPELINES_DIR = REPOSITORY_ROOT / "examples" / "pipelines"
+LOCAL_ADMIN = "local-admin"
+
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class PrincipalConfig(BaseModel):
+    """One principal as written in the configuration file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    tenant_id: str
+    tenant_group_id: str | None = None
+    roles: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    current_namespace: str | None = None
+    project: str = ""
+    token_sha256: tuple[str, ...] = Field(
+        (), description="sha256 hex digests of the bearer tokens / API keys of this principal"
+    )
+
+    @field_validator("token_sha256")
+    @classmethod
+    def _digests_only(cls, digests: tuple[str, ...]) -> tuple[str, ...]:
+        for digest in digests:
+            if not _SHA256_HEX.match(digest):
+                raise ValueError(
+                    "token_sha256 entries must be sha256 hex digests; "
+                    "run `mcp-runtime hash-token` and store its output, never the token"
+                )
+        return digests
+
+    def to_principal(self, name: str) -> Principal:
+        return Principal(name=name, **self.model_dump(exclude={"token_sha256"}))
+
+
+class ServerConfig(BaseModel):
+    """Everything the MCP server needs besides runtime settings (which come from the environment)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    description: str = ""
+    principals: dict[str, PrincipalConfig]
+    stdio_principal: str | None = None
+    rbac_model: Path = DEFAULT_RBAC_MODEL
+    rbac_policy: Path = DEFAULT_RBAC_POLICY
+    pipelines_dir: Path = DEFAULT_PIPELINES_DIR
+
+    @model_validator(mode="after")
+    def _stdio_principal_exists(self) -> ServerConfig:
+        if self.stdio_principal is not None and self.stdio_principal not in self.principals:
+            raise ValueError(
+                f"stdio_principal '{self.stdio_principal}' is not one of the configured principals"
+            )
+        return self
+
+    def principal(self, name: str) -> Principal:
+        try:
+            return self.principals[name].to_principal(name)
+        except KeyError:
+            known = ", ".join(sorted(self.principals)) or "none"
+            raise ValueError(f"No principal named '{name}' in the configuration (known: {known}).") from None
+
+
+def default_server_config() -> ServerConfig:
+    """The embedded default: a local admin in tenant `default`, usable over stdio only."""
+    admin = PrincipalConfig(user_id="local", tenant_id="default", roles=("admin",))
+    return ServerConfig(principals={LOCAL_ADMIN: admin}, stdio_principal=LOCAL_ADMIN)
+
+
+def load_server_config(path: Path) -> ServerConfig:
+    """Read a JSON configuration file; relative paths inside it resolve against its folder."""
+    raw = ServerConfig.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    base = Path(path).resolve().parent
+    return raw.model_copy(
+        update={
+            "rbac_model": base / raw.rbac_model,
+            "rbac_policy": base / raw.rbac_policy,
+            "pipelines_dir": base / raw.pipelines_dir,
+        }
+    )

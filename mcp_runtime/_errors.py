@@ -1,0 +1,49 @@
+"""Failures -> the text of an MCP tool error (an `is_error` result), saying what to do next.
+
+Owns the wording of every error a tool can answer with: runtime errors (code, message,
+hint), authentication and permission denials, invalid arguments and unexpected failures.
+Must not swallow anything silently: unexpected failures are logged with their traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from mcp_runtime._guard import AuthenticationRequiredError
+from mcp_runtime._rbac import PermissionDeniedError
+from runtime_core.errors import RuntimeCoreError
+
+log = logging.getLogger("mcp_runtime.tools")
+
+
+def tool_error_text(tool_name: str, exc: Exception) -> str:
+    """One line an assistant can act on: `[code] what happened. Next: what to do.`"""
+    match exc:
+        case RuntimeCoreError():
+            text = f"[{exc.code}] {exc.message}"
+            return f"{text} Next: {exc.hint}" if exc.hint else text
+        case PermissionDeniedError():
+            return (
+                f"[{exc.code}] {exc}. Next: ask an administrator for a role granting "
+                f"'{exc.permission}' in your tenant (rbac_policies/policy.csv)."
+            )
+        case AuthenticationRequiredError():
+            return f"[{exc.code}] {exc}."
+        case ValidationError():
+            problems = "; ".join(_describe(error) for error in exc.errors())
+            return f"[invalid_arguments] {problems}. Next: fix the arguments (see the tool's input schema)."
+        case _:
+            log.exception("tool %s failed unexpectedly", tool_name)
+            return (
+                f"[internal_error] {tool_name} failed unexpectedly ({type(exc).__name__}). "
+                "Next: retry; if it persists, check the server log."
+            )
+
+
+def _describe(error: ErrorDetails) -> str:
+    where = ".".join(str(part) for part in error["loc"])
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

@@ -1,0 +1,84 @@
+"""The gate in front of every tool: authenticate, authorize, capture the snapshot.
+
+Owns the principal sources (a fixed configured principal for stdio and in-process
+sessions; the verified bearer token for HTTP), the authorization call made before any work,
+and the ExecutionContextSnapshot of the call. Must not call the runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import Context
+
+from mcp_runtime._permissions import TOOL_PERMISSIONS, Permission
+from mcp_runtime._principal import Principal
+from mcp_runtime._rbac import Authorizer
+from mcp_runtime._tokens import ConfiguredTokenVerifier
+from runtime_core.identity import ExecutionContextSnapshot
+
+
+class AuthenticationRequiredError(Exception):
+    code = "unauthenticated"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no authenticated principal for this call: send 'Authorization: Bearer <token>' "
+            "(or 'X-API-Key: <token>') with a token configured for a principal"
+        )
+
+
+class PrincipalSource(Protocol):
+    def current(self, ctx: Context) -> Principal: ...
+
+
+class FixedPrincipal:
+    """Every call runs as one configured principal (stdio, in-process sessions)."""
+
+    def __init__(self, principal: Principal) -> None:
+        self._principal = principal
+
+    def current(self, ctx: Context) -> Principal:
+        return self._principal
+
+
+class BearerPrincipal:
+    """The principal of the bearer token the HTTP request carried."""
+
+    def __init__(self, verifier: ConfiguredTokenVerifier) -> None:
+        self._verifier = verifier
+
+    def current(self, ctx: Context) -> Principal:
+        access_token = _request_access_token(ctx)
+        principal = self._verifier.principal_for(access_token) if access_token is not None else None
+        if principal is None:
+            raise AuthenticationRequiredError()
+        return principal
+
+
+def _request_access_token(ctx: Context) -> AccessToken | None:
+    request = ctx.request_context.request
+    user = getattr(request, "scope", {}).get("user") if request is not None else None
+    if isinstance(user, AuthenticatedUser):
+        return user.access_token
+    return get_access_token()
+
+
+class ToolGuard:
+    """`admit(tool, ctx)` -> the call's snapshot, or an authentication / permission error."""
+
+    def __init__(self, principals: PrincipalSource, authorizer: Authorizer) -> None:
+        self.principals = principals
+        self.authorizer = authorizer
+
+    def admit(self, tool_name: str, ctx: Context) -> ExecutionContextSnapshot:
+        principal = self.authorize(TOOL_PERMISSIONS[tool_name], ctx)
+        return principal.snapshot(context_key=f"mcp:{tool_name}:{ctx.request_id}")
+
+    def authorize(self, permission: Permission, ctx: Context) -> Principal:
+        principal = self.principals.current(ctx)
+        self.authorizer.require(principal, permission)
+        return principal

@@ -1,0 +1,142 @@
+"""Pydantic input models of the MCP tools: one per tool, the published argument schema.
+
+Owns field names, types, limits and descriptions (an assistant reads them to call a tool).
+Defaults are plain values (never factories): the tool registration turns each field into
+one flat tool argument. Must not contain behaviour beyond argument validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SubmitMode = Literal["QueueFirst", "DirectDispatch"]
+
+RUN_ID_DESCRIPTION = (
+    "Any run identifier returned by `submit` or `run.status`: a SharedRunId (srun_...), "
+    "a LocalRunId (lrun_...) or an ExecutionId (exec_...)."
+)
+EXECUTION_ID_DESCRIPTION = "The ExecutionId (exec_...) of the DAG, as shown by `run.status`."
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SubmitInput(ToolInput):
+    pipeline: str | None = Field(
+        None,
+        description="Name of a catalog pipeline (see `pipelines.list`), e.g. 'rag-final-test'. "
+        "Give either this or `definition`.",
+    )
+    definition: dict[str, Any] | None = Field(
+        None,
+        description="An inline pipeline definition (the JSON object format of examples/pipelines). "
+        "Give either this or `pipeline`.",
+    )
+    input: dict[str, Any] = Field(
+        {},
+        description="Initial execution state, read by step bindings such as 'state.candidateId'. "
+        'Example for rag-final-test: {"candidateId": "c-1", "jobId": "j-1"}.',
+    )
+    mode: SubmitMode = Field(
+        "QueueFirst",
+        description="QueueFirst (default): queue globally; the run starts when the queue is drained "
+        "(`queue.drain`, or the background pump). DirectDispatch: admit and dispatch now when "
+        "tenant-visible capacity can accept it, otherwise queue, request scale-out or reject.",
+    )
+
+    @model_validator(mode="after")
+    def _one_pipeline_source(self) -> SubmitInput:
+        if (self.pipeline is None) == (self.definition is None):
+            raise ValueError(
+                "give exactly one of 'pipeline' (a catalog name) or 'definition' (an inline pipeline)"
+            )
+        return self
+
+
+class DrainInput(ToolInput):
+    max_count: int = Field(
+        10, ge=1, le=1000, description="Dispatch at most this many queued runs in this call (1-1000)."
+    )
+    stop_on_failure: bool = Field(
+        False, description="Stop at the first dispatch failure instead of continuing with the next run."
+    )
+
+
+class InstancesListInput(ToolInput):
+    only_accepting: bool = Field(
+        False, description="List only instances that can accept a new run right now (can_accept_run)."
+    )
+
+
+class RunIdInput(ToolInput):
+    run_id: str = Field(min_length=1, description=RUN_ID_DESCRIPTION)
+
+
+class RunStatusInput(RunIdInput):
+    include_steps: bool = Field(True, description="Include the per-step table (status, retries, errors).")
+
+
+class CancelInput(RunIdInput):
+    pass
+
+
+class ExecutionInput(ToolInput):
+    execution_id: str = Field(min_length=1, description=EXECUTION_ID_DESCRIPTION)
+
+
+class PauseInput(ExecutionInput):
+    pass
+
+
+class ResumeInput(ExecutionInput):
+    pass
+
+
+class InputSubmitInput(ExecutionInput):
+    waiting_key: str = Field(
+        min_length=1,
+        description="The waiting key the execution is parked on (shown by `run.status` as waiting_key), "
+        "e.g. 'hire-approval'.",
+    )
+    payload: dict[str, Any] = Field(
+        {}, description='The human input, e.g. {"approved": true, "comment": "ok"}.'
+    )
+
+
+class ReplayInput(ExecutionInput):
+    pass
+
+
+class LedgerInput(RunIdInput):
+    limit: int = Field(500, ge=1, le=5000, description="Return at most this many entries, oldest first.")
+
+
+class TraceInput(RunIdInput):
+    pass
+
+
+class ForensicsInput(ToolInput):
+    execution_id: str | None = Field(None, description="Only recovery records about this ExecutionId.")
+    runtime_instance_id: str | None = Field(
+        None, description="Only recovery records written for this (lost) runtime instance (rt_...)."
+    )
+
+
+class PipelinesListInput(ToolInput):
+    pass
+
+
+class PipelinesValidateInput(ToolInput):
+    definition: dict[str, Any] | None = Field(
+        None, description="The pipeline definition to check, as a JSON object. Give this or `pipeline`."
+    )
+    pipeline: str | None = Field(None, description="Name of a catalog pipeline to re-check.")
+
+    @model_validator(mode="after")
+    def _one_pipeline_source(self) -> PipelinesValidateInput:
+        if (self.pipeline is None) == (self.definition is None):
+            raise ValueError("give exactly one of 'definition' (a pipeline object) or 'pipeline' (a name)")
+        return self

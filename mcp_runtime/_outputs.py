@@ -1,0 +1,234 @@
+"""Pydantic output models of the MCP tools: the structured answers clients rely on.
+
+Owns the published output schemas (snapshot-tested in tests/unit/mcp_tool_schemas.json:
+change them deliberately). Must not contain behaviour; `_shaping` fills them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SubmitOutput(ToolOutput):
+    shared_run_id: str = Field(description="The SharedRunId: use it with run.status, cancel, ledger, trace.")
+    status: str = Field(
+        description="Shared run status: QueuedGlobally, Dispatched, ScaleOutRequested, Rejected."
+    )
+    mode: str = Field(description="The submit mode used: QueueFirst or DirectDispatch.")
+    pipeline: str
+    tenant_id: str
+    admission_decision: str | None = Field(None, description="DirectDispatch only: what admission decided.")
+    reason: str = ""
+    assigned_runtime_instance_id: str | None = None
+    local_run_id: str | None = None
+    scale_out_request_id: str | None = None
+    next_step: str = Field(description="What to call next.")
+
+
+class DrainedRun(ToolOutput):
+    shared_run_id: str
+    outcome: str = Field(description="Dispatched, NoCapacity or DispatchFailed.")
+    assigned_runtime_instance_id: str | None = None
+    local_run_id: str | None = None
+    reason: str = ""
+
+
+class DrainOutput(ToolOutput):
+    attempted: int
+    dispatched: int
+    failed: int
+    no_capacity: int
+    stop_reason: str = Field(
+        description="Why the drain stopped: QueueEmpty, MaxDispatchCount, NoCapacity, DispatchFailed "
+        "or Cancelled."
+    )
+    pending_after: int = Field(description="Runs still queued after this drain.")
+    runs: list[DrainedRun] = Field(description="Your tenant's runs handled by this drain.")
+
+
+class RuntimeInstanceInfo(ToolOutput):
+    runtime_instance_id: str
+    role: str
+    status: str = Field(description="Registry status; Stale once heartbeats lapse.")
+    live: bool
+    worker_count: int
+    active_worker_count: int
+    available_worker_count: int
+    max_local_workers_per_execution: int
+    queued_run_count: int
+    running_run_count: int
+    active_run_count: int
+    queue_capacity: int
+    max_concurrent_runs: int
+    available_run_slots: int
+    reserved_run_slots: int
+    is_queue_paused: bool
+    can_accept_run: bool = Field(description="Queue not paused + queue room + run slot + worker available.")
+    registered_at: datetime
+    last_heartbeat_at: datetime
+    tenant_id: str | None
+    tenant_group_id: str | None
+    isolation_mode: str = Field(description="Shared, Dedicated or Hybrid.")
+    prefer_dedicated_capacity: bool
+    allow_shared_fallback: bool
+    runtime_instance_id_prefix: str
+    provider_name: str
+    transport_name: str
+    provider_endpoint: str
+
+
+class InstancesListOutput(ToolOutput):
+    tenant_id: str = Field(description="Instances listed are those visible to this tenant.")
+    instances: list[RuntimeInstanceInfo]
+
+
+class StepRow(ToolOutput):
+    name: str
+    step_key: str
+    status: str
+    retry_count: int
+    recovery_count: int
+
+
+class RunStatusOutput(ToolOutput):
+    requested_id: str
+    tenant_id: str
+    done: bool = Field(description="True once the run reached a terminal status (see the statuses).")
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    shared_status: str | None = Field(None, description="Control-plane status of the shared run.")
+    queue_status: str | None = Field(None, description="Status of the shared queue item.")
+    submit_mode: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    pump_runtime_instance_id: str | None = None
+    pump_worker_id: str | None = None
+    scale_out_request_id: str | None = None
+    local_status: str | None = Field(None, description="Queued, Running, Completed, Failed or Cancelled.")
+    effective_workers: int | None = None
+    execution_status: str | None = Field(
+        None, description="DAG status: Running, Completed, Failed, Cancelled."
+    )
+    control_status: str | None = Field(
+        None, description="Execution control: Paused, WaitingForInput (answer with input.submit), ..."
+    )
+    failure_reason: str | None = None
+    steps: list[StepRow] = []
+    result: Any = Field(None, description="The execution's result, once it completed.")
+
+
+class CancelOutput(ToolOutput):
+    requested_id: str
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    shared_status: str | None = None
+    local_status: str | None = None
+    message: str
+
+
+class ControlOutput(ToolOutput):
+    execution_id: str
+    control_status: str = Field(
+        description="None, Running, Pausing, Paused, Resuming, Cancelling, Cancelled or WaitingForInput."
+    )
+    action: str = Field(description="The last requested control action.")
+    version: int = Field(description="Control state version; it grows by one per accepted action.")
+    waiting_key: str | None = None
+    waiting_step: str | None = None
+    reason: str = ""
+
+
+class ReplayOutput(ToolOutput):
+    execution_id: str
+    already_exists: bool = Field(description="Live state was still present: nothing was restored.")
+    restored: bool = Field(description="Live state was rebuilt from the terminal snapshot or archive.")
+    source: str = Field(description="Where the state came from: live, terminal_snapshot or archive.")
+    status: str = Field(description="Execution status after the replay.")
+
+
+class LedgerRow(ToolOutput):
+    entry_id: str
+    recorded_at: datetime
+    event: str
+    execution_id: str | None = None
+    shared_run_id: str | None = None
+    local_run_id: str | None = None
+    runtime_instance_id: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    step_name: str | None = None
+    attributes: dict[str, Any] = {}
+
+
+class LedgerOutput(ToolOutput):
+    run_id: str
+    entries: list[LedgerRow] = Field(description="Append-only audit events, oldest first.")
+
+
+class SpanRow(ToolOutput):
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None = None
+    name: str
+    execution_id: str
+    step_name: str | None = None
+    start_ns: int
+    end_ns: int
+    duration_ms: float
+    status: str
+    attributes: dict[str, Any] = {}
+
+
+class TraceOutput(ToolOutput):
+    run_id: str
+    execution_id: str
+    spans: list[SpanRow] = Field(description="Execution and step spans (OpenTelemetry ids), by start time.")
+
+
+class ForensicsRow(ToolOutput):
+    record_id: str
+    recorded_at: datetime
+    runtime_instance_id: str
+    shared_run_id: str | None = None
+    execution_id: str | None = None
+    kind: str
+    action: str
+    detail: dict[str, Any] = {}
+
+
+class ForensicsOutput(ToolOutput):
+    records: list[ForensicsRow] = Field(description="Recovery records of your tenant, oldest first.")
+
+
+class PipelineSummary(ToolOutput):
+    name: str
+    version: str
+    description: str
+    step_count: int
+    step_keys: list[str]
+    resource_uri: str = Field(description="Read this MCP resource for the full definition.")
+
+
+class PipelinesListOutput(ToolOutput):
+    pipelines: list[PipelineSummary]
+
+
+class ValidationProblem(ToolOutput):
+    rule: str
+    message: str
+    hint: str | None = None
+
+
+class PipelinesValidateOutput(ToolOutput):
+    valid: bool
+    name: str | None = None
+    version: str | None = None
+    step_count: int | None = None
+    problem: ValidationProblem | None = Field(None, description="The first rule the pipeline breaks.")

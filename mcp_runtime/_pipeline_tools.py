@@ -1,0 +1,92 @@
+"""Tools `pipelines.list` and `pipelines.validate`: the pipeline catalog and validation rules.
+
+Owns shaping catalog entries and validation outcomes into tool answers. Must not run or
+store pipelines; validation itself is `runtime_core.pipeline.validate_pipeline`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from mcp_runtime._inputs import PipelinesListInput, PipelinesValidateInput
+from mcp_runtime._outputs import (
+    PipelinesListOutput,
+    PipelineSummary,
+    PipelinesValidateOutput,
+    ValidationProblem,
+)
+from mcp_runtime._registration import ToolCall, ToolSpec
+from runtime_core.errors import InvalidPipelineError
+from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline, validate_pipeline
+
+PIPELINE_RESOURCE_PREFIX = "pipeline://"
+
+
+def pipeline_resource_uri(name: str) -> str:
+    return f"{PIPELINE_RESOURCE_PREFIX}{name}"
+
+
+def summarize(pipeline: PipelineDefinition) -> PipelineSummary:
+    return PipelineSummary(
+        name=pipeline.name,
+        version=pipeline.version,
+        description=pipeline.description,
+        step_count=len(pipeline.steps),
+        step_keys=sorted({step.step_key for step in pipeline.steps}),
+        resource_uri=pipeline_resource_uri(pipeline.name),
+    )
+
+
+class PipelineTools:
+    def __init__(self, catalog: PipelineCatalog, step_keys: Collection[str]) -> None:
+        self._catalog = catalog
+        self._step_keys = frozenset(step_keys)
+
+    async def list(self, request: PipelinesListInput, call: ToolCall) -> PipelinesListOutput:
+        return PipelinesListOutput(pipelines=[summarize(pipeline) for pipeline in self._catalog.all()])
+
+    async def validate(self, request: PipelinesValidateInput, call: ToolCall) -> PipelinesValidateOutput:
+        source: Any = self._catalog.get(request.pipeline) if request.pipeline else request.definition
+        try:
+            pipeline = source if isinstance(source, PipelineDefinition) else parse_pipeline(source)
+            validate_pipeline(pipeline, self._step_keys)
+        except InvalidPipelineError as exc:
+            problem = ValidationProblem(rule=exc.rule, message=exc.message, hint=exc.hint)
+            return PipelinesValidateOutput(valid=False, problem=problem)
+        return PipelinesValidateOutput(
+            valid=True, name=pipeline.name, version=pipeline.version, step_count=len(pipeline.steps)
+        )
+
+    def specs(self) -> list[ToolSpec[Any, Any]]:
+        return [
+            ToolSpec(
+                name="pipelines.list",
+                title="List pipelines",
+                description=(
+                    "List the pipelines in the server's catalog (name, version, description, step count, "
+                    "step types). Pass a name to `submit` as `pipeline`, or read its full JSON definition "
+                    "from the MCP resource `pipeline://<name>`."
+                ),
+                input_model=PipelinesListInput,
+                output_model=PipelinesListOutput,
+                handler=self.list,
+                read_only=True,
+                idempotent=True,
+            ),
+            ToolSpec(
+                name="pipelines.validate",
+                title="Validate a pipeline",
+                description=(
+                    "Check a pipeline definition without running it: JSON shape, unique step names, "
+                    "dependencies exist, no cycle, every stepKey registered, bindings well formed "
+                    "('state.<field>' or 'steps.<name>.result[.<path>]'). Answers valid=true, or "
+                    "valid=false with the first broken rule and how to fix it. Changes nothing."
+                ),
+                input_model=PipelinesValidateInput,
+                output_model=PipelinesValidateOutput,
+                handler=self.validate,
+                read_only=True,
+                idempotent=True,
+            ),
+        ]

@@ -1,0 +1,76 @@
+"""Casbin RBAC with domains (= tenants): the yes/no on every tool call.
+
+Owns the enforcer, the decision for a principal and a permission, the denial message that
+names what is missing, and policy reloading (explicit, and automatic when the model or
+policy file's mtime changes). Must not look at data: tenant visibility of runs is decided
+later by the runtime from stored snapshots.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import casbin
+from casbin.util import key_match
+
+from mcp_runtime._permissions import Permission
+from mcp_runtime._principal import Principal
+
+
+class PermissionDeniedError(Exception):
+    """The caller's roles in its tenant do not grant the permission a tool needs."""
+
+    code = "permission_denied"
+
+    def __init__(self, principal: Principal, permission: Permission) -> None:
+        roles = ", ".join(principal.roles)
+        super().__init__(
+            f"permission denied: role(s) [{roles}] in tenant '{principal.tenant_id}' lack '{permission}'"
+        )
+        self.permission = permission
+
+
+class Authorizer:
+    """Answers "may this principal use this permission in its tenant?" from the casbin files."""
+
+    def __init__(self, model_path: Path, policy_path: Path) -> None:
+        self._model_path = Path(model_path)
+        self._policy_path = Path(policy_path)
+        self._lock = threading.Lock()
+        self._enforcer, self._loaded_mtimes = self._load()
+
+    def reload_policy(self) -> None:
+        """Re-read the model and the policy file now."""
+        enforcer, mtimes = self._load()
+        with self._lock:
+            self._enforcer, self._loaded_mtimes = enforcer, mtimes
+
+    def allows(self, principal: Principal, permission: Permission) -> bool:
+        self._reload_if_changed()
+        subjects = [f"user:{principal.user_id}", *principal.roles]
+        with self._lock:
+            return any(
+                self._enforcer.enforce(subject, principal.tenant_id, permission.object, permission.action)
+                for subject in subjects
+            )
+
+    def require(self, principal: Principal, permission: Permission) -> None:
+        if not self.allows(principal, permission):
+            raise PermissionDeniedError(principal, permission)
+
+    def _reload_if_changed(self) -> None:
+        if self._mtimes() != self._loaded_mtimes:
+            self.reload_policy()
+
+    def _mtimes(self) -> tuple[tuple[int, int], ...]:
+        stats = (os.stat(self._model_path), os.stat(self._policy_path))
+        return tuple((stat.st_mtime_ns, stat.st_size) for stat in stats)
+
+    def _load(self) -> tuple[casbin.Enforcer, tuple[tuple[int, int], ...]]:
+        mtimes = self._mtimes()
+        enforcer = casbin.Enforcer(str(self._model_path), str(self._policy_path))
+        enforcer.add_named_domain_matching_func("g", key_match)
+        enforcer.build_role_links()
+        return enforcer, mtimes

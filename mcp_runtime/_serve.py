@@ -1,0 +1,156 @@
+"""`mcp-runtime serve`: run the MCP server over stdio or streamable HTTP on a started runtime.
+
+Owns the serve lifecycle: load the configuration (or the embedded default), start the
+runtime services, pick the principal source for the transport, serve until the client
+leaves or a signal arrives, then close the services (which unregisters their instances).
+Must not write to stdout in stdio mode: stdout is the protocol channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+import uvicorn
+from pydantic import BaseModel, ConfigDict
+
+from mcp_runtime._backend import ToolBackend
+from mcp_runtime._config import ServerConfig, default_server_config, load_server_config
+from mcp_runtime._guard import BearerPrincipal, FixedPrincipal, ToolGuard
+from mcp_runtime._rbac import Authorizer
+from mcp_runtime._server import build_server, http_app
+from mcp_runtime._tokens import ConfiguredTokenVerifier
+from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.pipeline import PipelineCatalog
+
+log = logging.getLogger("mcp_runtime.serve")
+
+
+class _QuietUvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: `_ShutdownSignals` owns SIGINT / SIGTERM.
+
+    (Plain uvicorn re-raises a caught signal once it stopped, which would end the process
+    before the runtime services unregister their instances and stop the embedded redis.)
+    """
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class _ShutdownSignals:
+    """SIGINT / SIGTERM: stop serving, close the runtime services, then end as the signal asks.
+
+    A signal during start-up is held until the services are up (so they always close); a
+    second signal ends the process at once. Ending with the signal itself matters for
+    stdio: the SDK's stdin reader thread may stay blocked, so the process cannot just return.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.stop = asyncio.Event()
+        self.http_server: uvicorn.Server | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def __enter__(self) -> _ShutdownSignals:
+        for sig in _STOP_SIGNALS:
+            self._loop.add_signal_handler(sig, self._on_signal, sig)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for sig in _STOP_SIGNALS:
+            self._loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: int) -> None:
+        if self.received is not None:
+            self._end_process(sig)
+        log.info("shutdown requested by %s", signal.Signals(sig).name)
+        self.received = sig
+        self.stop.set()
+        if self.http_server is not None:
+            self.http_server.should_exit = True
+
+    def end_like_the_signal(self) -> None:
+        if self.received is not None:
+            log.info("runtime services closed; exiting on %s", signal.Signals(self.received).name)
+            self._end_process(self.received)
+
+    @staticmethod
+    def _end_process(sig: int) -> None:
+        signal.signal(sig, signal.SIG_DFL)
+        signal.raise_signal(sig)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class ServeOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    transport: Literal["stdio", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    config_path: Path | None = None
+    data_dir: Path | None = None
+    principal: str | None = None
+
+
+def resolve_config(options: ServeOptions) -> ServerConfig:
+    return load_server_config(options.config_path) if options.config_path else default_server_config()
+
+
+async def serve(options: ServeOptions) -> None:
+    config = resolve_config(options)
+    authorizer = Authorizer(config.rbac_model, config.rbac_policy)
+    catalog = PipelineCatalog.from_directory(config.pipelines_dir)
+    settings = RuntimeSettings.from_env(data_dir=options.data_dir)
+    with _ShutdownSignals() as shutdown:
+        async with RuntimeServices(settings) as services:
+            backend = ToolBackend.from_services(services, catalog)
+            if shutdown.received is None and options.transport == "stdio":
+                await _serve_stdio(options, config, backend, authorizer, shutdown)
+            elif shutdown.received is None:
+                await _serve_http(options, config, backend, authorizer, shutdown)
+        shutdown.end_like_the_signal()
+
+
+async def _serve_stdio(
+    options: ServeOptions,
+    config: ServerConfig,
+    backend: ToolBackend,
+    authorizer: Authorizer,
+    shutdown: _ShutdownSignals,
+) -> None:
+    """Serve until the client closes stdin, or until a stop signal (the reader is then left behind)."""
+    name = options.principal or config.stdio_principal
+    if name is None:
+        raise ValueError("stdio needs a principal: pass --principal or set stdio_principal in the config")
+    guard = ToolGuard(FixedPrincipal(config.principal(name)), authorizer)
+    log.info("serving MCP over stdio as principal %s", name)
+    serving = asyncio.create_task(build_server(backend, guard).run_stdio_async())
+    stopping = asyncio.create_task(shutdown.stop.wait())
+    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if serving.done():
+        serving.result()
+
+
+async def _serve_http(
+    options: ServeOptions,
+    config: ServerConfig,
+    backend: ToolBackend,
+    authorizer: Authorizer,
+    shutdown: _ShutdownSignals,
+) -> None:
+    verifier = ConfiguredTokenVerifier(config)
+    server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
+    app = http_app(server, host=options.host)
+    uvicorn_config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
+    shutdown.http_server = _QuietUvicorn(uvicorn_config)
+    log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, options.port)
+    await shutdown.http_server.serve()

@@ -1,0 +1,56 @@
+"""Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
+
+Owns the server's identity and instructions, registering every tool spec behind the guard,
+and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, an
+unauthenticated `/healthz`). Must not contain tool behaviour.
+"""
+
+from __future__ import annotations
+
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp
+
+from mcp_runtime._backend import ToolBackend
+from mcp_runtime._guard import ToolGuard
+from mcp_runtime._registration import register_tool
+from mcp_runtime._resources import register_resources
+from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+
+SERVER_NAME = "mcp-runtime"
+INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
+Typical flow: `pipelines.list` -> `submit` (returns a shared_run_id) -> `queue.drain` ->
+poll `run.status` until done -> `ledger` / `trace`. Every call runs as your principal's tenant;
+ids of other tenants answer "not found". Errors start with a [code] and say what to do next.
+The prompt `run_pipeline` walks through it; `pipeline://<name>` resources hold definitions."""
+
+
+def build_server(
+    backend: ToolBackend, guard: ToolGuard, *, token_verifier: ConfiguredTokenVerifier | None = None
+) -> MCPServer:
+    """The MCP server; pass `token_verifier` to require bearer tokens (streamable HTTP)."""
+    auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None) if token_verifier else None
+    server: MCPServer = MCPServer(
+        SERVER_NAME,
+        title="MCP Runtime control plane",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        token_verifier=token_verifier,
+        auth=auth,
+    )
+    for spec in backend.tool_specs():
+        register_tool(server, spec, guard)
+    register_resources(server, backend.catalog, guard)
+    return server
+
+
+def http_app(server: MCPServer, *, host: str) -> ASGIApp:
+    """The streamable HTTP app on `/mcp` (bearer auth as configured) plus an open `/healthz`."""
+
+    @server.custom_route("/healthz", methods=["GET"])
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    return ApiKeyHeaderMiddleware(server.streamable_http_app(host=host))
