@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job: install, start the embedded default (private redis-server + data dir) and
-# run the example RAG pipeline to completion with 4 workers.
+# The main job: install, then start the MCP server on the embedded default (a private
+# redis-server + SQLite under .mcp-runtime/) as a stdio child of the example client, and
+# run it end to end: submit the RAG pipeline, drain, poll run.status until Completed,
+# print the result and the ledger.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-exec mcp-runtime run examples/pipelines/rag-final-test.json --input '{"candidateId":"c-1","jobId":"j-1"}' "$@"
+exec python3 examples/clients/stdio_client.py --data-dir .mcp-runtime "$@"

@@ -66,6 +66,8 @@ async def run_rag_demo(client: Client, *, timeout_s: float = 60.0) -> int:
 
     drained = await call(client, "queue.drain", {"max_count": 10}, progress_callback=_print_progress)
     say(f"drained: {drained['dispatched']} dispatched, stop reason {drained['stop_reason']}")
+    if not drained["dispatched"]:
+        say("  (nothing left to drain: the server's background pump dispatched the run first)")
 
     status = await wait_until_done(client, run_id, timeout_s)
     say(f"\nrun {run_id}\n  local run  {status['local_run_id']}\n  execution  {status['execution_id']}")

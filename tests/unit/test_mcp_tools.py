@@ -321,7 +321,7 @@ async def test_cancel_unknown_run_is_not_found(backend: ToolBackend) -> None:
 # pause, resume
 
 
-async def test_pause_settles_paused_and_resume_moves_the_execution_to_resuming(backend: ToolBackend) -> None:
+async def test_pause_settles_paused_and_resume_completes_the_run(backend: ToolBackend) -> None:
     held = {
         "name": "held",
         "steps": [
@@ -341,6 +341,8 @@ async def test_pause_settles_paused_and_resume_moves_the_execution_to_resuming(b
 
         await wait_until(settled_paused, timeout=10)
         resumed = await ok(client, "resume", {"execution_id": execution_id})
+        final = await finished_status(client, run_id)
+    assert final["execution_status"] == "Completed"
     assert (paused["control_status"], paused["action"], paused["version"]) == ("Pausing", "Pause", 1)
     assert (resumed["control_status"], resumed["action"]) == ("Resuming", "Resume")
     assert resumed["version"] > paused["version"]
@@ -363,7 +365,7 @@ async def test_resume_of_unknown_execution_is_not_found(backend: ToolBackend) ->
 # input.submit
 
 
-async def test_human_input_with_the_wrong_key_is_refused_and_the_right_key_is_accepted(
+async def test_human_input_with_the_wrong_key_is_refused_and_the_right_key_completes_the_run(
     backend: ToolBackend,
 ) -> None:
     async with session(backend, ACME_OPERATOR) as client:
@@ -377,6 +379,8 @@ async def test_human_input_with_the_wrong_key_is_refused_and_the_right_key_is_ac
         answer = {"execution_id": status["execution_id"], "payload": {"approved": True}}
         wrong = await failed(client, "input.submit", {**answer, "waiting_key": "other"})
         accepted = await ok(client, "input.submit", {**answer, "waiting_key": "hire-approval"})
+        final = await finished_status(client, run_id)
+    assert final["execution_status"] == "Completed"
     assert status["done"] is False
     assert "[conflict]" in wrong and "'hire-approval'" in wrong
     assert (accepted["control_status"], accepted["action"], accepted["waiting_key"]) == (
