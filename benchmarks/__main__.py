@@ -6,12 +6,19 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from benchmarks import celery_peer, engine_throughput
+from benchmarks import celery_peer, control_plane_latency, engine_throughput
 from benchmarks._harness import machine_note, print_table, private_redis, write_json
 
 SIZES = {
-    "tiny": {"width": 20, "workers": [1, 2], "chain": 5, "chains": 2},
-    "full": {"width": 1000, "workers": [1, 2, 4, 8], "chain": 100, "chains": 50},
+    "tiny": {"width": 20, "workers": [1, 2], "chain": 5, "chains": 2, "mcp_iterations": 3, "drain_runs": 20},
+    "full": {
+        "width": 1000,
+        "workers": [1, 2, 4, 8],
+        "chain": 100,
+        "chains": 50,
+        "mcp_iterations": 50,
+        "drain_runs": 1000,
+    },
 }
 
 
@@ -21,6 +28,9 @@ async def _main(size: str, out: Path) -> None:
         rows = await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
         rows += await celery_peer.run(
             server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4
+        )
+        rows += await control_plane_latency.run(
+            server.url, iterations=spec["mcp_iterations"], drain_runs=spec["drain_runs"]
         )
     print(f"machine: {machine_note()}")
     print_table(rows)

@@ -1,0 +1,177 @@
+"""Control-plane latency through real MCP sessions: submit -> Dispatched, submit -> Completed
+(1-step pipeline), in-memory and over streamable HTTP, and `queue.drain` of queued runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from benchmarks._harness import Row, percentile
+from mcp_runtime import (
+    DEFAULT_PIPELINES_DIR,
+    DEFAULT_RBAC_MODEL,
+    DEFAULT_RBAC_POLICY,
+    Authorizer,
+    FixedPrincipal,
+    Principal,
+    ToolBackend,
+    ToolGuard,
+    build_server,
+)
+from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.control_plane import ControlPlaneSettings
+from runtime_core.hot_state import find_free_port
+from runtime_core.pipeline import PipelineCatalog
+
+ONE_STEP = {"name": "bench-one", "steps": [{"name": "only", "stepKey": "test.noop"}]}
+ADMIN = Principal(name="bench-admin", user_id="bench", tenant_id="default", roles=("admin",))
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error or result.structured_content is None:
+        raise RuntimeError(f"{tool} failed: {result.content}")
+    return result.structured_content
+
+
+async def _one_run(client: Client, mode: str) -> tuple[float, float]:
+    started = time.perf_counter()
+    run_id = (await _call(client, "submit", {"definition": ONE_STEP, "mode": mode}))["shared_run_id"]
+    dispatched = None
+    while True:
+        status = await _call(client, "run.status", {"run_id": run_id})
+        if dispatched is None and status["local_run_id"]:
+            dispatched = time.perf_counter() - started
+        if status["done"]:
+            return dispatched or 0.0, time.perf_counter() - started
+
+
+async def _latency_rows(client: Client, transport: str, iterations: int) -> list[Row]:
+    rows = []
+    for mode in ("DirectDispatch", "QueueFirst"):
+        samples = [await _one_run(client, mode) for _ in range(iterations)]
+        for label, values in (
+            ("Dispatched", [s[0] for s in samples]),
+            ("Completed", [s[1] for s in samples]),
+        ):
+            ms = [v * 1000 for v in values]
+            rows.append(
+                Row(
+                    "mcp latency",
+                    f"{transport} {mode} submit->{label}",
+                    iterations,
+                    sum(values),
+                    iterations / sum(values),
+                    0,
+                    0,
+                    percentile(ms, 50),
+                    percentile(ms, 99),
+                )
+            )
+    return rows
+
+
+def _settings(redis_url: str, data_dir: Path, *, background_pump: bool) -> RuntimeSettings:
+    return RuntimeSettings(
+        redis_url=redis_url,
+        redis_prefix=f"bm{secrets.token_hex(3)}:",
+        data_dir=data_dir,
+        control_plane=ControlPlaneSettings(
+            background_pump=background_pump,
+            pump_idle_interval_ms=5,
+            local_queue_capacity=2_000,
+            max_concurrent_runs_per_instance=16,
+        ),
+    )
+
+
+@asynccontextmanager
+async def _in_memory_client(
+    redis_url: str, data_dir: Path, *, background_pump: bool
+) -> AsyncIterator[Client]:
+    async with RuntimeServices(_settings(redis_url, data_dir, background_pump=background_pump)) as services:
+        backend = ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
+        guard = ToolGuard(FixedPrincipal(ADMIN), Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY))
+        async with Client(build_server(backend, guard)) as client:
+            yield client
+
+
+@asynccontextmanager
+async def _http_client(redis_url: str, data_dir: Path) -> AsyncIterator[Client]:
+    port = find_free_port()
+    env = {**os.environ, "REDIS_URL": redis_url, "MCP_RUNTIME_REDIS_PREFIX": f"bh{secrets.token_hex(3)}:"}
+    command = [
+        "mcp-runtime",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        "--config",
+        str(REPOSITORY / "examples" / "config" / "principals.json"),
+    ]
+    server = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        async with httpx2.AsyncClient(
+            headers={"Authorization": "Bearer demo-admin-token"}, timeout=60
+        ) as http:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                if time.monotonic() > deadline or server.returncode is not None:
+                    raise RuntimeError("MCP HTTP server did not start")
+                await asyncio.sleep(0.05)  # waiting for another process to listen
+            async with Client(
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+            ) as client:
+                yield client
+    finally:
+        server.terminate()
+        await asyncio.wait_for(server.wait(), timeout=30)
+
+
+async def _drain_rows(redis_url: str, data_dir: Path, runs: int) -> Row:
+    async with _in_memory_client(redis_url, data_dir, background_pump=False) as client:
+        for _ in range(runs):
+            await _call(client, "submit", {"definition": ONE_STEP, "mode": "QueueFirst"})
+        started = time.perf_counter()
+        dispatched = 0
+        while dispatched < runs:
+            drained = await _call(client, "queue.drain", {"max_count": runs})
+            dispatched += drained["dispatched"]
+        seconds = time.perf_counter() - started
+    return Row(
+        "mcp queue.drain", f"{runs} queued runs (in-memory)", runs, seconds, runs / seconds, 0, 0, 0, 0
+    )
+
+
+async def run(redis_url: str, *, iterations: int, drain_runs: int) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="mcprt-bench-cp-") as tmp:
+        root = Path(tmp)
+        async with _in_memory_client(redis_url, root / "mem", background_pump=True) as client:
+            rows = await _latency_rows(client, "in-memory", iterations)
+        async with _http_client(redis_url, root / "http") as client:
+            rows += await _latency_rows(client, "http", iterations)
+        rows.append(await _drain_rows(redis_url, root / "drain", drain_runs))
+    return rows
