@@ -2,11 +2,12 @@
 
 Owns `RuntimeSettings` (environment + defaults) and `RuntimeServices`, the async context
 that starts the embedded `redis-server` when no REDIS_URL is given, connects the hot state,
-and wires the DAG store, executors, retry engine and engine together. Must not contain
-runtime behaviour of its own: it only builds and closes the parts.
+and wires the DAG store, executors, retry engine and engine together (`EngineServices`,
+also used by runtime-instance processes) plus the control plane (`RuntimeServices`). Must
+not contain runtime behaviour of its own: it only builds and closes the parts.
 """
 
-from runtime_core.bootstrap._services import RuntimeServices
+from runtime_core.bootstrap._services import EngineServices, RuntimeServices
 from runtime_core.bootstrap._settings import RuntimeSettings
 
-__all__ = ["RuntimeServices", "RuntimeSettings"]
+__all__ = ["EngineServices", "RuntimeServices", "RuntimeSettings"]

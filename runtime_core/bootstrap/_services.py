@@ -1,4 +1,9 @@
-"""RuntimeServices: start, wire and close the runtime's parts."""
+"""EngineServices and RuntimeServices: start, wire and close the runtime's parts.
+
+`EngineServices` is what every process that advances DAGs needs (hot state, engine,
+durable store, audit, execution control): runtime-instance processes use it alone.
+`RuntimeServices` adds the control plane (with runtime-instance process hosting).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from runtime_core.control import ExecutionControlService, attach_execution_contr
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.instances import HostManagerSettings
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
@@ -18,13 +24,14 @@ from runtime_core.storage import DurableStore, DurableStoreSettings, open_durabl
 log = logging.getLogger("runtime_core.bootstrap")
 
 
-class RuntimeServices:
-    """`async with RuntimeServices(settings) as services:` gives a ready engine."""
+class EngineServices:
+    """`async with EngineServices(settings) as services:` gives a ready engine (no control plane)."""
 
     def __init__(self, settings: RuntimeSettings, *, observer: ExecutionObserver | None = None) -> None:
         self.settings = settings
         self._observer = observer
         self.embedded_redis: EmbeddedRedis | None = None
+        self.redis_url: str
         self.hot_state: HotState
         self.dag_store: DagStore
         self.executors: ExecutorRegistry
@@ -32,14 +39,18 @@ class RuntimeServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
-        self.control_plane: ControlPlane
 
-    async def __aenter__(self) -> RuntimeServices:
+    async def __aenter__(self) -> EngineServices:
+        await self._open_engine()
+        return self
+
+    async def _open_engine(self) -> None:
         redis_url = self.settings.redis_url
         if redis_url is None:
             self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
             redis_url = self.embedded_redis.url
             log.info("redis.embedded_started url=%s", redis_url)
+        self.redis_url = redis_url
         self.hot_state = connect_hot_state(redis_url, prefix=self.settings.redis_prefix)
         await self.hot_state.ping()
         self.dag_store = DagStore(self.hot_state)
@@ -54,14 +65,6 @@ class RuntimeServices:
         await self._attach_audit()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
-        self.control_plane = await ControlPlane.build(
-            self.hot_state,
-            self.engine,
-            self.control,
-            self.settings.control_plane,
-            workers=self.settings.workers,
-        ).start()
-        return self
 
     async def _attach_audit(self) -> None:
         """Durable store, payload externalization, retention, snapshots, ledger, trace, metrics."""
@@ -83,9 +86,49 @@ class RuntimeServices:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.control_plane.stop()
+        await self._close_engine()
+
+    async def _close_engine(self) -> None:
         await self.audit.close()
         await self.durable_store.close()
         await self.hot_state.close()
         if self.embedded_redis is not None:
             self.embedded_redis.stop()
+
+
+class RuntimeServices(EngineServices):
+    """`async with RuntimeServices(settings) as services:` gives a ready engine and control plane."""
+
+    def __init__(self, settings: RuntimeSettings, *, observer: ExecutionObserver | None = None) -> None:
+        super().__init__(settings, observer=observer)
+        self.control_plane: ControlPlane
+
+    async def __aenter__(self) -> RuntimeServices:
+        await self._open_engine()
+        self.control_plane = await ControlPlane.build(
+            self.hot_state,
+            self.engine,
+            self.control,
+            self.settings.control_plane,
+            workers=self.settings.workers,
+            audit=self.audit,
+            hosting=self.hosting_settings(),
+        ).start()
+        return self
+
+    def hosting_settings(self) -> HostManagerSettings:
+        """Runtime-instance processes share this Redis (and prefix) and data directory."""
+        return HostManagerSettings(
+            redis_url=self.redis_url,
+            redis_prefix=self.settings.redis_prefix,
+            data_dir=self.settings.data_dir,
+            host_name=self.settings.control_plane.host,
+            tenants_file=self.settings.control_plane.tenants_file,
+            heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
+        )
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.control_plane.stop()
+        await self._close_engine()

@@ -1,11 +1,12 @@
 """ControlPlane: the one facade MCP tools and the CLI call for shared runs and instances.
 
-Owns wiring the queueing, instances and providers parts into one object (`build`),
-starting / stopping the in-process runtime instances, the background pump and the
-scale-out watcher, and the caller-facing operations: submit, drain, list_instances,
-run_status, cancel, pause_queue, resume_queue. Every operation takes the caller's
-ExecutionContextSnapshot; every run lookup is tenant-checked before a local controller is
-touched. Must not contain MCP code, nor dispatch or execute except through its parts.
+Owns wiring the queueing, instances, providers and recovery parts into one object
+(`build`), starting / stopping the in-process runtime instances, the background pump, the
+scale-out watcher and the health / execution recovery reconcilers, and the caller-facing
+operations: submit, drain, list_instances, run_status, cancel, pause_queue, resume_queue.
+Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
+tenant-checked before a local controller is touched. Must not contain MCP code, nor
+dispatch or execute except through its parts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runtime_core.audit import AuditServices
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
@@ -31,7 +33,9 @@ from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import (
     AdmissionController,
+    ControlPlaneDiscovery,
     ExecutionCanceller,
+    HostManagerSettings,
     InstanceDependencies,
     InstanceRegistry,
     LocalInstancePool,
@@ -42,6 +46,7 @@ from runtime_core.instances import (
     ReservationStore,
     RunExecutionIndex,
     RunIndexRecord,
+    RuntimeHostManager,
     RuntimeInstanceSettings,
     TenantSettingsCatalog,
     local_instance_id,
@@ -49,6 +54,8 @@ from runtime_core.instances import (
 from runtime_core.pipeline import PipelineDefinition, validate_pipeline
 from runtime_core.providers import (
     CancelRunRequest,
+    GrpcRuntimeProvider,
+    HttpRuntimeProvider,
     LocalRuntimeProvider,
     ProviderSelector,
     QueueControlRequest,
@@ -75,6 +82,15 @@ from runtime_core.queueing import (
     SharedRuntimeController,
     SubmitMode,
     SubmitResult,
+)
+from runtime_core.recovery import (
+    ExecutionRecoveryReconciler,
+    InstanceHealthStore,
+    RecoveryDependencies,
+    RecoveryEvidence,
+    RecoveryLoops,
+    RecoverySettings,
+    RuntimeHealthReconciler,
 )
 
 DrainProgress = Callable[[int, int, str], Awaitable[None]]
@@ -110,6 +126,11 @@ class ControlPlaneParts:
     watcher: ScaleOutWatcher
     controller: SharedRuntimeController
     canceller: ExecutionCanceller
+    health: RuntimeHealthReconciler
+    recovery: ExecutionRecoveryReconciler
+    recovery_loops: RecoveryLoops
+    discovery: ControlPlaneDiscovery
+    hosts: RuntimeHostManager | None = None
 
 
 def build_parts(
@@ -119,7 +140,10 @@ def build_parts(
     settings: ControlPlaneSettings,
     *,
     tenants: TenantSettingsCatalog | None = None,
+    audit: AuditServices | None = None,
+    hosting: HostManagerSettings | None = None,
 ) -> ControlPlaneParts:
+    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes."""
     if tenants is None:
         tenants = (
             TenantSettingsCatalog.from_file(settings.tenants_file)
@@ -132,7 +156,14 @@ def build_parts(
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
     )
-    providers = ProviderSelector([LocalRuntimeProvider(pool, scaler)])
+    hosts = RuntimeHostManager(registry, hosting) if hosting else None
+    providers = ProviderSelector(
+        [
+            LocalRuntimeProvider(pool, scaler),
+            HttpRuntimeProvider(registry, hosts=hosts),
+            GrpcRuntimeProvider(registry, hosts=hosts),
+        ]
+    )
     admission = AdmissionController(registry, scale_out_enabled=settings.scale_out_enabled)
     runs, queue = SharedRunStore(hot_state), SharedQueue(hot_state, claim_lease_ms=settings.claim_lease_ms)
     reservations = ReservationStore(hot_state, stale_after_ms=settings.instance_stale_after_ms)
@@ -161,6 +192,31 @@ def build_parts(
         validate=lambda pipeline: validate_pipeline(pipeline, engine.executors.keys()),
         on_enqueued=background.wake,
     )
+    recovery_settings = RecoverySettings(
+        health_window_ms=settings.health_window_ms,
+        claim_lease_ms=settings.claim_lease_ms,
+        reconciler_id=f"{settings.control_plane_id}/recovery",
+    )
+    health = RuntimeHealthReconciler(InstanceHealthStore(registry), window_ms=settings.health_window_ms)
+    recovery = ExecutionRecoveryReconciler(
+        RecoveryDependencies(
+            registry=registry,
+            index=index,
+            admission=admission,
+            runs=runs,
+            queue=queue,
+            scale_out=scale_out,
+            dag_store=engine.store,
+            step_lease_ms=engine.settings.lease_ms,
+            evidence=RecoveryEvidence(
+                audit.forensics if audit else None,
+                audit.ledger if audit else None,
+                reconciler_id=recovery_settings.reconciler_id,
+            ),
+        ),
+        recovery_settings,
+        on_requeued=background.wake,
+    )
     return ControlPlaneParts(
         hot_state=hot_state,
         dag_store=engine.store,
@@ -182,6 +238,16 @@ def build_parts(
         watcher=watcher,
         controller=controller,
         canceller=canceller,
+        health=health,
+        recovery=recovery,
+        recovery_loops=RecoveryLoops(
+            health,
+            recovery,
+            health_interval_ms=settings.health_check_interval_ms,
+            recovery_interval_ms=settings.recovery_interval_ms,
+        ),
+        discovery=ControlPlaneDiscovery(hot_state),
+        hosts=hosts,
     )
 
 
@@ -213,20 +279,28 @@ class ControlPlane:
         *,
         workers: int = 4,
         tenants: TenantSettingsCatalog | None = None,
+        audit: AuditServices | None = None,
+        hosting: HostManagerSettings | None = None,
     ) -> ControlPlane:
+        """`audit` (optional) receives the recovery forensics and ledger evidence; `hosting`
+        (optional) enables runtime-instance processes for HTTP / gRPC scale-out."""
         settings = settings or ControlPlaneSettings()
-        return cls(
-            build_parts(hot_state, engine, canceller, settings, tenants=tenants), settings, workers=workers
+        parts = build_parts(
+            hot_state, engine, canceller, settings, tenants=tenants, audit=audit, hosting=hosting
         )
+        return cls(parts, settings, workers=workers)
 
     # Lifecycle
 
     async def start(self) -> ControlPlane:
-        """Start the configured shared in-process instances, the background pump and the watcher."""
+        """Publish discovery; start in-process instances, pump, scale-out watcher and reconcilers."""
+        await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
         for n in range(1, self.settings.local_instances + 1):
             await self.parts.pool.start_instance(self.local_instance_settings(n))
         if self.settings.background_pump:
             self.parts.background_pump.start()
+        if self.settings.recovery_enabled:
+            self.parts.recovery_loops.start()
         self._stop.clear()
         self._watcher_task = asyncio.create_task(
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
@@ -248,11 +322,16 @@ class ControlPlane:
 
     async def stop(self) -> None:
         self._stop.set()
+        await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
         if self._watcher_task is not None:
             await asyncio.gather(self._watcher_task, return_exceptions=True)
             self._watcher_task = None
+        if self.parts.hosts is not None:
+            await self.parts.hosts.stop_all()
         await self.parts.pool.stop_all()
+        await self.parts.providers.aclose()
+        await self.parts.discovery.withdraw(self.settings.control_plane_id)
 
     # Submit and drain
 

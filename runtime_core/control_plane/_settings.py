@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from runtime_core.queueing import SubmitMode
+from runtime_core.recovery import DEFAULT_HEALTH_WINDOW_MS
 
 
 def _default_host() -> str:
@@ -16,7 +17,11 @@ def _default_host() -> str:
 
 
 class ControlPlaneSettings(BaseModel):
-    """Sizes of the in-process runtime instances, pump / watcher cadence, TTLs and tenants file."""
+    """Sizes of the in-process runtime instances, pump / watcher cadence, TTLs and tenants file.
+
+    `health_window_ms`: a heartbeat older than this marks an instance Unsafe; the health and
+    recovery reconcilers run every `health_check_interval_ms` / `recovery_interval_ms`.
+    """
 
     host: str = Field(default_factory=_default_host)
     local_instances: int = Field(default=1, ge=0)
@@ -35,6 +40,10 @@ class ControlPlaneSettings(BaseModel):
     claim_lease_ms: int = Field(default=30_000, ge=100)
     default_submit_mode: SubmitMode = SubmitMode.QUEUE_FIRST
     tenants_file: Path | None = None
+    recovery_enabled: bool = True
+    health_window_ms: int = Field(default=DEFAULT_HEALTH_WINDOW_MS, ge=10)
+    health_check_interval_ms: int = Field(default=1_000, ge=1)
+    recovery_interval_ms: int = Field(default=1_000, ge=1)
 
     @property
     def control_plane_id(self) -> str:

@@ -6,7 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from runtime_core.instances import InstanceEntry, IsolationMode
+from runtime_core.instances import InstanceEntry, InstanceHealth, IsolationMode
+
+
+def _not_live_status(entry: InstanceEntry) -> str:
+    """Unsafe / Recovered when the health reconciler marked it, else Stale (heartbeat lapsed)."""
+    return "Stale" if entry.health is InstanceHealth.HEALTHY else entry.health.value
 
 
 class InstanceView(BaseModel):
@@ -48,7 +53,7 @@ class InstanceView(BaseModel):
         return cls(
             runtime_instance_id=d.runtime_instance_id,
             role=d.role,
-            status=d.status if entry.live else "Stale",
+            status=d.status if entry.live else _not_live_status(entry),
             live=entry.live,
             worker_count=c.worker_count,
             active_workers=c.active_workers,

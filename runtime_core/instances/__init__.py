@@ -3,8 +3,9 @@
 Owns the in-process runtime instance (RunId lifecycle, worker accounting, queue control,
 heartbeats), the Redis registry and capacity descriptors, tenant runtime settings and the
 visibility evaluator, the admission controller and its Lua reservations, the run-execution
-index, the in-process instance pool and the local scaler. Must not own workflow truth (the
-DAG engine does) nor know about the shared queue or providers.
+index, the in-process instance pool and the local scaler, the control-plane discovery
+record, and the host manager that starts runtime-instance processes. Must not own workflow
+truth (the DAG engine does) nor know about the shared queue or providers.
 """
 
 from runtime_core.instances._admission import (
@@ -14,6 +15,16 @@ from runtime_core.instances._admission import (
     AdmissionKind,
 )
 from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies
+from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
+from runtime_core.instances._host_manager import (
+    HostedProcess,
+    HostLaunch,
+    HostManagerSettings,
+    HostStartError,
+    HostTransport,
+    RuntimeHostManager,
+    hosted_instance_ids,
+)
 from runtime_core.instances._instance import RuntimeInstance
 from runtime_core.instances._models import (
     PROVIDER_NAME_KEY,
@@ -22,6 +33,7 @@ from runtime_core.instances._models import (
     CapacityDescriptor,
     InstanceDescriptor,
     InstanceEntry,
+    InstanceHealth,
     LocalRunRequest,
     LocalRunStatus,
     LocalRunView,
@@ -51,6 +63,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "InstanceDescriptor",
     "CapacityDescriptor",
     "InstanceEntry",
+    "InstanceHealth",
     "DEFAULT_STALE_AFTER_MS",
     "PROVIDER_NAME_KEY",
     "TRANSPORT_NAME_KEY",
@@ -78,4 +91,14 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "LocalInstanceScaler",
     "ScaleOutOutcome",
     "local_instance_id",
+    # Control-plane discovery and runtime-instance processes
+    "ControlPlaneDiscovery",
+    "ControlPlaneDescriptor",
+    "RuntimeHostManager",
+    "HostManagerSettings",
+    "HostLaunch",
+    "HostedProcess",
+    "HostTransport",
+    "HostStartError",
+    "hosted_instance_ids",
 ]

@@ -4,7 +4,8 @@ Owns the local RunId lifecycle (Queued, Running, Completed, Failed, Cancelled), 
 accounting (`min(worker_count, max_local_workers_per_execution, available)` per execution;
 a run waits for a worker instead of failing), queue pause / resume, hot enqueue, queued-run
 cancellation (no ExecutionId is ever created) and running-run cancellation bridged to
-execution control by ExecutionId, the run-execution index records of its runs, and the
+execution control by ExecutionId, resuming a recovered execution by its existing ExecutionId
+instead of creating one, the run-execution index records of its runs, and the
 heartbeat publication of its registry and capacity descriptors. Restores each run's
 snapshot before creating and advancing its DAG; refuses a run without a snapshot. Must
 not read tenants from anything but the snapshot, nor touch another instance's runs.
@@ -132,6 +133,7 @@ class RuntimeInstance:
             allow_shared_fallback=s.allow_shared_fallback,
             runtime_instance_id_prefix=s.runtime_instance_id_prefix,
             metadata={
+                **s.metadata,
                 PROVIDER_NAME_KEY: s.provider_name,
                 TRANSPORT_NAME_KEY: s.transport_name,
                 TRANSPORT_ENDPOINT_KEY: s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
@@ -204,6 +206,7 @@ class RuntimeInstance:
                 shared_run_id=request.shared_run_id,
                 runtime_instance_id=self.runtime_instance_id,
                 status=LocalRunStatus.QUEUED,
+                execution_id=request.resume_execution_id,
                 created_at_ms=await self.deps.registry.hot_state.server_time_ms(),
                 snapshot=request.snapshot,
                 metadata=dict(request.attributes),
@@ -341,9 +344,7 @@ class RuntimeInstance:
         engine = copy.copy(self.deps.engine)
         engine.instance_id = self.runtime_instance_id
         with restored_snapshot(run.snapshot):
-            execution_id = await engine.create_execution(
-                run.request.pipeline, run.request.input, run.snapshot, attributes=self._attributes(run)
-            )
+            execution_id = await self._open_execution(engine, run)
             run.record = await self.deps.index.update(
                 run.record,
                 execution_id=execution_id,
@@ -359,6 +360,21 @@ class RuntimeInstance:
         if final in (LocalRunStatus.COMPLETED, LocalRunStatus.CANCELLED):
             return LocalRunStatus(final), None
         return LocalRunStatus.FAILED, f"execution finished {final or 'without a status'}"
+
+    async def _open_execution(self, engine: DagEngine, run: _LocalRun) -> str:
+        """Create the run's execution, or continue the recovered one it resumes (same ExecutionId)."""
+        execution_id = run.request.resume_execution_id
+        if execution_id is None:
+            return await engine.create_execution(
+                run.request.pipeline, run.request.input, run.snapshot, attributes=self._attributes(run)
+            )
+        meta = await engine.store.load_meta(execution_id)
+        if meta is None or meta.snapshot is None or meta.snapshot.tenant_id != run.snapshot.tenant_id:
+            raise NotFoundError(
+                f"Execution '{execution_id}' to resume was not found.",
+                hint="Its hot state is gone; replay it from its terminal snapshot.",
+            )
+        return execution_id
 
     @staticmethod
     async def _wait_until_unparked(engine: DagEngine, execution_id: str) -> None:

@@ -23,7 +23,11 @@ TRANSPORT_ENDPOINT_KEY = "transport.endpoint"
 
 
 class RuntimeInstanceSettings(BaseModel):
-    """One typed config object per runtime instance (sizes, tenant ownership, transport)."""
+    """One typed config object per runtime instance (sizes, tenant ownership, transport).
+
+    `metadata` adds registry metadata (e.g. the control-plane id and host id of a
+    runtime-instance process); the provider keys always come from the transport fields.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -44,6 +48,7 @@ class RuntimeInstanceSettings(BaseModel):
     provider_name: str = "local"
     transport_name: str = "in-memory"
     transport_endpoint: str = ""
+    metadata: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def for_tenant(
@@ -124,8 +129,16 @@ class CapacityDescriptor(BaseModel):
     provider_endpoint: str = ""
 
 
+class InstanceHealth(StrEnum):
+    """Set by the health reconciler in the registry record; only Healthy instances are live."""
+
+    HEALTHY = "Healthy"
+    UNSAFE = "Unsafe"
+    RECOVERED = "Recovered"
+
+
 class InstanceEntry(BaseModel):
-    """Registry descriptor joined with its capacity, liveness and held reservations."""
+    """Registry descriptor joined with its capacity, liveness, health and held reservations."""
 
     descriptor: InstanceDescriptor
     capacity: CapacityDescriptor
@@ -133,6 +146,7 @@ class InstanceEntry(BaseModel):
     heartbeat_at_ms: int
     live: bool
     reserved_slots: int = 0
+    health: InstanceHealth = InstanceHealth.HEALTHY
 
     @property
     def runtime_instance_id(self) -> str:
@@ -160,7 +174,11 @@ class LocalRunStatus(StrEnum):
 
 
 class LocalRunRequest(BaseModel):
-    """A run delivered into one instance's local queue; refused without a snapshot."""
+    """A run delivered into one instance's local queue; refused without a snapshot.
+
+    `resume_execution_id` (recovery of an in-flight execution) makes the run continue that
+    existing ExecutionId instead of creating a new execution.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -169,6 +187,7 @@ class LocalRunRequest(BaseModel):
     snapshot: ExecutionContextSnapshot | None
     shared_run_id: str | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
+    resume_execution_id: str | None = None
 
 
 class LocalRunView(BaseModel):

@@ -2,8 +2,9 @@
 
 Owns registration (index SET), heartbeat publication of the registry descriptor and the
 capacity descriptor (Lua `publish_capacity`, server time, out-of-order publishes ignored),
-unregistration, and listing joined entries filtered by tenant visibility. Must not decide
-admission or create instances.
+unregistration, and listing joined entries filtered by tenant visibility (an entry is live
+only while its heartbeat is fresh and the health reconciler has not marked it Unsafe).
+Must not decide admission or create instances.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from runtime_core.errors import NotFoundError
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._keys import InstanceKeys, instance_index_key
-from runtime_core.instances._models import CapacityDescriptor, InstanceDescriptor, InstanceEntry
+from runtime_core.instances._models import (
+    CapacityDescriptor,
+    InstanceDescriptor,
+    InstanceEntry,
+    InstanceHealth,
+)
 from runtime_core.instances._tenants import TenantSettingsCatalog
 from runtime_core.instances._visibility import is_instance_visible
 
@@ -38,6 +44,11 @@ class InstanceRegistry:
     def keys(self, runtime_instance_id: str) -> InstanceKeys:
         return InstanceKeys.of(self.hot_state, runtime_instance_id)
 
+    @property
+    def index_key(self) -> str:
+        """The SET of registered runtime instance ids."""
+        return instance_index_key(self.hot_state)
+
     async def register(
         self, descriptor: InstanceDescriptor, capacity: CapacityDescriptor, version: int
     ) -> None:
@@ -60,6 +71,16 @@ class InstanceRegistry:
             ],
         )
         return int(published) == 1
+
+    async def descriptor(self, runtime_instance_id: str) -> InstanceDescriptor:
+        """The registry record alone (one HGET): how providers find an instance's endpoint."""
+        raw = await self.hot_state.redis.hget(self.keys(runtime_instance_id).registry, "descriptor")
+        if raw is None:
+            raise NotFoundError(
+                f"Runtime instance '{runtime_instance_id}' is not registered.",
+                hint="It stopped or never registered; list the registered instances.",
+            )
+        return InstanceDescriptor.model_validate_json(raw)
 
     async def unregister(self, runtime_instance_id: str) -> None:
         k = self.keys(runtime_instance_id)
@@ -89,13 +110,15 @@ class InstanceRegistry:
     def _entry(self, registry: dict[str, str], capacity: list[str], reserved: int, now: int) -> InstanceEntry:
         heartbeat = int(registry["heartbeat_at_ms"])
         published = CapacityDescriptor.model_validate_json(capacity[0])
+        health = InstanceHealth(registry.get("health") or InstanceHealth.HEALTHY)
         return InstanceEntry(
             descriptor=InstanceDescriptor.model_validate(json.loads(registry["descriptor"])),
             capacity=published.model_copy(update={"snapshot_at_ms": int(capacity[1])}),
             registered_at_ms=int(registry["registered_at_ms"]),
             heartbeat_at_ms=heartbeat,
-            live=now - heartbeat <= self.stale_after_ms,
+            live=health is InstanceHealth.HEALTHY and now - heartbeat <= self.stale_after_ms,
             reserved_slots=reserved,
+            health=health,
         )
 
     def is_visible(self, entry: InstanceEntry, snapshot: ExecutionContextSnapshot) -> bool:

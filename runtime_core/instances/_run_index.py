@@ -1,7 +1,8 @@
 """The run-execution index: LocalRunId -> ExecutionId, runtime instance, status, snapshot.
 
 Owns the Redis records written by the instance that owns a local run, the pointers from
-SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key, and the
+SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key, the
+per-instance set of non-terminal (assigned) local runs that recovery enumerates, and the
 tenant-visibility check every run status / cancel path runs before it touches a local
 controller. A foreign tenant's id gets exactly the answer an unknown id gets. Must not
 change local run state itself.
@@ -57,6 +58,9 @@ class RunExecutionIndex:
     def _tenant_key(self, tenant_id: str) -> str:
         return self.hot_state.key("runindex", "tenant", tenant_id)
 
+    def _assigned_key(self, runtime_instance_id: str) -> str:
+        return self.hot_state.key("runindex", "instance", runtime_instance_id, "assigned")
+
     async def put(self, record: RunIndexRecord) -> None:
         pipe = self.hot_state.redis.pipeline(transaction=False)
         pipe.set(self._local_key(record.local_run_id), record.model_dump_json())
@@ -65,6 +69,11 @@ class RunExecutionIndex:
         if record.execution_id:
             pipe.set(self._pointer_key("execution", record.execution_id), record.local_run_id)
         pipe.zadd(self._tenant_key(record.tenant_id), {record.local_run_id: record.created_at_ms})
+        assigned = self._assigned_key(record.runtime_instance_id)
+        if record.status.is_terminal:
+            pipe.zrem(assigned, record.local_run_id)
+        else:
+            pipe.zadd(assigned, {record.local_run_id: record.created_at_ms})
         await pipe.execute()
 
     async def update(self, record: RunIndexRecord, **changes: Any) -> RunIndexRecord:
@@ -102,6 +111,12 @@ class RunExecutionIndex:
         if record is None or record.tenant_id != snapshot.tenant_id:
             raise run_not_found(any_id)
         return record
+
+    async def assigned_to(self, runtime_instance_id: str) -> list[RunIndexRecord]:
+        """Non-terminal local runs of one instance: what recovery must take over if it dies."""
+        ids = await self.hot_state.redis.zrange(self._assigned_key(runtime_instance_id), 0, -1)
+        records = [await self.get_local(local_run_id) for local_run_id in ids]
+        return [r for r in records if r is not None and not r.status.is_terminal]
 
     async def list_tenant(
         self, snapshot: ExecutionContextSnapshot, *, limit: int = 100

@@ -2,11 +2,21 @@
 
 Owns the transport-neutral provider protocol (dispatch / enqueue, run status, cancel, queue
 pause / resume, capacity, scale-out) with JSON-serializable pydantic requests, the
-in-process LOCAL provider, provider metadata (`provider.name`, `transport.name`,
-`transport.endpoint`) and the provider selector. Must not own recovery or tenancy, execute
-steps or mutate DAG state.
+in-process LOCAL provider, the HTTP (httpx) and gRPC (`grpc.aio`) providers with their wire
+contract (routes, `proto/runtime_provider.proto`, the runtime error envelope) and their
+process scale-out through the runtime host manager, provider metadata (`provider.name`,
+`transport.name`, `transport.endpoint`) and the provider selector. Must not own recovery
+or tenancy, execute steps or mutate DAG state.
 """
 
+from runtime_core.providers._grpc import GRPC_METHODS, GRPC_PROVIDER_NAME, GrpcRuntimeProvider
+from runtime_core.providers._http import (
+    HEALTH_PATH,
+    HTTP_PROVIDER_NAME,
+    HTTP_ROUTES,
+    HttpRuntimeProvider,
+    http_path,
+)
 from runtime_core.providers._local import LOCAL_PROVIDER_NAME, LocalRuntimeProvider
 from runtime_core.providers._protocol import (
     CancelRunRequest,
@@ -21,7 +31,9 @@ from runtime_core.providers._protocol import (
     ScaleOutProvisionRequest,
     ScaleOutProvisionResult,
 )
+from runtime_core.providers._remote import RemoteRuntimeProvider
 from runtime_core.providers._selector import ProviderSelector
+from runtime_core.providers._wire import INVALID_REQUEST_CODE, Command, InstanceRef, WireError
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Protocol
@@ -40,5 +52,19 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Providers
     "LocalRuntimeProvider",
     "LOCAL_PROVIDER_NAME",
+    "HttpRuntimeProvider",
+    "HTTP_PROVIDER_NAME",
+    "GrpcRuntimeProvider",
+    "GRPC_PROVIDER_NAME",
+    "RemoteRuntimeProvider",
     "ProviderSelector",
+    # Wire contract of the HTTP / gRPC command endpoints
+    "Command",
+    "InstanceRef",
+    "WireError",
+    "INVALID_REQUEST_CODE",
+    "HTTP_ROUTES",
+    "http_path",
+    "HEALTH_PATH",
+    "GRPC_METHODS",
 ]

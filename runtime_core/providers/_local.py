@@ -54,6 +54,7 @@ class LocalRuntimeProvider:
                 snapshot=request.snapshot,
                 shared_run_id=request.shared_run_id,
                 attributes=request.attributes,
+                resume_execution_id=request.resume_execution_id,
             )
         )
         return DispatchResponse(

@@ -48,7 +48,11 @@ class ProviderMetadata(BaseModel):
 
 
 class DispatchRequest(BaseModel):
-    """A shared run delivered to one runtime instance's local queue, with its snapshot."""
+    """A shared run delivered to one runtime instance's local queue, with its snapshot.
+
+    `resume_execution_id` is set for a recovered in-flight run: the instance continues that
+    ExecutionId instead of creating a new execution.
+    """
 
     runtime_instance_id: str
     shared_run_id: str | None = None
@@ -56,6 +60,7 @@ class DispatchRequest(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
     snapshot: ExecutionContextSnapshot | None
     attributes: dict[str, str] = Field(default_factory=dict)
+    resume_execution_id: str | None = None
 
 
 class DispatchResponse(BaseModel):

@@ -7,9 +7,15 @@ Owns the lookup by the registry metadata `provider.name` and the scale-out choic
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 from runtime_core.instances import InstanceDescriptor
 from runtime_core.providers._protocol import ProviderError, RuntimeProvider, ScaleOutProvider
+
+
+@runtime_checkable
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
 
 
 class ProviderSelector:
@@ -21,6 +27,12 @@ class ProviderSelector:
     def add(self, provider: RuntimeProvider) -> None:
         """Register (or replace) the provider serving `provider.metadata.provider_name`."""
         self._providers[provider.metadata.provider_name] = provider
+
+    async def aclose(self) -> None:
+        """Close the providers that hold connections (HTTP clients, gRPC channels)."""
+        for provider in self._providers.values():
+            if isinstance(provider, _Closable):
+                await provider.aclose()
 
     def names(self) -> list[str]:
         return sorted(self._providers)

@@ -104,6 +104,7 @@ class RunDelivery:
                 input=run.input,
                 snapshot=run.snapshot,
                 attributes=attributes,
+                resume_execution_id=run.resume_execution_id,
             )
         )
 

@@ -53,12 +53,18 @@ _OPTIONAL_TEXT_FIELDS = (
     "failure_reason",
     "last_requeue_reason",
     "cancelled_by",
+    "resume_execution_id",
+    "recovered_from_runtime_instance_id",
 )
 _OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms")
 
 
 class SharedRunRecord(BaseModel):
-    """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId)."""
+    """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId).
+
+    Only recovery sets `resume_execution_id`: the in-flight execution the next dispatch must
+    continue after its runtime instance became unsafe.
+    """
 
     shared_run_id: str
     status: SharedRunStatus
@@ -82,6 +88,8 @@ class SharedRunRecord(BaseModel):
     failure_reason: str | None = None
     last_requeue_reason: str | None = None
     cancelled_by: str | None = None
+    resume_execution_id: str | None = None
+    recovered_from_runtime_instance_id: str | None = None
 
     def creation_fields(self) -> dict[str, str]:
         """The string fields a Lua script writes when it creates the record."""

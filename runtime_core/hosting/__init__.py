@@ -1,0 +1,43 @@
+"""Runtime-instance processes: the process side of the HTTP and gRPC providers.
+
+Owns the process that hosts K child runtime instances (the dispatch targets, not the host)
+behind a starlette/uvicorn HTTP command endpoint or a `grpc.aio` command service, its
+options and argument parser (shared with `mcp-runtime runtime-instance`), discovery of the
+control plane before self-registration, and clean unregistration on SIGTERM / SIGINT.
+Starting such processes for scale-out is the host manager's job
+(`runtime_core.instances.RuntimeHostManager`). Must not dispatch, admit or recover runs.
+"""
+
+from runtime_core.hosting._commands import RuntimeCommands
+from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
+from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
+from runtime_core.hosting._options import (
+    CONTROL_PLANE_ID_KEY,
+    HOST_ID_KEY,
+    RuntimeInstanceProcessOptions,
+    add_process_arguments,
+    build_arg_parser,
+    options_from_args,
+    parse_options,
+)
+from runtime_core.hosting._process import RuntimeInstanceHost, main, run_runtime_instance_process
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Process
+    "run_runtime_instance_process",
+    "main",
+    "RuntimeInstanceHost",
+    # Options
+    "RuntimeInstanceProcessOptions",
+    "build_arg_parser",
+    "add_process_arguments",
+    "options_from_args",
+    "parse_options",
+    "CONTROL_PLANE_ID_KEY",
+    "HOST_ID_KEY",
+    # Command endpoints
+    "RuntimeCommands",
+    "HttpCommandEndpoint",
+    "GrpcCommandEndpoint",
+    "build_http_app",
+]

@@ -1,0 +1,76 @@
+"""The gRPC command endpoint of a runtime-instance process: the `RuntimeProvider` service (grpc.aio).
+
+Owns the servicer (each RPC = one runtime command: JSON request in, JSON response or a
+typed `RuntimeError` out) and the `grpc.aio` server on the process's loopback port. Must
+not decide anything about runs.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
+from runtime_core.providers import Command, WireError
+from runtime_core.providers.grpc_gen import runtime_provider_pb2 as pb
+from runtime_core.providers.grpc_gen import runtime_provider_pb2_grpc as pb_grpc
+
+_STOP_GRACE_S = 1.0
+
+
+def _error_reply(error: WireError) -> pb.CommandReply:
+    return pb.CommandReply(
+        error=pb.RuntimeError(
+            code=error.code, message=error.message, hint=error.hint or "", rule=error.rule or ""
+        )
+    )
+
+
+class RuntimeProviderServicer(pb_grpc.RuntimeProviderServicer):
+    def __init__(self, commands: RuntimeCommands) -> None:
+        self.commands = commands
+
+    async def _run(self, command: Command, request: pb.CommandRequest) -> pb.CommandReply:
+        payload = parse_json_object(request.json)
+        if isinstance(payload, WireError):
+            return _error_reply(payload)
+        result = await self.commands.execute(command, payload)
+        if isinstance(result, WireError):
+            return _error_reply(result)
+        return pb.CommandReply(json=result.model_dump_json())
+
+    async def Dispatch(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
+        return await self._run(Command.DISPATCH, request)
+
+    async def RunStatus(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
+        return await self._run(Command.RUN_STATUS, request)
+
+    async def CancelRun(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
+        return await self._run(Command.CANCEL_RUN, request)
+
+    async def PauseQueue(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
+        return await self._run(Command.PAUSE_QUEUE, request)
+
+    async def ResumeQueue(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
+        return await self._run(Command.RESUME_QUEUE, request)
+
+    async def Capacity(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
+        return await self._run(Command.CAPACITY, request)
+
+
+class GrpcCommandEndpoint:
+    def __init__(self, commands: RuntimeCommands, host: str, port: int) -> None:
+        self.address = f"{host}:{port}"
+        self._servicer = RuntimeProviderServicer(commands)
+        self._server: grpc.aio.Server | None = None
+
+    async def start(self) -> None:
+        server = grpc.aio.server()
+        pb_grpc.add_RuntimeProviderServicer_to_server(self._servicer, server)
+        server.add_insecure_port(self.address)
+        await server.start()
+        self._server = server
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop(_STOP_GRACE_S)
+            self._server = None

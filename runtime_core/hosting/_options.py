@@ -1,0 +1,146 @@
+"""Options of a runtime-instance process: one typed model and the argument parser that fills it.
+
+Owns `RuntimeInstanceProcessOptions` (transport, port, tenant scope, pool size, sizing,
+Redis, data directory, host id, timeouts) and `build_arg_parser()`, shared by
+`python -m runtime_core.hosting` and the `mcp-runtime runtime-instance` command. Must not
+start anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from runtime_core.instances import (
+    HostTransport,
+    IsolationMode,
+    RuntimeInstanceSettings,
+    TenantRuntimeSettings,
+    TenantSettingsCatalog,
+    hosted_instance_ids,
+)
+
+CONTROL_PLANE_ID_KEY = "control.plane.id"
+HOST_ID_KEY = "runtime.host.id"
+
+
+class RuntimeInstanceProcessOptions(BaseModel):
+    """Unset sizing / isolation fields come from the tenant's settings (tenants file or default)."""
+
+    transport: HostTransport
+    port: int = Field(ge=1, le=65_535)
+    bind_host: str = "127.0.0.1"
+    tenant: str
+    tenant_group: str | None = None
+    isolation: IsolationMode | None = None
+    instance_prefix: str | None = None
+    pool_size: int = Field(default=1, ge=1)
+    workers: int | None = Field(default=None, ge=1)
+    max_local_workers_per_execution: int | None = Field(default=None, ge=1)
+    max_concurrent_runs: int | None = Field(default=None, ge=1)
+    local_queue_capacity: int | None = Field(default=None, ge=1)
+    redis_url: str
+    redis_prefix: str = "mcprt:"
+    data_dir: Path = Path(".mcp-runtime")
+    host_id: str
+    tenants_file: Path | None = None
+    heartbeat_ms: int = Field(default=2_000, ge=10)
+    discovery_timeout_s: float = Field(default=10.0, gt=0)
+    parent_pid: int | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The `transport.endpoint` published in the registry."""
+        if self.transport is HostTransport.HTTP:
+            return f"http://{self.bind_host}:{self.port}"
+        return f"{self.bind_host}:{self.port}"
+
+    def tenant_catalog(self) -> TenantSettingsCatalog:
+        if self.tenants_file is None:
+            return TenantSettingsCatalog()
+        return TenantSettingsCatalog.from_file(self.tenants_file)
+
+    def tenant_settings(self) -> TenantRuntimeSettings:
+        return self.tenant_catalog().resolve(self.tenant)
+
+    def instance_settings(self, control_plane_id: str) -> list[RuntimeInstanceSettings]:
+        """The K child instances: ids `rt_<host id>:<prefix>-<n>`, owned by the tenant unless Shared."""
+        tenant = self.tenant_settings()
+        isolation = self.isolation or tenant.isolation_mode
+        prefix = self.instance_prefix or tenant.runtime_instance_id_prefix
+        workers = self.workers or tenant.worker_count_per_instance
+        owned = isolation is not IsolationMode.SHARED
+        return [
+            RuntimeInstanceSettings(
+                runtime_instance_id=runtime_instance_id,
+                host=self.host_id,
+                worker_count=workers,
+                max_local_workers_per_execution=(
+                    self.max_local_workers_per_execution or tenant.max_local_workers_per_execution or workers
+                ),
+                max_concurrent_runs=self.max_concurrent_runs or tenant.max_concurrent_runs_per_instance,
+                local_queue_capacity=self.local_queue_capacity or tenant.local_queue_capacity,
+                isolation_mode=isolation,
+                tenant_id=self.tenant if owned else None,
+                tenant_group_id=self.tenant_group if owned else None,
+                prefer_dedicated_capacity=tenant.prefer_dedicated_capacity,
+                allow_shared_fallback=tenant.allow_shared_fallback,
+                runtime_instance_id_prefix=prefix,
+                heartbeat_interval_ms=self.heartbeat_ms,
+                provider_name=self.transport.value,
+                transport_name=self.transport.value,
+                transport_endpoint=self.endpoint,
+                metadata={CONTROL_PLANE_ID_KEY: control_plane_id, HOST_ID_KEY: self.host_id},
+            )
+            for runtime_instance_id in hosted_instance_ids(self.host_id, prefix, self.pool_size)
+        ]
+
+
+def add_process_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the runtime-instance options to `parser` (a top-level parser or a CLI subcommand)."""
+    parser.add_argument("--transport", required=True, choices=[t.value for t in HostTransport])
+    parser.add_argument("--port", required=True, type=int, help="loopback port of the command endpoint")
+    parser.add_argument("--bind-host", default="127.0.0.1")
+    parser.add_argument("--tenant", required=True, help="tenant id whose scope the instances serve")
+    parser.add_argument("--tenant-group")
+    parser.add_argument("--isolation", choices=[m.value for m in IsolationMode])
+    parser.add_argument("--instance-prefix", help="RuntimeInstanceIdPrefix (default: the tenant's)")
+    parser.add_argument("--pool-size", type=int, default=1, help="child runtime instances (K)")
+    parser.add_argument("--workers", type=int, help="workers per child instance (W)")
+    parser.add_argument("--max-local-workers-per-execution", type=int)
+    parser.add_argument("--max-concurrent-runs", type=int)
+    parser.add_argument("--local-queue-capacity", type=int)
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--redis-prefix", default="mcprt:")
+    parser.add_argument("--data-dir", type=Path, default=Path(".mcp-runtime"))
+    parser.add_argument("--host-id", required=True, help="this process's host id (part of instance ids)")
+    parser.add_argument("--tenants-file", type=Path)
+    parser.add_argument("--heartbeat-ms", type=int, default=2_000)
+    parser.add_argument(
+        "--discovery-timeout", dest="discovery_timeout_s", type=float, default=10.0, help="seconds"
+    )
+    parser.add_argument("--parent-pid", type=int, help="exit cleanly when this parent process is gone")
+
+
+def build_arg_parser(prog: str = "python -m runtime_core.hosting") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run a runtime-instance process: K child runtime instances behind an HTTP or gRPC "
+        "command endpoint, registered with the control plane found through Redis discovery.",
+    )
+    add_process_arguments(parser)
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> RuntimeInstanceProcessOptions:
+    """The options model from parsed arguments (extra attributes of a CLI namespace are ignored)."""
+    fields = RuntimeInstanceProcessOptions.model_fields
+    values = {key: value for key, value in vars(args).items() if key in fields and value is not None}
+    return RuntimeInstanceProcessOptions.model_validate(values)
+
+
+def parse_options(argv: Sequence[str] | None = None) -> RuntimeInstanceProcessOptions:
+    return options_from_args(build_arg_parser().parse_args(argv))

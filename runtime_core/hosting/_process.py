@@ -1,0 +1,140 @@
+"""The runtime-instance process: K child runtime instances behind one HTTP or gRPC endpoint.
+
+Owns the process lifecycle: wire the engine (`EngineServices`: hot state, DAG engine,
+durable store, audit, execution control), resolve the control-plane id from the Redis
+discovery record (refuse to start without one), open the command endpoint, start and
+self-register the child instances (they heartbeat registry + capacity themselves), then on
+SIGTERM / SIGINT (or when the parent process is gone) stop and unregister them with the
+identity resolved at start (never re-resolving discovery) and close the endpoint. Must not
+dispatch, admit or recover runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from runtime_core.bootstrap import EngineServices, RuntimeSettings
+from runtime_core.errors import RuntimeCoreError
+from runtime_core.hosting._commands import RuntimeCommands
+from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
+from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
+from runtime_core.hosting._options import RuntimeInstanceProcessOptions, parse_options
+from runtime_core.instances import (
+    ControlPlaneDescriptor,
+    ControlPlaneDiscovery,
+    HostTransport,
+    InstanceDependencies,
+    InstanceRegistry,
+    LocalInstancePool,
+    RunExecutionIndex,
+)
+
+log = logging.getLogger("runtime_core.hosting")
+
+_PARENT_CHECK_INTERVAL_S = 1.0
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class RuntimeInstanceHost:
+    """The hosting side of one process: endpoint + pool; `start()` / `stop()`."""
+
+    def __init__(self, options: RuntimeInstanceProcessOptions, services: EngineServices) -> None:
+        self.options = options
+        self.services = services
+        hot_state = services.hot_state
+        self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
+        index = RunExecutionIndex(hot_state)
+        self.pool = LocalInstancePool(
+            InstanceDependencies(services.engine, self.registry, index, services.control)
+        )
+        self.commands = RuntimeCommands(self.pool)
+        self.endpoint = self._endpoint()
+        self.control_plane: ControlPlaneDescriptor | None = None
+
+    def _endpoint(self) -> HttpCommandEndpoint | GrpcCommandEndpoint:
+        o = self.options
+        if o.transport is HostTransport.HTTP:
+            return HttpCommandEndpoint(build_http_app(self.commands, self.health), o.bind_host, o.port)
+        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port)
+
+    def health(self) -> dict[str, object]:
+        return {
+            "status": "ok",
+            "host_id": self.options.host_id,
+            "control_plane_id": self.control_plane.control_plane_id if self.control_plane else None,
+            "runtime_instance_ids": [i.runtime_instance_id for i in self.pool.instances()],
+        }
+
+    async def start(self) -> None:
+        discovery = ControlPlaneDiscovery(self.services.hot_state)
+        self.control_plane = await discovery.resolve(timeout_s=self.options.discovery_timeout_s)
+        await self.endpoint.start()
+        for settings in self.options.instance_settings(self.control_plane.control_plane_id):
+            await self.pool.start_instance(settings)
+        log.info(
+            "runtime_instance_process.ready host_id=%s endpoint=%s control_plane_id=%s instances=%s",
+            self.options.host_id,
+            self.options.endpoint,
+            self.control_plane.control_plane_id,
+            ",".join(i.runtime_instance_id for i in self.pool.instances()),
+        )
+
+    async def stop(self) -> None:
+        """Unregister every child instance (ids known since start), then close the endpoint."""
+        await self.pool.stop_all()
+        await self.endpoint.stop()
+        log.info("runtime_instance_process.stopped host_id=%s", self.options.host_id)
+
+
+async def run_runtime_instance_process(
+    options: RuntimeInstanceProcessOptions, *, stop: asyncio.Event | None = None
+) -> None:
+    """Run until `stop` is set (default: until SIGTERM / SIGINT, or the parent process is gone)."""
+    installed = stop is None
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    if installed:
+        for signum in _STOP_SIGNALS:
+            loop.add_signal_handler(signum, stop.set)
+    settings = RuntimeSettings(
+        data_dir=options.data_dir, redis_url=options.redis_url, redis_prefix=options.redis_prefix
+    )
+    try:
+        async with EngineServices(settings) as services:
+            host = RuntimeInstanceHost(options, services)
+            await host.start()
+            try:
+                await _wait_for_stop(stop, options.parent_pid)
+            finally:
+                await host.stop()
+    finally:
+        if installed:
+            for signum in _STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+
+
+async def _wait_for_stop(stop: asyncio.Event, parent_pid: int | None) -> None:
+    if parent_pid is None:
+        await stop.wait()
+        return
+    while not stop.is_set() and os.getppid() == parent_pid:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=_PARENT_CHECK_INTERVAL_S)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m runtime_core.hosting ...`: 0 after a clean stop, 2 when it cannot start."""
+    options = parse_options(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        asyncio.run(run_runtime_instance_process(options))
+    except (RuntimeCoreError, OSError) as exc:  # no discovery record, Redis down, port taken
+        print(f"runtime-instance {options.host_id}: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,1 @@
+"""Generated gRPC stubs of `../proto/runtime_provider.proto`; regenerate with scripts/gen-grpc.sh."""

@@ -1,0 +1,61 @@
+"""Runtime health and execution recovery: what happens when a runtime instance dies.
+
+Owns the health reconciler (a heartbeat older than the window marks an instance Unsafe, so
+admission stops offering it at once) and, separately, the execution recovery reconciler
+(the Unsafe instance's assigned work, enumerated from the run-execution index and the
+shared run store, goes back to tenant-visible replacement capacity exactly once: in-flight
+executions resume with the same ExecutionId, local-queued runs are redispatched with the
+same SharedRunId and a new LocalRunId, recovery never consumes retry budget), their Lua
+transitions, the recovery forensics and ledger evidence, and the background loops. Must not
+dispatch, create capacity, or read a dead instance's local queue.
+"""
+
+from runtime_core.recovery._claims import ItemClaimOutcome, RecoveryClaims
+from runtime_core.recovery._dag_release import release_execution_claims
+from runtime_core.recovery._evidence import RecoveryEvidence
+from runtime_core.recovery._health import RuntimeHealthReconciler
+from runtime_core.recovery._health_store import (
+    InstanceHealthStore,
+    InstanceHeartbeat,
+    RecoveredMarkOutcome,
+    UnsafeInstance,
+    UnsafeMarkOutcome,
+)
+from runtime_core.recovery._loops import RecoveryLoops
+from runtime_core.recovery._models import (
+    DEFAULT_HEALTH_WINDOW_MS,
+    RecoveredItem,
+    RecoveryAction,
+    RecoveryKind,
+    RecoverySettings,
+)
+from runtime_core.recovery._reconciler import ExecutionRecoveryReconciler, RecoveryDependencies
+from runtime_core.recovery._requeue import RunRecovery, RunRecoveryOutcome, SharedRunRecovery
+
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Reconcilers
+    "RuntimeHealthReconciler",
+    "ExecutionRecoveryReconciler",
+    "RecoveryDependencies",
+    "RecoverySettings",
+    "RecoveryLoops",
+    "DEFAULT_HEALTH_WINDOW_MS",
+    # Results and evidence
+    "RecoveredItem",
+    "RecoveryKind",
+    "RecoveryAction",
+    "RecoveryEvidence",
+    # Health marks
+    "InstanceHealthStore",
+    "InstanceHeartbeat",
+    "UnsafeInstance",
+    "UnsafeMarkOutcome",
+    "RecoveredMarkOutcome",
+    # Exactly-once transitions
+    "RecoveryClaims",
+    "ItemClaimOutcome",
+    "SharedRunRecovery",
+    "RunRecovery",
+    "RunRecoveryOutcome",
+    "release_execution_claims",
+]

@@ -1,0 +1,72 @@
+"""The background health and recovery loops of a control plane.
+
+Owns running `RuntimeHealthReconciler.reconcile_once` and
+`ExecutionRecoveryReconciler.reconcile_once` at their intervals; a health pass that marked
+an instance Unsafe wakes recovery at once. A failing pass is logged and retried on the next
+interval. Must not reconcile anything itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from runtime_core.recovery._health import RuntimeHealthReconciler
+from runtime_core.recovery._reconciler import ExecutionRecoveryReconciler
+
+log = logging.getLogger("runtime_core.recovery")
+
+
+async def _wait(event: asyncio.Event, timeout_s: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout=timeout_s)
+
+
+class RecoveryLoops:
+    def __init__(
+        self,
+        health: RuntimeHealthReconciler,
+        recovery: ExecutionRecoveryReconciler,
+        *,
+        health_interval_ms: int,
+        recovery_interval_ms: int,
+    ) -> None:
+        self.health = health
+        self.recovery = recovery
+        self.health_interval_ms = health_interval_ms
+        self.recovery_interval_ms = recovery_interval_ms
+        self._stop = asyncio.Event()
+        self._wake_recovery = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._tasks = [
+            asyncio.create_task(self._health_loop(), name="runtime-health-reconciler"),
+            asyncio.create_task(self._recovery_loop(), name="execution-recovery-reconciler"),
+        ]
+
+    async def stop(self) -> None:
+        self._stop.set()
+        self._wake_recovery.set()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def _health_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if await self.health.reconcile_once():
+                    self._wake_recovery.set()
+            except Exception:  # Redis hiccup: log and try again next interval
+                log.exception("health.reconcile_failed")
+            await _wait(self._stop, self.health_interval_ms / 1000)
+
+    async def _recovery_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake_recovery.clear()
+            try:
+                await self.recovery.reconcile_once()
+            except Exception:  # Redis hiccup: log and try again next interval
+                log.exception("recovery.reconcile_failed")
+            await _wait(self._wake_recovery, self.recovery_interval_ms / 1000)

@@ -1,0 +1,61 @@
+"""Models of runtime health and execution recovery.
+
+Owns the recovery settings, the kinds of recovered work (InFlightExecution, LocalQueued),
+what recovery did with an item (its action) and the per-item result the reconciler reports
+and records as forensics. Must not hold behaviour beyond derived fields.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_HEALTH_WINDOW_MS = 10_000
+DEFAULT_RECOVERY_CLAIM_LEASE_MS = 30_000
+DEFAULT_RECOVERED_RETENTION_MS = 3_600_000
+
+
+class RecoverySettings(BaseModel):
+    """Health window, item-claim lease, retention of Recovered records and the reconciler's id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    health_window_ms: int = Field(default=DEFAULT_HEALTH_WINDOW_MS, ge=1)
+    claim_lease_ms: int = Field(default=DEFAULT_RECOVERY_CLAIM_LEASE_MS, ge=100)
+    recovered_retention_ms: int = Field(default=DEFAULT_RECOVERED_RETENTION_MS, ge=1_000)
+    reconciler_id: str = "recovery-reconciler"
+
+
+class RecoveryKind(StrEnum):
+    """An ExecutionId exists (resume it) or the run never started executing (redispatch it)."""
+
+    IN_FLIGHT_EXECUTION = "InFlightExecution"
+    LOCAL_QUEUED = "LocalQueued"
+
+
+class RecoveryAction(StrEnum):
+    REQUEUED_FOR_RESUME = "requeued_for_resume"
+    REQUEUED_FOR_REDISPATCH = "requeued_for_redispatch"
+    SCALE_OUT_REQUESTED = "scale_out_requested"
+    ABANDONED = "abandoned"
+
+    @property
+    def ledger_event(self) -> str:
+        return f"runtime.recovery.{self.value}"
+
+
+class RecoveredItem(BaseModel):
+    """One local run of an unsafe runtime instance, and what recovery did with it."""
+
+    runtime_instance_id: str
+    tenant_id: str
+    kind: RecoveryKind
+    action: RecoveryAction
+    local_run_id: str
+    shared_run_id: str | None = None
+    execution_id: str | None = None
+    released_steps: list[str] = Field(default_factory=list)
+    admission_decision: str | None = None
+    scale_out_request_id: str | None = None
+    reason: str = ""

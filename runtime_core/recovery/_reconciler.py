@@ -1,0 +1,263 @@
+"""ExecutionRecoveryReconciler: take over the work assigned to Unsafe runtime instances.
+
+Owns enumerating each Unsafe instance's assigned work from the run-execution index and the
+shared run store (never from the dead local queue), claiming every item exactly once, and
+the per-item decision under the item's restored snapshot. An InFlightExecution (an
+ExecutionId exists, not terminal) gets the steps the dead instance left Running released
+(retry budget untouched) and its shared run requeued carrying `resume_execution_id`, so the
+same ExecutionId continues; a LocalQueued run is requeued under its SharedRunId for a new
+LocalRunId. Admission decides between the shared queue (tenant-visible capacity exists or
+is busy) and a scale-out request. Writes forensics and ledger evidence per item and marks
+the instance Recovered once nothing is left. Must not dispatch (the pump does, under
+dispatch-time admission) nor create capacity (the scale-out watcher does).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runtime_core.dag import DagStore, ExecutionStatus
+from runtime_core.identity import restored_snapshot
+from runtime_core.instances import (
+    AdmissionController,
+    AdmissionDecision,
+    AdmissionKind,
+    InstanceRegistry,
+    LocalRunStatus,
+    RunExecutionIndex,
+    RunIndexRecord,
+)
+from runtime_core.queueing import (
+    QueueItemStatus,
+    ScaleOutRequestStore,
+    SharedQueue,
+    SharedRunRecord,
+    SharedRunStatus,
+    SharedRunStore,
+    new_scale_out_request_id,
+)
+from runtime_core.recovery._claims import ItemClaimOutcome, RecoveryClaims
+from runtime_core.recovery._dag_release import release_execution_claims
+from runtime_core.recovery._evidence import RecoveryEvidence
+from runtime_core.recovery._health_store import InstanceHealthStore, UnsafeInstance
+from runtime_core.recovery._models import RecoveredItem, RecoveryAction, RecoveryKind, RecoverySettings
+from runtime_core.recovery._requeue import RunRecovery, RunRecoveryOutcome, SharedRunRecovery
+
+log = logging.getLogger("runtime_core.recovery")
+
+
+@dataclass(frozen=True)
+class RecoveryDependencies:
+    """`step_lease_ms` is the DAG engine's claim lease (steps claimed before Unsafe are released)."""
+
+    registry: InstanceRegistry
+    index: RunExecutionIndex
+    admission: AdmissionController
+    runs: SharedRunStore
+    queue: SharedQueue
+    scale_out: ScaleOutRequestStore
+    dag_store: DagStore
+    step_lease_ms: int
+    evidence: RecoveryEvidence
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """`done` closes the item's claim for good; otherwise a later pass retries it."""
+
+    done: bool
+    note: str = ""
+    item: RecoveredItem | None = None
+
+
+class ExecutionRecoveryReconciler:
+    def __init__(
+        self,
+        deps: RecoveryDependencies,
+        settings: RecoverySettings,
+        *,
+        on_requeued: Callable[[], None] | None = None,
+    ) -> None:
+        self.deps = deps
+        self.settings = settings
+        self.on_requeued = on_requeued
+        self.health = InstanceHealthStore(deps.registry)
+        self.claims = RecoveryClaims(
+            deps.registry, reconciler_id=settings.reconciler_id, lease_ms=settings.claim_lease_ms
+        )
+        self.requeue = SharedRunRecovery(deps.registry.hot_state)
+
+    async def reconcile_once(self) -> list[RecoveredItem]:
+        """Recover every Unsafe instance's assigned work; the items this pass recovered."""
+        recovered = []
+        for instance in await self.health.unsafe_instances():
+            recovered += await self.recover_instance(instance)
+        return recovered
+
+    async def recover_instance(self, instance: UnsafeInstance) -> list[RecoveredItem]:
+        rid = instance.runtime_instance_id
+        recovered = []
+        for record in await self.deps.index.assigned_to(rid):
+            item = await self._recover_claimed(instance, record)
+            if item is not None:
+                recovered.append(item)
+        if not await self.deps.index.assigned_to(rid):
+            await self.health.mark_recovered(rid, self.settings.recovered_retention_ms)
+        return recovered
+
+    async def _recover_claimed(
+        self, instance: UnsafeInstance, record: RunIndexRecord
+    ) -> RecoveredItem | None:
+        rid, local_run_id = instance.runtime_instance_id, record.local_run_id
+        if await self.claims.claim(rid, local_run_id) is not ItemClaimOutcome.CLAIMED:
+            return None
+        try:
+            with restored_snapshot(record.snapshot):
+                outcome = await self._recover(instance, record)
+        except Exception:  # Redis hiccup or a broken record: a later pass retries the item
+            log.exception(
+                "recovery.item_failed", extra={"runtime_instance_id": rid, "local_run_id": local_run_id}
+            )
+            await self.claims.retry_later(rid, local_run_id)
+            return None
+        if outcome.done:
+            await self.claims.complete(rid, local_run_id, outcome.note)
+        else:
+            await self.claims.retry_later(rid, local_run_id)
+        return outcome.item
+
+    async def _recover(self, instance: UnsafeInstance, record: RunIndexRecord) -> _Outcome:
+        kind = RecoveryKind.IN_FLIGHT_EXECUTION if record.execution_id else RecoveryKind.LOCAL_QUEUED
+        if record.execution_id:
+            status = await self.deps.dag_store.execution_status(record.execution_id)
+            if status is None:
+                return await self._abandon(instance, record, kind, "the execution's hot state is gone")
+            if ExecutionStatus(status).is_terminal:
+                await self._close(record, LocalRunStatus(status), None)
+                return _Outcome(done=True, note=f"execution already {status}")
+        shared = await self.deps.runs.get(record.shared_run_id) if record.shared_run_id else None
+        if shared is None:
+            return await self._abandon(instance, record, kind, "no shared run to requeue it through")
+        return await self._requeue(instance, record, shared, kind)
+
+    async def _requeue(
+        self, instance: UnsafeInstance, record: RunIndexRecord, shared: SharedRunRecord, kind: RecoveryKind
+    ) -> _Outcome:
+        rid = instance.runtime_instance_id
+        decision = await self.deps.admission.admit(record.snapshot)
+        request_id = new_scale_out_request_id() if decision.kind is AdmissionKind.REQUEST_SCALE_OUT else None
+        released = []
+        if record.execution_id:
+            released = await release_execution_claims(
+                self.deps.dag_store,
+                record.execution_id,
+                claimed_before_ms=instance.unsafe_at_ms,
+                lease_ms=self.deps.step_lease_ms,
+            )
+        reason = f"runtime instance '{rid}' became unsafe"
+        result = await self.requeue.recover(
+            shared.shared_run_id,
+            runtime_instance_id=rid,
+            local_run_id=record.local_run_id,
+            target=SharedRunStatus.SCALE_OUT_REQUESTED if request_id else SharedRunStatus.QUEUED_GLOBALLY,
+            resume_execution_id=record.execution_id,
+            fields=self._run_fields(reason, decision, request_id),
+        )
+        if result.outcome is not RunRecoveryOutcome.RECOVERED:
+            return await self._not_recovered(record, shared, result, reason)
+        if request_id:
+            await self.deps.scale_out.create(
+                request_id,
+                shared.shared_run_id,
+                decision.tenant_settings,
+                record.snapshot,
+                provider_hint=instance.provider_name,
+            )
+        action = self._action(kind, request_id)
+        await self._close(record, LocalRunStatus.FAILED, f"{reason}; {action.value}")
+        item = RecoveredItem(
+            runtime_instance_id=rid,
+            tenant_id=record.tenant_id,
+            kind=kind,
+            action=action,
+            local_run_id=record.local_run_id,
+            shared_run_id=shared.shared_run_id,
+            execution_id=record.execution_id,
+            released_steps=released,
+            admission_decision=decision.kind.value,
+            scale_out_request_id=request_id,
+            reason=f"{reason}; admission: {decision.reason}",
+        )
+        await self.deps.evidence.record(item, record.snapshot)
+        if self.on_requeued is not None and request_id is None:
+            self.on_requeued()
+        return _Outcome(done=True, note=action.value, item=item)
+
+    @staticmethod
+    def _run_fields(reason: str, decision: AdmissionDecision, request_id: str | None) -> dict[str, str]:
+        fields = {
+            "last_requeue_reason": reason,
+            "admission_decision": decision.kind.value,
+            "admission_reason": decision.reason,
+        }
+        if request_id:
+            fields["scale_out_request_id"] = request_id
+        return fields
+
+    @staticmethod
+    def _action(kind: RecoveryKind, request_id: str | None) -> RecoveryAction:
+        if request_id:
+            return RecoveryAction.SCALE_OUT_REQUESTED
+        if kind is RecoveryKind.IN_FLIGHT_EXECUTION:
+            return RecoveryAction.REQUEUED_FOR_RESUME
+        return RecoveryAction.REQUEUED_FOR_REDISPATCH
+
+    async def _not_recovered(
+        self, record: RunIndexRecord, shared: SharedRunRecord, result: RunRecovery, reason: str
+    ) -> _Outcome:
+        """The shared run is not (or no longer) Dispatched to this local run."""
+        if result.outcome is RunRecoveryOutcome.ALREADY_RECOVERED:
+            await self._close(record, LocalRunStatus.FAILED, f"{reason}; already recovered")
+            return _Outcome(done=True, note="already recovered")
+        if await self._dispatch_in_progress(shared.shared_run_id, result.current_status):
+            return _Outcome(done=False)
+        status = result.current_status.value if result.current_status else "missing"
+        await self._close(record, LocalRunStatus.FAILED, f"{reason}; its shared run is {status} elsewhere")
+        return _Outcome(done=True, note="superseded")
+
+    async def _dispatch_in_progress(self, shared_run_id: str, status: SharedRunStatus | None) -> bool:
+        """A dispatch that may still be marked onto this local run: decide on a later pass."""
+        if status is SharedRunStatus.SUBMITTED:
+            return True
+        if status is not SharedRunStatus.QUEUED_GLOBALLY:
+            return False
+        item = await self.deps.queue.item(shared_run_id)
+        return item is not None and item.status is QueueItemStatus.CLAIMED
+
+    async def _abandon(
+        self, instance: UnsafeInstance, record: RunIndexRecord, kind: RecoveryKind, why: str
+    ) -> _Outcome:
+        await self._close(record, LocalRunStatus.FAILED, f"runtime instance became unsafe; {why}")
+        item = RecoveredItem(
+            runtime_instance_id=instance.runtime_instance_id,
+            tenant_id=record.tenant_id,
+            kind=kind,
+            action=RecoveryAction.ABANDONED,
+            local_run_id=record.local_run_id,
+            shared_run_id=record.shared_run_id,
+            execution_id=record.execution_id,
+            reason=why,
+        )
+        await self.deps.evidence.record(item, record.snapshot)
+        return _Outcome(done=True, note=RecoveryAction.ABANDONED.value, item=item)
+
+    async def _close(self, record: RunIndexRecord, status: LocalRunStatus, reason: str | None) -> None:
+        """The dead instance's local run ends (its index record leaves the assigned set)."""
+        await self.deps.index.update(
+            record,
+            status=status,
+            failure_reason=reason,
+            completed_at_ms=await self.deps.registry.hot_state.server_time_ms(),
+        )

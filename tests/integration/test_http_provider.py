@@ -1,0 +1,72 @@
+"""The HTTP provider end to end: a real runtime-instance process started by the host manager."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from runtime_core.control_plane import ControlPlane
+from runtime_core.hot_state import EmbeddedRedis, HotState
+from runtime_core.instances import HostTransport
+from tests.integration import remote_provider_scenarios as scenario
+from tests.integration.remote_support import hosted_control_plane
+
+TRANSPORT = HostTransport.HTTP
+
+
+@pytest.fixture
+async def plane(
+    hot_state: HotState, redis_server: EmbeddedRedis, tmp_path: Path
+) -> AsyncIterator[ControlPlane]:
+    async with hosted_control_plane(hot_state, redis_server, tmp_path) as started:
+        yield started
+
+
+async def test_http_process_registers_two_child_instances_with_http_provider_metadata(
+    plane: ControlPlane,
+) -> None:
+    await scenario.process_registers_its_pool_with_provider_metadata(plane, TRANSPORT)
+
+
+async def test_queue_first_run_drained_over_http_completes_in_the_child_process(plane: ControlPlane) -> None:
+    await scenario.queue_first_run_drained_by_the_control_plane_completes_in_the_child(plane, TRANSPORT)
+
+
+async def test_pause_resume_and_capacity_travel_over_http(plane: ControlPlane) -> None:
+    await scenario.pause_and_resume_reach_the_child_queue_and_its_capacity(plane, TRANSPORT)
+
+
+async def test_queued_run_status_and_cancel_travel_over_http(plane: ControlPlane) -> None:
+    await scenario.queued_run_status_and_cancel_travel_to_the_child(plane, TRANSPORT)
+
+
+async def test_running_run_cancel_over_http_cancels_its_execution(plane: ControlPlane) -> None:
+    await scenario.running_run_cancel_reaches_execution_control_in_the_child(plane, TRANSPORT)
+
+
+async def test_dispatch_without_snapshot_over_http_raises_missing_snapshot_error(plane: ControlPlane) -> None:
+    await scenario.dispatch_without_snapshot_is_refused_with_missing_snapshot_error(plane, TRANSPORT)
+
+
+async def test_sigterm_unregisters_the_http_process_instances_without_rediscovery(
+    plane: ControlPlane,
+) -> None:
+    await scenario.sigterm_unregisters_the_instances_without_rediscovery(plane, TRANSPORT)
+
+
+async def test_dead_http_endpoint_fails_dispatch_with_provider_error_and_item_back_to_pending(
+    plane: ControlPlane,
+) -> None:
+    await scenario.dead_endpoint_fails_dispatch_and_returns_the_item_to_pending(plane, TRANSPORT)
+
+
+async def test_http_scale_out_by_provider_hint_starts_a_tenant_process_through_the_host_manager(
+    plane: ControlPlane,
+) -> None:
+    await scenario.scale_out_with_provider_hint_starts_a_tenant_process_that_runs_the_run(plane, TRANSPORT)
+
+
+async def test_process_without_control_plane_discovery_refuses_to_start(plane: ControlPlane) -> None:
+    await scenario.process_without_control_plane_discovery_refuses_to_start(plane, TRANSPORT)
