@@ -20,6 +20,7 @@ from mcp_runtime import ServeOptions, hash_token, serve
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.dag import EngineEvent, ExecutionView
 from runtime_core.errors import RuntimeCoreError
+from runtime_core.hosting import add_process_arguments, options_from_args, run_runtime_instance_process
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 
@@ -83,6 +84,12 @@ async def _hash_token(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _runtime_instance(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    await run_runtime_instance_process(options_from_args(args))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-runtime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -111,6 +118,13 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--principal", default=None, help="stdio: run as this configured principal")
     serve_cmd.set_defaults(handler=_serve)
 
+    instance_cmd = commands.add_parser(
+        "runtime-instance",
+        help="host K child runtime instances behind an HTTP or gRPC command endpoint",
+    )
+    add_process_arguments(instance_cmd)
+    instance_cmd.set_defaults(handler=_runtime_instance)
+
     hash_cmd = commands.add_parser("hash-token", help="print the sha256 to store in the config for a token")
     hash_cmd.add_argument("token", nargs="?", help="the token (omit to read it from stdin / a prompt)")
     hash_cmd.add_argument("--new", action="store_true", help="generate a new random token and its hash")
@@ -122,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return asyncio.run(args.handler(args))
-    except RuntimeCoreError as exc:
-        print(f"error [{exc.code}]: {exc}", file=sys.stderr)
+    except (RuntimeCoreError, OSError) as exc:
+        print(f"error [{getattr(exc, 'code', 'os_error')}]: {exc}", file=sys.stderr)
         return 2
 
 
