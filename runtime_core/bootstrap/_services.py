@@ -8,6 +8,8 @@ durable store, audit, execution control): runtime-instance processes use it alon
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from types import TracebackType
 
 from runtime_core.audit import AuditServices, build_audit_services
@@ -39,19 +41,32 @@ class EngineServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
+        # Every part opened so far, closed in reverse order on exit or on a failed start,
+        # so a half-started runtime never leaks an embedded redis-server or open stores.
+        self._opened = AsyncExitStack()
 
     async def __aenter__(self) -> EngineServices:
-        await self._open_engine()
+        await self._start(self._open_engine)
         return self
+
+    async def _start(self, *steps: Callable[[], Awaitable[None]]) -> None:
+        try:
+            for step in steps:
+                await step()
+        except BaseException:
+            await self._opened.aclose()
+            raise
 
     async def _open_engine(self) -> None:
         redis_url = self.settings.redis_url
         if redis_url is None:
             self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
+            self._opened.callback(self.embedded_redis.stop)
             redis_url = self.embedded_redis.url
             log.info("redis.embedded_started url=%s", redis_url)
         self.redis_url = redis_url
         self.hot_state = connect_hot_state(redis_url, prefix=self.settings.redis_prefix)
+        self._opened.push_async_callback(self.hot_state.close)
         await self.hot_state.ping()
         self.dag_store = DagStore(self.hot_state)
         self.executors = default_executor_registry(self.settings.data_dir)
@@ -77,23 +92,18 @@ class EngineServices:
         else:
             durable = DurableStoreSettings.embedded(self.settings.data_dir)
         self.durable_store = await open_durable_store(durable)
+        self._opened.push_async_callback(self.durable_store.close)
         self.audit = build_audit_services(
             self.durable_store, self.dag_store, instance_id=self.engine.instance_id
         )
+        self._opened.push_async_callback(self.audit.close)
         self.engine.results = self.audit.codec
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self._close_engine()
-
-    async def _close_engine(self) -> None:
-        await self.audit.close()
-        await self.durable_store.close()
-        await self.hot_state.close()
-        if self.embedded_redis is not None:
-            self.embedded_redis.stop()
+        await self._opened.aclose()
 
 
 class RuntimeServices(EngineServices):
@@ -104,8 +114,11 @@ class RuntimeServices(EngineServices):
         self.control_plane: ControlPlane
 
     async def __aenter__(self) -> RuntimeServices:
-        await self._open_engine()
-        self.control_plane = await ControlPlane.build(
+        await self._start(self._open_engine, self._open_control_plane)
+        return self
+
+    async def _open_control_plane(self) -> None:
+        self.control_plane = ControlPlane.build(
             self.hot_state,
             self.engine,
             self.control,
@@ -113,8 +126,9 @@ class RuntimeServices(EngineServices):
             workers=self.settings.workers,
             audit=self.audit,
             hosting=self.hosting_settings(),
-        ).start()
-        return self
+        )
+        self._opened.push_async_callback(self.control_plane.stop)
+        await self.control_plane.start()
 
     def hosting_settings(self) -> HostManagerSettings:
         """Runtime-instance processes share this Redis (and prefix) and data directory."""
@@ -126,9 +140,3 @@ class RuntimeServices(EngineServices):
             tenants_file=self.settings.control_plane.tenants_file,
             heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
         )
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.control_plane.stop()
-        await self._close_engine()
