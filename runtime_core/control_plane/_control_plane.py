@@ -534,6 +534,12 @@ class ControlPlane:
                     return result
                 located = await self.locator.locate(any_id, caller)
             if located.local is not None:
+                if located.local.status.is_terminal:
+                    raise ConflictError(
+                        f"Run '{any_id}' is already {located.local.status.value}; "
+                        "there is nothing left to cancel.",
+                        hint="Read run.status for its outcome; submit again to run it anew.",
+                    )
                 return await self._cancel_local(any_id, located, located.local, reason, caller)
             if located.shared is None and located.execution_id:
                 await self.parts.canceller.cancel(located.execution_id, located.snapshot, reason=reason)

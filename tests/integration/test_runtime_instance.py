@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime_core.control_plane import ControlPlane
-from runtime_core.errors import MissingSnapshotError, NotFoundError
+from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError
 from runtime_core.hot_state import HotState
 from runtime_core.instances import LocalRunRequest, LocalRunStatus, RuntimeInstance
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
@@ -405,5 +405,26 @@ async def test_a_run_waiting_for_human_input_resumes_in_its_instance_after_the_i
             return record is not None and record.status is LocalRunStatus.COMPLETED
 
         await wait_until(completed, timeout=10)
+    finally:
+        await plane.stop()
+
+
+async def test_cancelling_a_completed_run_is_a_conflict_and_changes_nothing(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.drain(1, DEFAULT_TENANT)
+
+        async def completed() -> bool:
+            record = await plane.parts.index.get_by_shared(submitted.shared_run_id)
+            return record is not None and record.status is LocalRunStatus.COMPLETED
+
+        await wait_until(completed, timeout=10)
+        with pytest.raises(ConflictError) as refused:
+            await plane.cancel(submitted.shared_run_id, DEFAULT_TENANT)
+        assert "already Completed" in refused.value.message
+        view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+        assert (view.local_status, view.execution_status) == ("Completed", "Completed")
     finally:
         await plane.stop()
