@@ -77,6 +77,7 @@ from runtime_core.queueing import (
     SharedQueue,
     SharedQueueDispatcher,
     SharedQueuePump,
+    SharedRunJournal,
     SharedRunStatus,
     SharedRunStore,
     SharedRuntimeController,
@@ -167,7 +168,12 @@ def build_parts(
     admission = AdmissionController(registry, scale_out_enabled=settings.scale_out_enabled)
     runs, queue = SharedRunStore(hot_state), SharedQueue(hot_state, claim_lease_ms=settings.claim_lease_ms)
     reservations = ReservationStore(hot_state, stale_after_ms=settings.instance_stale_after_ms)
-    delivery = RunDelivery(reservations, providers, reservation_ttl_ms=settings.reservation_ttl_ms)
+    delivery = RunDelivery(
+        reservations,
+        providers,
+        reservation_ttl_ms=settings.reservation_ttl_ms,
+        journal=SharedRunJournal(audit.ledger if audit else None),
+    )
     dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
     pump = SharedQueuePump(dispatcher)
     gate = ReadinessGate(registry, poll_interval_ms=settings.pump_idle_interval_ms)
@@ -565,6 +571,9 @@ class ControlPlane:
             )
         if not transition.applied:
             return None  # dispatched meanwhile: cancel the local run instead
+        await self.parts.controller.delivery.journal.record(
+            located.shared, "cancelled", reason=reason, requested_by=caller.user_id
+        )
         return CancelResult(
             requested_id=any_id,
             shared_run_id=located.shared.shared_run_id,

@@ -12,6 +12,7 @@ from runtime_core.queueing._background import BackgroundPump, ReadinessGate
 from runtime_core.queueing._controller import PipelineValidator, SharedRuntimeController, SubmitResult
 from runtime_core.queueing._delivery import DEFAULT_RESERVATION_TTL_MS, Delivery, RunDelivery
 from runtime_core.queueing._dispatcher import SharedQueueDispatcher
+from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._keys import SHARED_QUEUE_TAG, SharedQueueKeys
 from runtime_core.queueing._models import (
     DispatchOutcome,
@@ -62,6 +63,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "DEFAULT_CLAIM_LEASE_MS",
     # Dispatch and pump
     "SharedQueueDispatcher",
+    "SharedRunJournal",
     "RunDelivery",
     "Delivery",
     "DEFAULT_RESERVATION_TTL_MS",

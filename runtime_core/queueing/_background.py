@@ -2,8 +2,9 @@
 
 Owns waiting until runtime capacity is visible (at least one live instance that can accept
 a run) before the first automatic dispatch, and the loop that runs pump cycles, idling
-until woken or a poll interval passes when a cycle dispatched nothing. Must not dispatch
-itself: every cycle goes through the pump.
+until woken or a poll interval passes when a cycle dispatched nothing, and backing off
+(capped exponential, logged) while Redis is unavailable instead of dying. Must not
+dispatch itself: every cycle goes through the pump.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import asyncio
 import contextlib
 import logging
 
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.hot_state import StoreOutage
 from runtime_core.instances import InstanceRegistry
 from runtime_core.queueing._models import PumpIdentity, PumpRequest
 from runtime_core.queueing._pump import SharedQueuePump
@@ -37,9 +40,16 @@ class ReadinessGate:
         return any(entry.live and entry.capacity.can_accept_run for entry in await self.registry.entries())
 
     async def wait_ready(self, stop: asyncio.Event) -> bool:
-        """True once ready; False when `stop` is set first."""
+        """True once ready; False when `stop` is set first. Redis outages only delay it."""
+        outage = StoreOutage("pump.readiness", logger=log)
         while not stop.is_set():
-            if await self.is_ready():
+            try:
+                ready = await self.is_ready()
+            except StoreUnavailableError as exc:
+                await outage.wait(exc)
+                continue
+            outage.recovered()
+            if ready:
                 return True
             await _wait_event(stop, self.poll_interval_ms / 1000)
         return False
@@ -85,12 +95,18 @@ class BackgroundPump:
             return
         self.gate_passed = True
         request = PumpRequest(max_dispatch_count=self.batch_size, pump=self.identity)
+        outage = StoreOutage("pump.cycle", logger=log, pump=self.identity.claimer)
         while not self._stop.is_set():
             self._wake.clear()
             try:
                 result = await self.pump.pump(request, cancel=self._stop)
-            except Exception:  # Redis hiccup: log, idle, try again
+            except StoreUnavailableError as exc:
+                await outage.wait(exc)
+                continue
+            except Exception:  # a bug in one cycle must not stop the pump: log, idle, try again
                 log.exception("pump.cycle_failed")
                 result = None
+            else:
+                outage.recovered()
             if result is None or not result.dispatched:
                 await _wait_event(self._wake, self.idle_interval_ms / 1000)

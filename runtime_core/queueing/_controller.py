@@ -39,6 +39,13 @@ class SubmitResult(BaseModel):
     scale_out_request_id: str | None = None
 
 
+_SUBMIT_EVENTS = {
+    SharedRunStatus.QUEUED_GLOBALLY: "queued",
+    SharedRunStatus.SCALE_OUT_REQUESTED: "scale_out_requested",
+    SharedRunStatus.REJECTED: "rejected",
+}
+
+
 class SharedRuntimeController:
     def __init__(
         self,
@@ -89,8 +96,26 @@ class SharedRuntimeController:
         with restored_snapshot(snapshot):
             if mode is SubmitMode.QUEUE_FIRST:
                 await self._expect_applied(await self.queue.enqueue_new(record), record)
-                return self._queued(record, None, "queue-first submit")
-            return await self._direct(record, provider_hint)
+                result = self._queued(record, None, "queue-first submit")
+            else:
+                result = await self._direct(record, provider_hint)
+            await self._journal_submit(record, result)
+        return result
+
+    async def _journal_submit(self, record: SharedRunRecord, result: SubmitResult) -> None:
+        journal = self.delivery.journal
+        await journal.record(record, "submitted")
+        if result.status is not SharedRunStatus.DISPATCHED:  # delivery journals its own dispatch
+            await journal.record(
+                record,
+                _SUBMIT_EVENTS[result.status],
+                reason=result.reason,
+                **(
+                    {"scale_out_request_id": result.scale_out_request_id}
+                    if result.scale_out_request_id
+                    else {}
+                ),
+            )
 
     async def _direct(self, record: SharedRunRecord, provider_hint: str | None) -> SubmitResult:
         await self.runs.create(record)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.instances import AdmissionCandidate, AdmissionDecision, Reservation, ReservationStore
 from runtime_core.providers import CancelRunRequest, DispatchRequest, DispatchResponse, ProviderSelector
+from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._models import DispatchOutcome, PumpIdentity, SharedRunRecord
 from runtime_core.queueing._queue import QueueTransition
 
@@ -42,10 +43,12 @@ class RunDelivery:
         providers: ProviderSelector,
         *,
         reservation_ttl_ms: int = DEFAULT_RESERVATION_TTL_MS,
+        journal: SharedRunJournal | None = None,
     ) -> None:
         self.reservations = reservations
         self.providers = providers
         self.reservation_ttl_ms = reservation_ttl_ms
+        self.journal = journal or SharedRunJournal()
 
     async def deliver(
         self,
@@ -77,6 +80,7 @@ class RunDelivery:
         except Exception as exc:  # any provider failure: the run was not delivered
             await self.reservations.release(rid, run.shared_run_id)
             reason = exc.message if isinstance(exc, RuntimeCoreError) else f"{type(exc).__name__}: {exc}"
+            await self.journal.record(run, "dispatch_failed", runtime_instance=rid, reason=reason)
             return Delivery(DispatchOutcome.FAILED, f"dispatch to '{rid}' failed: {reason}", rid)
         fields = self._dispatched_fields(response, candidate, reservation, decision, pump)
         try:
@@ -86,15 +90,24 @@ class RunDelivery:
         if not marked.applied:
             await self._cancel_orphan(response, candidate, marked)
             return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}", rid)
+        await self.journal.record(
+            run,
+            "dispatched",
+            local_run_id=response.local_run_id,
+            assigned_runtime_instance_id=rid,
+            **_pump_attributes(pump),
+            provider=candidate.provider_name,
+        )
         return Delivery(DispatchOutcome.DISPATCHED, "dispatched", rid, response.local_run_id)
 
     async def _dispatch(
         self, run: SharedRunRecord, candidate: AdmissionCandidate, pump: PumpIdentity | None
     ) -> DispatchResponse:
-        attributes = {"shared_run_id": run.shared_run_id, "submit.mode": run.submit_mode.value}
-        if pump is not None:
-            attributes["pump.runtime.instance.id"] = pump.pump_runtime_instance_id
-            attributes["pump.worker.id"] = pump.pump_worker_id
+        attributes = {
+            "shared_run_id": run.shared_run_id,
+            "submit.mode": run.submit_mode.value,
+            **_pump_attributes(pump),
+        }
         provider = self.providers.by_name(candidate.provider_name)
         return await provider.dispatch(
             DispatchRequest(
@@ -144,3 +157,13 @@ class RunDelivery:
                 requested_by="shared-queue-dispatcher",
             )
         )
+
+
+def _pump_attributes(pump: PumpIdentity | None) -> dict[str, str]:
+    """Who drained the run (never the assigned runtime by default)."""
+    if pump is None:
+        return {}
+    return {
+        "pump.runtime.instance.id": pump.pump_runtime_instance_id,
+        "pump.worker.id": pump.pump_worker_id,
+    }

@@ -3,18 +3,26 @@
 Owns the order claim -> load run -> restore its ExecutionContextSnapshot -> re-admit at
 dispatch time -> deliver (reserve, provider, mark) and the item's fate when it does not
 dispatch (back to Pending at the tail, or Failed when its run / snapshot is missing). The
-previous context is restored, or cleared, after every attempt. Must not execute steps or
-touch DAG state.
+previous context is restored, or cleared, after every attempt. Once a provider accepted a
+run, recording it as Dispatched is retried through a Redis outage for as long as this
+pump's claim lease is exclusive, so another pump cannot dispatch the same run again. Must
+not execute steps or touch DAG state.
 """
 
 from __future__ import annotations
 
+import logging
+
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import restored_snapshot
 from runtime_core.instances import AdmissionController, AdmissionKind
 from runtime_core.queueing._delivery import RunDelivery
 from runtime_core.queueing._models import DispatchOutcome, DispatchResult, PumpIdentity, QueueClaim
-from runtime_core.queueing._queue import SharedQueue
+from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
 from runtime_core.queueing._run_store import SharedRunStore
+
+log = logging.getLogger("runtime_core.queueing")
 
 
 class SharedQueueDispatcher:
@@ -32,9 +40,34 @@ class SharedQueueDispatcher:
             return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
         try:
             return await self._dispatch_claimed(claim)
-        except Exception:
-            await self.queue.requeue(claim, "dispatcher error")
+        except Exception as exc:
+            await self._requeue_after_error(claim, exc)
             raise
+
+    async def _requeue_after_error(self, claim: QueueClaim, exc: Exception) -> None:
+        """Back to Pending; with Redis down the claim lease expires and frees the item instead."""
+        try:
+            await self.queue.requeue(claim, f"dispatcher error: {type(exc).__name__}")
+        except StoreUnavailableError:
+            log.warning(
+                "dispatch.requeue_deferred shared_run_id=%s",
+                claim.shared_run_id,
+                extra={"shared_run_id": claim.shared_run_id, "claim_lease_ms": self.queue.claim_lease_ms},
+            )
+
+    async def _mark_dispatched(self, claim: QueueClaim, fields: dict[str, str]) -> QueueTransition:
+        """The run sits in a local queue already: record it while the claim is still ours."""
+        try:
+            return await retry_while_unavailable(
+                lambda: self.queue.mark_dispatched(claim.shared_run_id, claim.token, fields),
+                "dispatch.mark_dispatched",
+                give_up_after_s=self.queue.claim_lease_ms / 1000,
+                logger=log,
+                shared_run_id=claim.shared_run_id,
+            )
+        except StoreUnavailableError as exc:
+            # Not recorded within the claim lease: the delivery cancels the orphan local run.
+            return QueueTransition(QueueOutcome.REFUSED, 0, f"store unavailable: {exc.message}")
 
     async def _dispatch_claimed(self, claim: QueueClaim) -> DispatchResult:
         run = await self.runs.get(claim.shared_run_id)
@@ -54,13 +87,11 @@ class SharedQueueDispatcher:
                 await self.queue.requeue(claim, reason)
                 return DispatchResult(outcome=DispatchOutcome.NO_CAPACITY, reason=reason, **base)
             delivery = await self.delivery.deliver(
-                run,
-                decision,
-                lambda fields: self.queue.mark_dispatched(run.shared_run_id, claim.token, fields),
-                claim.pump,
+                run, decision, lambda fields: self._mark_dispatched(claim, fields), claim.pump
             )
         if delivery.outcome in (DispatchOutcome.NO_CAPACITY, DispatchOutcome.FAILED):
             await self.queue.requeue(claim, delivery.reason)
+            await self.delivery.journal.record(run, "requeued", reason=delivery.reason)
         return DispatchResult(
             outcome=delivery.outcome,
             assigned_runtime_instance_id=delivery.runtime_instance_id,
