@@ -6,11 +6,23 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from benchmarks import celery_peer, control_plane_latency, engine_throughput
+from benchmarks import celery_peer, control_plane_latency, control_plane_scale, cost_growth, engine_throughput
 from benchmarks._harness import machine_note, print_table, private_redis, write_json
 
 SIZES = {
-    "tiny": {"width": 20, "workers": [1, 2], "chain": 5, "chains": 2, "mcp_iterations": 3, "drain_runs": 20},
+    "tiny": {
+        "width": 20,
+        "workers": [1, 2],
+        "chain": 5,
+        "chains": 2,
+        "mcp_iterations": 3,
+        "drain_runs": 20,
+        "runs": 3,
+        "steps": 10,
+        "executions": 5,
+        "cost_steps": 100,
+        "in_flight": 5,
+    },
     "full": {
         "width": 1000,
         "workers": [1, 2, 4, 8],
@@ -18,6 +30,11 @@ SIZES = {
         "chains": 50,
         "mcp_iterations": 50,
         "drain_runs": 1000,
+        "runs": 50,
+        "steps": 100,
+        "executions": 100,
+        "cost_steps": 1000,
+        "in_flight": 100,
     },
 }
 
@@ -28,6 +45,10 @@ async def _main(size: str, out: Path) -> None:
         rows = await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
         rows += await celery_peer.run(
             server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4
+        )
+        rows += await control_plane_scale.run(server.url, runs=spec["runs"], steps=spec["steps"])
+        rows += await cost_growth.run(
+            server.url, executions=spec["executions"], steps=spec["cost_steps"], in_flight=spec["in_flight"]
         )
         rows += await control_plane_latency.run(
             server.url, iterations=spec["mcp_iterations"], drain_runs=spec["drain_runs"]

@@ -91,6 +91,7 @@ def print_table(rows: list[Row]) -> None:
         "p50 ms",
         "p99 ms",
         "steps",
+        "extra",
     )
     lines = [header]
     for r in rows:
@@ -106,6 +107,7 @@ def print_table(rows: list[Row]) -> None:
                 f"{r.p50_ms:.2f}",
                 f"{r.p99_ms:.2f}",
                 str(r.steps),
+                ", ".join(f"{k}={v:,.0f}" for k, v in r.extra.items()),
             )
         )
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
