@@ -19,5 +19,13 @@ def test_benchmarks_run_at_tiny_size_and_write_json(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
-    assert {row["benchmark"] for row in rows} >= {"engine", "floor"}
-    assert all(row["steps_per_s"] > 0 for row in rows)
+    assert {row["benchmark"] for row in rows} >= {
+        "engine",
+        "floor",
+        "engine vs celery",
+        "heavy 50x100",
+        "cost",
+    }
+    timed = [row for row in rows if row["seconds"] > 0]
+    assert timed and all(row["steps_per_s"] > 0 for row in timed)
+    assert all(value > 0 for row in rows if row["benchmark"] == "cost" for value in row["extra"].values())
