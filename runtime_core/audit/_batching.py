@@ -1,8 +1,10 @@
 """BatchBuffer: buffered, batched durable writes for the ledger and trace recorders.
 
-Owns when a batch is written (full, overdue on the next add, or asked to), serializing
-writes, and keeping a failed batch (bounded) for the next attempt. Must never raise: audit
-records must not crash the engine that produced them.
+Owns when a batch is written (full, overdue, or asked to), serializing writes, and keeping a
+failed batch (bounded) for the next attempt. A buffer that goes quiet is written once its
+oldest record is overdue (a timer armed by the first buffered record), so a process killed
+while an execution waits on a long step loses at most one flush interval of records. Must
+never raise: audit records must not crash the engine that produced them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class BatchBuffer(Generic[T]):
         self._items: list[T] = []
         self._oldest_at = 0.0
         self._lock = asyncio.Lock()
+        self._overdue_timer: asyncio.TimerHandle | None = None
+        self._overdue_flush: asyncio.Task[None] | None = None
 
     @property
     def pending(self) -> int:
@@ -46,10 +50,20 @@ class BatchBuffer(Generic[T]):
         now = time.monotonic()
         if not self._items:
             self._oldest_at = now
+            self._arm_overdue_timer()
         self._items.append(item)
         overdue = now - self._oldest_at >= self.flush_interval_s
         if flush or overdue or len(self._items) >= self.batch_size:
             await self.flush()
+
+    def _arm_overdue_timer(self) -> None:
+        if self._overdue_timer is None:
+            loop = asyncio.get_running_loop()
+            self._overdue_timer = loop.call_later(self.flush_interval_s, self._flush_overdue)
+
+    def _flush_overdue(self) -> None:
+        self._overdue_timer = None
+        self._overdue_flush = asyncio.ensure_future(self.flush())
 
     async def flush(self) -> None:
         async with self._lock:

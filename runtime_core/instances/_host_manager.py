@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.hot_state import find_free_port
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances._models import InstanceHealth
 from runtime_core.instances._registry import InstanceRegistry
 from runtime_core.instances._scaler import ScaleOutOutcome, local_instance_id
 from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings
@@ -239,11 +240,17 @@ class RuntimeHostManager:
     async def scale_out(
         self, transport: HostTransport, tenant: TenantRuntimeSettings, snapshot: ExecutionContextSnapshot
     ) -> ScaleOutOutcome:
-        """Start one process with one child instance in the tenant's scope, within its limit."""
+        """Start one process with one child instance in the tenant's scope, within its limit.
+
+        Only Healthy instances count against the limit: an Unsafe one (its process died) is
+        the capacity this scale-out replaces while recovery takes over its work.
+        """
         async with self._scale_lock:
             prefix = tenant.runtime_instance_id_prefix
             existing = [
-                e for e in await self.registry.entries() if e.descriptor.runtime_instance_id_prefix == prefix
+                e
+                for e in await self.registry.entries()
+                if e.descriptor.runtime_instance_id_prefix == prefix and e.health is InstanceHealth.HEALTHY
             ]
             if len(existing) >= tenant.max_runtime_instances:
                 return ScaleOutOutcome(

@@ -31,7 +31,13 @@ from runtime_core.steps._retrieval_providers import (
     SqliteRelationalProvider,
     default_retrieval_providers,
 )
-from runtime_core.steps._test_steps import FlakyConfig, FlakyExecutor, NoopExecutor
+from runtime_core.steps._test_steps import (
+    FlakyConfig,
+    FlakyExecutor,
+    NoopExecutor,
+    WaitForFileConfig,
+    WaitForFileExecutor,
+)
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Executor contract and registry
@@ -81,4 +87,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "NoopExecutor",
     "FlakyExecutor",
     "FlakyConfig",
+    "WaitForFileExecutor",
+    "WaitForFileConfig",
 ]

@@ -17,7 +17,7 @@ from runtime_core.steps._prompt import AiPromptExecutor
 from runtime_core.steps._registry import ExecutorRegistry
 from runtime_core.steps._retrieval import RagRetrievalExecutor
 from runtime_core.steps._retrieval_providers import RetrievalProviders, default_retrieval_providers
-from runtime_core.steps._test_steps import FlakyExecutor, NoopExecutor
+from runtime_core.steps._test_steps import FlakyExecutor, NoopExecutor, WaitForFileExecutor
 
 
 def default_executor_registry(
@@ -38,5 +38,6 @@ def default_executor_registry(
             HumanApprovalExecutor(),
             NoopExecutor(),
             FlakyExecutor(),
+            WaitForFileExecutor(),
         ]
     )

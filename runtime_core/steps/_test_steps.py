@@ -1,10 +1,14 @@
-"""Test step executors: `test.noop` (cheap, for benchmarks and fan-out) and `test.flaky` (retries).
+"""Test step executors: `test.noop` (cheap, for benchmarks and fan-out), `test.flaky` (retries)
+and `test.wait_for_file` (a crash threshold an outside actor releases by creating a file).
 
-Owns only these two deterministic behaviours. Must not touch any external resource.
+Owns only these deterministic behaviours: each result depends on the invocation alone, never
+on timing. Must not touch any external resource beyond checking that one file exists.
 """
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -41,3 +45,42 @@ class FlakyExecutor:
                 code="transient",
             )
         return step_result({"failTimes": config.fail_times, "step": invocation.step_name})
+
+
+class WaitForFileConfig(StepConfig):
+    """`path`, or `pathFromState`: the name of the execution state field holding the path."""
+
+    path: str | None = None
+    path_from_state: str | None = None
+    first_poll_ms: int = Field(default=10, ge=1)
+    max_poll_ms: int = Field(default=200, ge=1)
+
+
+class WaitForFileExecutor:
+    """Polls (backing off from `firstPollMs` to `maxPollMs`) until the file exists, then returns
+    `{"data": {"step": <name>}}`: a step that holds an execution mid-DAG until released."""
+
+    step_key = "test.wait_for_file"
+    config_model = WaitForFileConfig
+
+    async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
+        config = parse_config(WaitForFileConfig, invocation)
+        path = Path(_watched_path(config, invocation))
+        delay_ms = config.first_poll_ms
+        while not await asyncio.to_thread(path.exists):
+            await asyncio.sleep(delay_ms / 1000)  # waiting on an outside actor, not on our own work
+            delay_ms = min(delay_ms * 2, config.max_poll_ms)
+        return step_result({"step": invocation.step_name})
+
+
+def _watched_path(config: WaitForFileConfig, invocation: StepInvocation) -> str:
+    if config.path is not None:
+        return config.path
+    value = invocation.state.get(config.path_from_state) if config.path_from_state else None
+    if not isinstance(value, str) or not value:
+        raise StepFailure(
+            f"test.wait_for_file step {invocation.step_name!r} needs config.path, or "
+            f"config.pathFromState naming a state field that holds a path (got {value!r})",
+            code="permanent",
+        )
+    return value

@@ -18,6 +18,7 @@ from runtime_core.dag import DagStore, EngineEvent
 from runtime_core.hot_state import HotState
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.storage import SqliteDurableStore
+from tests.helpers import wait_until
 from tests.integration.audit_support import INSTANCE_ID, TENANT_A, TENANT_B, Rig, make_rig
 
 SIMPLE = parse_pipeline(
@@ -195,3 +196,20 @@ async def test_an_overdue_ledger_batch_is_written_on_the_next_event(
     await recorder.on_event(EngineEvent("step.claimed", "exec_overdue", TENANT_A, step_name="s"))
     assert recorder.pending == 0
     assert len(await durable.list_ledger(TENANT_A.tenant_id, execution_id="exec_overdue")) == 1
+
+
+async def test_a_quiet_ledger_batch_is_written_once_overdue_without_another_event(
+    hot_state: HotState, durable: SqliteDurableStore
+) -> None:
+    """An execution waiting on a long step emits nothing more: its buffered entries must not
+    wait for the next event (a killed process would lose them)."""
+    recorder = LedgerRecorder(
+        durable, DagStore(hot_state), instance_id=INSTANCE_ID, batch_size=100, flush_interval_s=0.2
+    )
+    await recorder.on_event(EngineEvent("step.claimed", "exec_quiet", TENANT_A, step_name="s"))
+
+    async def written() -> bool:
+        return len(await durable.list_ledger(TENANT_A.tenant_id, execution_id="exec_quiet")) == 1
+
+    await wait_until(written, timeout=5, interval=0.02)
+    assert recorder.pending == 0

@@ -99,6 +99,7 @@ def test_default_registry_registers_every_builtin_step_key(registry: ExecutorReg
         "rag.retrieval",
         "test.flaky",
         "test.noop",
+        "test.wait_for_file",
         "tool.http",
     ]
 
@@ -333,7 +334,7 @@ async def test_prompt_with_unregistered_provider_fails_permanent(registry: Execu
     assert failure.code == "permanent"
 
 
-# test.noop and test.flaky
+# test.noop, test.flaky and test.wait_for_file
 
 
 async def test_noop_returns_its_step_name(registry: ExecutorRegistry) -> None:
@@ -351,6 +352,32 @@ async def test_flaky_fails_transient_until_fail_times_then_succeeds(registry: Ex
     result = await run(registry, invocation("test.flaky", "f", config={"failTimes": 2}, attempt=2))
     assert codes == ["transient", "transient"]
     assert result == {"data": {"failTimes": 2, "step": "f"}}
+
+
+async def test_wait_for_file_returns_its_step_name_once_the_configured_file_appears(
+    registry: ExecutorRegistry, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    waiting = asyncio.create_task(
+        run(registry, invocation("test.wait_for_file", "hold", config={"path": str(gate)}))
+    )
+    gate.touch()
+    assert await asyncio.wait_for(waiting, timeout=5) == {"data": {"step": "hold"}}
+
+
+async def test_wait_for_file_reads_the_path_from_the_state_field_named_by_path_from_state(
+    registry: ExecutorRegistry, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    gate.touch()
+    step = invocation("test.wait_for_file", "hold", config={"pathFromState": "gate"})
+    result = await run(registry, step.model_copy(update={"state": {"gate": str(gate)}}))
+    assert result == {"data": {"step": "hold"}}
+
+
+async def test_wait_for_file_without_a_path_fails_permanent(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, invocation("test.wait_for_file", "hold", config={"pathFromState": "gate"}))
+    assert failure.code == "permanent" and "pathFromState" in failure.message
 
 
 # human.approval
