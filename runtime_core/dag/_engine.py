@@ -3,7 +3,10 @@
 Owns the worker loop: the control gate (blocked claims, Pausing -> Paused, Resuming ->
 Running, prompt cancellation), the claim path (batch claims when no step is concurrency
 gated; otherwise admission -> lease -> single claim per step), step invocation, parking for
-human input, convergence and finalization. Must not write state a Lua script guards.
+human input, convergence and finalization, and riding out a Redis outage: a worker backs
+off and retries while the store is unavailable, and a step's completion, failure or
+release is retried with the same claim token (accepted at most once) instead of being
+dropped. Must not write state a Lua script guards.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from runtime_core.concurrency import AdmissionDenial, ConcurrencyGate, LeaseDenial, LeaseGrant
 from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
@@ -28,18 +31,31 @@ from runtime_core.dag._store import (
     StepClaim,
     TransitionOutcome,
 )
-from runtime_core.errors import ConflictError, NotFoundError
+from runtime_core.errors import (
+    ConflictError,
+    InvalidPipelineError,
+    NotFoundError,
+    RuntimeCoreError,
+    StoreUnavailableError,
+)
+from runtime_core.hot_state import DEFAULT_STORE_RETRY, StoreOutage, StoreRetryPolicy, retry_while_unavailable
 from runtime_core.identity import ExecutionContextSnapshot, new_execution_id, restored_snapshot
 from runtime_core.pipeline import (
+    DEFAULT_MAX_INPUT_BYTES,
+    DEFAULT_MAX_RESULT_BYTES,
     BindingError,
     PipelineDefinition,
     StepDefinition,
+    check_size,
+    dumps_strict,
     resolve_inputs,
     validate_pipeline,
 )
 from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
 
 log = logging.getLogger("runtime_core.dag")
+
+_T = TypeVar("_T")
 
 
 # Control statuses at which `run` returns instead of waiting: someone must act first.
@@ -84,6 +100,9 @@ class EngineSettings:
     claim_batch_size: int = 1
     idle_poll_min_ms: int = 2
     idle_poll_max_ms: int = 100
+    store_retry: StoreRetryPolicy = DEFAULT_STORE_RETRY
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 
 
 @dataclass
@@ -166,7 +185,11 @@ class DagEngine:
         execution_id: str | None = None,
         attributes: dict[str, str] | None = None,
     ) -> str:
-        """Validate the pipeline and its policies, create its hot DAG state; returns the ExecutionId."""
+        """Validate pipeline, policies and input, then create the hot DAG state; returns the ExecutionId.
+
+        A rejected pipeline or input raises a RuntimeCoreError and stores nothing.
+        """
+        self.check_input(state)
         validate_pipeline(pipeline, self.executors.keys())
         validate_step_policies(pipeline, self.retry.validate)
         execution_id = execution_id or new_execution_id()
@@ -175,6 +198,14 @@ class DagEngine:
             await self._emit("execution.created", execution_id, snapshot, pipeline=pipeline.key)
         return execution_id
 
+    def check_input(self, state: Any) -> None:
+        """A run input must be a strict-JSON object of at most `settings.max_input_bytes`."""
+        if not isinstance(state, dict):
+            raise InvalidPipelineError(
+                "input_json", f"Run input must be a JSON object, not {type(state).__name__}."
+            )
+        check_size(len(dumps_strict(state, "Run input")), self.settings.max_input_bytes, "Run input")
+
     async def run(self, execution_id: str, *, workers: int) -> str:
         """Advance the execution with `workers` concurrent workers until it stops.
 
@@ -182,7 +213,7 @@ class DagEngine:
         parked it, the control status (Paused, WaitingForInput): nothing advances until
         someone resumes it or submits input, so call `run` again after that.
         """
-        run = await self._load(execution_id)
+        run = await self._until_available(lambda: self._load(execution_id), "engine.load", execution_id)
         dop = run.meta.pipeline.config.get("concurrency", {}).get("maxDegreeOfParallelism")
         count = max(1, min(workers, int(dop))) if dop else max(1, workers)
         while True:
@@ -190,8 +221,15 @@ class DagEngine:
                 for n in range(count):
                     group.create_task(self._work(run, f"{self.instance_id}/w{n}"))
             if run.final_status is not None or run.parked_status is None:
-                return run.final_status or (await self.store.execution_status(execution_id) or "")
-            control = await self.store.control_status(execution_id)
+                if run.final_status:
+                    return run.final_status
+                status = await self._until_available(
+                    lambda: self.store.execution_status(execution_id), "engine.status", execution_id
+                )
+                return status or ""
+            control = await self._until_available(
+                lambda: self.store.control_status(execution_id), "engine.control_status", execution_id
+            )
             if control in PARKED_CONTROL_STATUSES:
                 return control
             # Resumed (or input arrived) while the workers were stopping: advance again.
@@ -204,27 +242,53 @@ class DagEngine:
         gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key)
         return _ExecutionRun(meta, {step.name: step for step in meta.pipeline.steps}, gates)
 
+    async def _until_available(
+        self, operation: Callable[[], Awaitable[_T]], what: str, execution_id: str, **context: Any
+    ) -> _T:
+        """Retry one idempotent store call while Redis is unavailable (capped backoff, logged)."""
+        return await retry_while_unavailable(
+            operation, what, self.settings.store_retry, logger=log, execution_id=execution_id, **context
+        )
+
     async def _work(self, run: _ExecutionRun, worker_id: str) -> None:
+        """One worker: advance until the execution stops, backing off while Redis is down."""
         token_prefix = secrets.token_hex(8)
-        idle_ms = self.settings.idle_poll_min_ms
-        while run.advancing:
-            if run.gates.active:
-                idle = await self._advance_gated(run, worker_id, token_prefix)
-            else:
-                idle = await self._advance_batch(run, worker_id, token_prefix)
-            if idle is None:
-                idle_ms = self.settings.idle_poll_min_ms
+        idle_ms: int | None = self.settings.idle_poll_min_ms
+        outage = StoreOutage(
+            "engine.worker",
+            self.settings.store_retry,
+            logger=log,
+            execution_id=run.execution_id,
+            worker_id=worker_id,
+        )
+        while idle_ms is not None and run.advancing:
+            try:
+                idle_ms = await self._work_once(run, worker_id, token_prefix, idle_ms)
+            except StoreUnavailableError as exc:
+                await outage.wait(exc)
                 continue
-            if not run.advancing or await self._try_finalize(run):
-                return
-            if await self.store.recover_stale(run.execution_id):
-                await self._emit("step.recovered", run.execution_id, run.snapshot, worker_id=worker_id)
-                continue
-            wait_ms = idle_ms
-            if idle.wake_at_ms is not None:
-                wait_ms = max(1, min(idle_ms, idle.wake_at_ms - idle.now_ms))
-            await self._wait(run, wait_ms)
-            idle_ms = min(self.settings.idle_poll_max_ms, idle_ms * 2)
+            outage.recovered()
+
+    async def _work_once(
+        self, run: _ExecutionRun, worker_id: str, token_prefix: str, idle_ms: int
+    ) -> int | None:
+        """One claim-execute or idle round; the next idle delay, or None when this worker is done."""
+        if run.gates.active:
+            idle = await self._advance_gated(run, worker_id, token_prefix)
+        else:
+            idle = await self._advance_batch(run, worker_id, token_prefix)
+        if idle is None:
+            return self.settings.idle_poll_min_ms
+        if not run.advancing or await self._try_finalize(run):
+            return None
+        if await self.store.recover_stale(run.execution_id):
+            await self._emit("step.recovered", run.execution_id, run.snapshot, worker_id=worker_id)
+            return idle_ms
+        wait_ms = idle_ms
+        if idle.wake_at_ms is not None:
+            wait_ms = max(1, min(idle_ms, idle.wake_at_ms - idle.now_ms))
+        await self._wait(run, wait_ms)
+        return min(self.settings.idle_poll_max_ms, idle_ms * 2)
 
     async def _advance_batch(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
         """Fast path (no gated step): claim a batch in one round trip and execute it."""
@@ -400,17 +464,30 @@ class DagEngine:
         try:
             with restored_snapshot(run.snapshot):
                 result = await self._invoke(run, step, claim)
+            self._check_result(step, result)
         except StepParked as parked:
             await self._park(run, step, claim, parked, worker_id)
             return
         except StepFailure as failure:
             await self._fail(run, step, claim, failure, worker_id)
             return
-        stored = await self.results.encode(run.execution_id, step.name, result, run.snapshot)
-        outcome = await self.store.complete_step(claim, stored)
+
+        async def complete() -> Any:
+            stored = await self.results.encode(run.execution_id, step.name, result, run.snapshot)
+            return await self.store.complete_step(claim, stored)
+
+        outcome = await self._until_available(complete, "step.complete", run.execution_id, step=step.name)
         await self._after_transition(
             run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id
         )
+
+    def _check_result(self, step: StepDefinition, result: Any) -> None:
+        """A result that is not strict JSON or above `max_result_bytes` fails the step for good."""
+        what = f"Result of step '{step.name}'"
+        try:
+            check_size(len(dumps_strict(result, what)), self.settings.max_result_bytes, what)
+        except RuntimeCoreError as exc:
+            raise StepFailure(f"[{exc.code}] {exc.message}", code="permanent") from exc
 
     async def _invoke(self, run: _ExecutionRun, step: StepDefinition, claim: StepClaim) -> Any:
         executor = self.executors.get(step.step_key)
@@ -472,8 +549,13 @@ class DagEngine:
         seed = f"{run.execution_id}:{step.name}:{claim.retry_count}"
         decision = self.retry.decide(step.config, failure.code, claim.retry_count, seed)
         error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
-        result = await self.store.fail_step(
-            claim, retry=decision.retry, delay_ms=decision.delay_ms, error=error
+        result = await self._until_available(
+            lambda: self.store.fail_step(
+                claim, retry=decision.retry, delay_ms=decision.delay_ms, error=error
+            ),
+            "step.fail",
+            run.execution_id,
+            step=step.name,
         )
         event = "step.retry_scheduled" if decision.retry else "step.failed"
         await self._after_transition(
@@ -501,13 +583,18 @@ class DagEngine:
             )
             await self._fail(run, step, claim, failure, worker_id)
             return
+        on_park = self.on_park
         try:
-            await self.on_park(claim, parked, run.snapshot)
+            await self._until_available(
+                lambda: on_park(claim, parked, run.snapshot), "step.park", run.execution_id, step=step.name
+            )
         except ConflictError as refused:  # paused/cancelled meanwhile: it parks again after resume
             await self._emit(
                 "step.park_refused", run.execution_id, run.snapshot, step=step.name, reason=refused.message
             )
-        await self.store.release_step(claim)
+        await self._until_available(
+            lambda: self.store.release_step(claim), "step.release", run.execution_id, step=step.name
+        )
         run.wake.set()
         await self._emit(
             "step.parked",

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from runtime_core.errors import StoreUnavailableError
+from runtime_core.hot_state._guard import GuardedRedis
 from runtime_core.hot_state._scripts import LuaScripts
 
 DEFAULT_PREFIX = "mcprt:"
@@ -38,19 +39,28 @@ class HotState:
         return int(seconds) * 1000 + int(micros) // 1000
 
     async def ping(self) -> None:
-        try:
-            await self.redis.ping()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreUnavailableError(
-                f"Redis is unreachable: {exc}",
-                hint="Start redis-server or fix REDIS_URL; nothing was changed.",
-            ) from exc
+        """Raises StoreUnavailableError when Redis cannot be reached."""
+        await self.redis.ping()
 
     async def close(self) -> None:
         await self.redis.aclose()
 
 
 DEFAULT_MAX_CONNECTIONS = 64
+# Bounded waits, so a call against a dead or hung Redis fails with StoreUnavailableError
+# instead of hanging: connect, per-reply read, and waiting for a free pooled connection.
+DEFAULT_POOL_SETTINGS: dict[str, Any] = {
+    "timeout": 10,
+    "socket_connect_timeout": 3,
+    "socket_timeout": 10,
+    "health_check_interval": 15,
+}
+
+
+def _reconnect_once() -> dict[str, Any]:
+    """One immediate retry on a fresh connection: a pooled socket left over from before a
+    Redis restart fails once and is replaced, instead of failing the caller's call."""
+    return {"retry": Retry(NoBackoff(), 1), "retry_on_error": [RedisConnectionError]}
 
 
 def connect_hot_state(
@@ -60,19 +70,16 @@ def connect_hot_state(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     **pool_kwargs: Any,
 ) -> HotState:
-    """A client whose pool makes callers wait for a free connection instead of failing.
+    """A guarded client whose pool makes callers wait for a free connection instead of failing.
 
     Hundreds of concurrent workers then share `max_connections` sockets rather than
-    raising "Too many connections" under load.
+    raising "Too many connections" under load. Every connection failure or timeout
+    surfaces as `StoreUnavailableError` (see `GuardedRedis`).
     """
     pool = BlockingConnectionPool.from_url(
         url,
         decode_responses=True,
         max_connections=max_connections,
-        timeout=30,
-        socket_connect_timeout=5,
-        socket_timeout=30,
-        health_check_interval=15,
-        **pool_kwargs,
+        **{**DEFAULT_POOL_SETTINGS, **_reconnect_once(), **pool_kwargs},
     )
-    return HotState(redis=Redis(connection_pool=pool), prefix=prefix)
+    return HotState(redis=GuardedRedis(connection_pool=pool), prefix=prefix)

@@ -1,4 +1,12 @@
-"""A private `redis-server` child process for the zero-configuration default and tests."""
+"""A private `redis-server` child process for the zero-configuration default and tests.
+
+Durability the runtime needs from any Redis it uses (embedded or REDIS_URL):
+`appendonly yes` with `appendfsync everysec`. Redis appends a write to the AOF file before
+it replies (unless a slow disk postpones it), so an acknowledged transition survives a
+redis-server crash (SIGKILL) and restart; about the last second can be lost when the whole
+machine fails. The embedded default starts with exactly these settings; configure a
+production Redis the same way.
+"""
 
 from __future__ import annotations
 

@@ -7,8 +7,11 @@ cancellation (no ExecutionId is ever created) and running-run cancellation bridg
 execution control by ExecutionId, resuming a recovered execution by its existing ExecutionId
 instead of creating one, the run-execution index records of its runs, and the
 heartbeat publication of its registry and capacity descriptors. Restores each run's
-snapshot before creating and advancing its DAG; refuses a run without a snapshot. Must
-not read tenants from anything but the snapshot, nor touch another instance's runs.
+snapshot before creating and advancing its DAG; refuses a run without a snapshot. While
+Redis is unavailable a started run backs off and retries (its ExecutionId is chosen once,
+so a retried creation never makes a second DAG) and heartbeats are skipped, never fatal.
+Keeps only the most recent finished runs in memory (older ones are read from the index).
+Must not read tenants from anything but the snapshot, nor touch another instance's runs.
 """
 
 from __future__ import annotations
@@ -18,11 +21,19 @@ import contextlib
 import copy
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine
-from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError
-from runtime_core.identity import ExecutionContextSnapshot, new_local_run_id, restored_snapshot
+from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError, StoreUnavailableError
+from runtime_core.hot_state import retry_while_unavailable
+from runtime_core.identity import (
+    ExecutionContextSnapshot,
+    new_execution_id,
+    new_local_run_id,
+    restored_snapshot,
+)
 from runtime_core.instances._dependencies import InstanceDependencies
 from runtime_core.instances._models import (
     PROVIDER_NAME_KEY,
@@ -40,6 +51,12 @@ from runtime_core.instances._run_index import RunIndexRecord
 
 log = logging.getLogger("runtime_core.instances")
 
+_T = TypeVar("_T")
+
+# Finished local runs kept in memory for `run_view` / `wait_for_run`; older ones are
+# dropped (their index records stay in Redis), so memory stays bounded under load.
+FINISHED_RUNS_KEPT = 1_000
+
 
 @dataclass
 class _LocalRun:
@@ -47,6 +64,7 @@ class _LocalRun:
     record: RunIndexRecord
     effective_workers: int = 0
     cancel_requested: bool = False
+    new_execution_id: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -77,6 +95,7 @@ class RuntimeInstance:
         self.settings = settings
         self.deps = deps
         self._runs: dict[str, _LocalRun] = {}
+        self._finished: deque[str] = deque()
         self._queue: deque[_LocalRun] = deque()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._active_workers = 0
@@ -189,6 +208,22 @@ class RuntimeInstance:
             self._version += 1
             await self.deps.registry.heartbeat(self.descriptor(), self.capacity(), self._version)
 
+    async def _publish_quietly(self) -> None:
+        """Publish after a local change; with Redis down the next heartbeat publishes it."""
+        try:
+            await self.publish()
+        except StoreUnavailableError as exc:
+            log.warning(
+                "instance.publish_skipped runtime_instance_id=%s",
+                self.runtime_instance_id,
+                extra={"runtime_instance_id": self.runtime_instance_id, "error": exc.message},
+            )
+
+    async def _until_available(self, operation: Callable[[], Awaitable[_T]], what: str) -> _T:
+        return await retry_while_unavailable(
+            operation, what, logger=log, runtime_instance_id=self.runtime_instance_id
+        )
+
     # Local queue
 
     async def enqueue(self, request: LocalRunRequest) -> LocalRunView:
@@ -215,8 +250,8 @@ class RuntimeInstance:
             run = _LocalRun(request, record)
             self._runs[record.local_run_id] = run
             self._queue.append(run)
-        await self.publish()
         self._wake.set()
+        await self._publish_quietly()
         return run.view()
 
     def _check_accepting(self) -> None:
@@ -338,21 +373,26 @@ class RuntimeInstance:
             log.exception("local_run.failed", extra={"local_run_id": run.record.local_run_id})
             status, reason = LocalRunStatus.FAILED, f"{type(exc).__name__}: {exc}"
         self._release(run)
-        await self._finish(run, status, reason)
+        await self._finish(run, status, reason, until_stored=True)
 
     async def _run_execution(self, run: _LocalRun) -> tuple[LocalRunStatus, str | None]:
         engine = copy.copy(self.deps.engine)
         engine.instance_id = self.runtime_instance_id
         with restored_snapshot(run.snapshot):
-            execution_id = await self._open_execution(engine, run)
-            run.record = await self.deps.index.update(
-                run.record,
-                execution_id=execution_id,
-                started_at_ms=await self.deps.registry.hot_state.server_time_ms(),
+            execution_id = await self._until_available(
+                lambda: self._open_execution(engine, run), "local_run.open_execution"
             )
-            await self.publish()
+            run.record = await self._until_available(
+                lambda: self._record_started(run, execution_id), "local_run.record_started"
+            )
+            await self._publish_quietly()
             if run.cancel_requested:
-                await self.deps.canceller.cancel(execution_id, run.snapshot, reason="cancelled before start")
+                await self._until_available(
+                    lambda: self.deps.canceller.cancel(
+                        execution_id, run.snapshot, reason="cancelled before start"
+                    ),
+                    "local_run.cancel_before_start",
+                )
             final = await engine.run(execution_id, workers=run.effective_workers)
             while final in PARKED_CONTROL_STATUSES:
                 await self._wait_until_unparked(engine, execution_id)
@@ -361,12 +401,25 @@ class RuntimeInstance:
             return LocalRunStatus(final), None
         return LocalRunStatus.FAILED, f"execution finished {final or 'without a status'}"
 
+    async def _record_started(self, run: _LocalRun, execution_id: str) -> RunIndexRecord:
+        started_at = await self.deps.registry.hot_state.server_time_ms()
+        return await self.deps.index.update(run.record, execution_id=execution_id, started_at_ms=started_at)
+
     async def _open_execution(self, engine: DagEngine, run: _LocalRun) -> str:
-        """Create the run's execution, or continue the recovered one it resumes (same ExecutionId)."""
+        """Create the run's execution, or continue the recovered one it resumes (same ExecutionId).
+
+        The new ExecutionId is chosen once per run, so a creation retried after a lost reply
+        finds the DAG it already created instead of making a second one.
+        """
         execution_id = run.request.resume_execution_id
         if execution_id is None:
+            run.new_execution_id = run.new_execution_id or new_execution_id()
             return await engine.create_execution(
-                run.request.pipeline, run.request.input, run.snapshot, attributes=self._attributes(run)
+                run.request.pipeline,
+                run.request.input,
+                run.snapshot,
+                execution_id=run.new_execution_id,
+                attributes=self._attributes(run),
             )
         meta = await engine.store.load_meta(execution_id)
         if meta is None or meta.snapshot is None or meta.snapshot.tenant_id != run.snapshot.tenant_id:
@@ -376,11 +429,16 @@ class RuntimeInstance:
             )
         return execution_id
 
-    @staticmethod
-    async def _wait_until_unparked(engine: DagEngine, execution_id: str) -> None:
+    async def _wait_until_unparked(self, engine: DagEngine, execution_id: str) -> None:
         """A paused or input-waiting run keeps its slot; poll its control state with backoff."""
         delay = 0.02
-        while await engine.store.control_status(execution_id) in PARKED_CONTROL_STATUSES:
+
+        async def control_status() -> str | None:
+            return await self._until_available(
+                lambda: engine.store.control_status(execution_id), "local_run.control_status"
+            )
+
+        while await control_status() in PARKED_CONTROL_STATUSES:
             await asyncio.sleep(delay)  # waiting on another actor's resume / input, not syncing
             delay = min(0.5, delay * 2)
 
@@ -403,17 +461,34 @@ class RuntimeInstance:
         self._active_workers -= run.effective_workers
         self._tasks.pop(run.record.local_run_id, None)
 
-    async def _finish(self, run: _LocalRun, status: LocalRunStatus, reason: str | None) -> None:
+    async def _finish(
+        self, run: _LocalRun, status: LocalRunStatus, reason: str | None, *, until_stored: bool = False
+    ) -> None:
+        """Record the terminal status (retrying while Redis is down when `until_stored`)."""
         try:
-            completed_at = await self.deps.registry.hot_state.server_time_ms()
-            run.record = run.record.model_copy(
-                update={"status": status, "failure_reason": reason, "completed_at_ms": completed_at}
-            )
-            await self.deps.index.put(run.record)
+            if until_stored:
+                await self._until_available(
+                    lambda: self._record_finished(run, status, reason), "local_run.record_finished"
+                )
+            else:
+                await self._record_finished(run, status, reason)
         finally:
             run.done.set()
+            self._forget_old_finished(run)
             self._wake.set()
-        await self.publish()
+        await self._publish_quietly()
+
+    async def _record_finished(self, run: _LocalRun, status: LocalRunStatus, reason: str | None) -> None:
+        completed_at = await self.deps.registry.hot_state.server_time_ms()
+        run.record = run.record.model_copy(
+            update={"status": status, "failure_reason": reason, "completed_at_ms": completed_at}
+        )
+        await self.deps.index.put(run.record)
+
+    def _forget_old_finished(self, run: _LocalRun) -> None:
+        self._finished.append(run.record.local_run_id)
+        while len(self._finished) > FINISHED_RUNS_KEPT:
+            self._runs.pop(self._finished.popleft(), None)
 
     async def _heartbeat_loop(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000
@@ -424,7 +499,9 @@ class RuntimeInstance:
                 return
             try:
                 await self.publish()
-            except Exception:  # a missed heartbeat makes the instance stale; the next one retries
+            except Exception as exc:  # a missed heartbeat makes the instance stale; the next one retries
                 log.warning(
-                    "instance.heartbeat_failed", extra={"runtime_instance_id": self.runtime_instance_id}
+                    "instance.heartbeat_failed runtime_instance_id=%s",
+                    self.runtime_instance_id,
+                    extra={"runtime_instance_id": self.runtime_instance_id, "error": str(exc)},
                 )

@@ -1,8 +1,9 @@
 """Pipeline definitions: models, validation and input-binding resolution.
 
 Owns the pydantic models of the pipeline JSON format, the validation rules (each failure
-names its rule), the catalog of named pipelines and the pure resolution of `state.*` /
-`steps.<name>.result[.path]` bindings. Must not touch Redis or execute anything.
+names its rule), the catalog of named pipelines, the pure resolution of `state.*` /
+`steps.<name>.result[.path]` bindings, and the strict-JSON / size limits of pipelines, run
+inputs and step results. Must not touch Redis or execute anything.
 """
 
 from runtime_core.pipeline._bindings import (
@@ -14,10 +15,23 @@ from runtime_core.pipeline._bindings import (
     steps_read_by,
 )
 from runtime_core.pipeline._catalog import PipelineCatalog
+from runtime_core.pipeline._limits import (
+    DEFAULT_MAX_INPUT_BYTES,
+    DEFAULT_MAX_RESULT_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_PIPELINE_BYTES,
+    check_size,
+    dumps_strict,
+)
 from runtime_core.pipeline._models import PipelineDefinition, StepDefinition, parse_pipeline
 from runtime_core.pipeline._validation import validate_pipeline
 
 __all__ = [
+    # Limits
+    "DEFAULT_MAX_INPUT_BYTES",
+    "DEFAULT_MAX_RESULT_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_PIPELINE_BYTES",
     # Bindings
     "Binding",
     "BindingError",
@@ -26,6 +40,8 @@ __all__ = [
     # Models
     "PipelineDefinition",
     "StepDefinition",
+    "check_size",
+    "dumps_strict",
     "effective_step_inputs",
     "parse_binding",
     "parse_pipeline",

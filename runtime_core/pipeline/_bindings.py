@@ -50,7 +50,8 @@ def parse_binding(expression: str) -> Binding:
 def effective_step_inputs(step: StepDefinition) -> dict[str, Any]:
     """Explicit inputs plus implicit `steps.<source>.result` for configured source steps."""
     inputs = dict(step.input)
-    sources = list(step.config.get("sourceSteps") or [])
+    configured = step.config.get("sourceSteps")
+    sources = list(configured) if isinstance(configured, list) else []
     if isinstance(step.config.get("sourceStep"), str):
         sources.append(step.config["sourceStep"])
     for source in sources:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime_core.errors import InvalidPipelineError
+from runtime_core.pipeline._limits import (
+    MAX_PIPELINE_BYTES,
+    check_depth,
+    check_size,
+    dumps_strict,
+    loads_strict,
+    text_size,
+)
 
 
 class StepDefinition(BaseModel):
@@ -47,13 +54,18 @@ class PipelineDefinition(BaseModel):
 
 
 def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
-    """Parse one pipeline (a bare object, or a `{"pipelines": [one]}` wrapper)."""
-    try:
-        data = json.loads(raw) if isinstance(raw, str | bytes) else raw
-    except json.JSONDecodeError as exc:
-        raise InvalidPipelineError(
-            "json", f"Pipeline is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
-        ) from exc
+    """Parse one pipeline (a bare object, or a `{"pipelines": [one]}` wrapper).
+
+    Only strict JSON up to `MAX_PIPELINE_BYTES` and `MAX_JSON_DEPTH` levels is accepted;
+    anything else is an InvalidPipelineError or InputTooLargeError, never another exception.
+    """
+    if isinstance(raw, str | bytes):
+        check_size(text_size(raw), MAX_PIPELINE_BYTES, "Pipeline")
+        data = loads_strict(raw, "Pipeline")
+        check_depth(data, "Pipeline")
+    else:
+        check_size(len(dumps_strict(raw, "Pipeline")), MAX_PIPELINE_BYTES, "Pipeline")
+        data = raw
     if isinstance(data, dict) and "pipelines" in data and "steps" not in data:
         pipelines = data["pipelines"]
         if not isinstance(pipelines, list) or len(pipelines) != 1:

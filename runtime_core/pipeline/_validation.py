@@ -1,12 +1,13 @@
-"""Pipeline validation: each rule raises InvalidPipelineError naming the rule."""
+"""Pipeline validation: each rule raises InvalidPipelineError naming the rule; a pipeline
+above MAX_STEPS steps is an InputTooLargeError. No check walks the graph once per step."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runtime_core.errors import InvalidPipelineError
+from runtime_core.errors import InputTooLargeError, InvalidPipelineError
 from runtime_core.pipeline._bindings import BindingError, effective_step_inputs, is_binding, parse_binding
-from runtime_core.pipeline._models import PipelineDefinition
+from runtime_core.pipeline._models import PipelineDefinition, StepDefinition
 
 MAX_STEPS = 10_000
 
@@ -21,7 +22,10 @@ def validate_pipeline(pipeline: PipelineDefinition, registered_step_keys: Iterab
     if not pipeline.steps:
         raise InvalidPipelineError("steps_present", "Pipeline has no steps.", hint="Add at least one step.")
     if len(pipeline.steps) > MAX_STEPS:
-        raise InvalidPipelineError("step_limit", f"Pipeline has more than {MAX_STEPS} steps.")
+        raise InputTooLargeError(
+            f"Pipeline has {len(pipeline.steps)} steps; the limit is {MAX_STEPS}. Nothing was stored.",
+            hint="Split the work into several pipelines.",
+        )
     _check_names(pipeline)
     _check_dependencies(pipeline)
     _check_no_cycle(pipeline)
@@ -97,21 +101,48 @@ def _check_step_keys(pipeline: PipelineDefinition, registered: set[str]) -> None
             )
 
 
-def _ancestors(pipeline: PipelineDefinition, name: str) -> set[str]:
-    deps = {step.name: step.depends_on for step in pipeline.steps}
-    seen: set[str] = set()
-    frontier = list(deps[name])
-    while frontier:
-        node = frontier.pop()
-        if node not in seen:
-            seen.add(node)
-            frontier.extend(deps[node])
-    return seen
+def _ancestor_masks(pipeline: PipelineDefinition) -> tuple[dict[str, int], dict[str, int]]:
+    """Each step's bit, and the bitmask of its transitive dependencies, in one pass in dependency
+    order: a 10,000-step chain costs 10,000 big-int ORs, not 50 million set insertions."""
+    bits = {step.name: 1 << index for index, step in enumerate(pipeline.steps)}
+    deps = {step.name: set(step.depends_on) for step in pipeline.steps}
+    dependents: dict[str, list[str]] = {name: [] for name in deps}
+    for name, names in deps.items():
+        for dep in names:
+            dependents[dep].append(name)
+    waiting = {name: len(names) for name, names in deps.items()}
+    ready = [name for name, count in waiting.items() if count == 0]
+    masks: dict[str, int] = {}
+    while ready:
+        node = ready.pop()
+        masks[node] = 0
+        for dep in deps[node]:
+            masks[node] |= masks[dep] | bits[dep]
+        for dependent in dependents[node]:
+            waiting[dependent] -= 1
+            if waiting[dependent] == 0:
+                ready.append(dependent)
+    return bits, masks
+
+
+def _check_source_steps(step: StepDefinition) -> None:
+    sources, source = step.config.get("sourceSteps"), step.config.get("sourceStep")
+    if sources is not None and not (
+        isinstance(sources, list) and all(isinstance(name, str) for name in sources)
+    ):
+        raise InvalidPipelineError(
+            "bindings_parse", f"Step '{step.name}' config.sourceSteps must be a list of step names."
+        )
+    if source is not None and not isinstance(source, str):
+        raise InvalidPipelineError(
+            "bindings_parse", f"Step '{step.name}' config.sourceStep must be a step name."
+        )
 
 
 def _check_bindings(pipeline: PipelineDefinition) -> None:
+    ancestry: tuple[dict[str, int], dict[str, int]] | None = None
     for step in pipeline.steps:
-        ancestors: set[str] | None = None
+        _check_source_steps(step)
         for field, value in effective_step_inputs(step).items():
             if not is_binding(value):
                 continue
@@ -123,8 +154,9 @@ def _check_bindings(pipeline: PipelineDefinition) -> None:
                 ) from exc
             if binding.step is None:
                 continue
-            ancestors = ancestors if ancestors is not None else _ancestors(pipeline, step.name)
-            if binding.step not in ancestors:
+            ancestry = ancestry or _ancestor_masks(pipeline)
+            bits, masks = ancestry
+            if not masks[step.name] & bits.get(binding.step, 0):
                 raise InvalidPipelineError(
                     "bindings_parse",
                     f"Step '{step.name}' input '{field}' reads step '{binding.step}', "

@@ -2,9 +2,11 @@
 
 Owns the cycle loop: ask the dispatcher for attempts until the maximum dispatch count, an
 empty queue, a failure (when `stop_on_failure`), cancellation, or until a run that already
-failed or found no capacity in this cycle comes round again. Reports each attempt to an
-optional progress callback. Must not schedule itself (the background pump does) and must
-not claim or dispatch on its own.
+failed or found no capacity in this cycle comes round again (a manual drain tries every
+pending run once) or, with `stop_at_no_capacity` (the background pump), at the first run
+that finds no capacity, so a saturated pump does not claim and requeue the whole queue
+every cycle. Reports each attempt to an optional progress callback. Must not schedule
+itself (the background pump does) and must not claim or dispatch on its own.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class SharedQueuePump:
         *,
         cancel: asyncio.Event | None = None,
         progress: PumpProgress | None = None,
+        stop_at_no_capacity: bool = False,
     ) -> PumpResult:
         attempts: list[DispatchResult] = []
         not_dispatched: set[str] = set()
@@ -50,6 +53,8 @@ class SharedQueuePump:
             attempts.append(result)
             if progress is not None:
                 await progress(len(attempts), result)
+            if stop_at_no_capacity and result.outcome is DispatchOutcome.NO_CAPACITY:
+                return PumpResult(attempts=attempts, stop_reason=PumpStopReason.NO_CAPACITY)
             stop = self._stop_reason(result, request, not_dispatched)
             if stop is not None:
                 return PumpResult(attempts=attempts, stop_reason=stop)

@@ -1,0 +1,50 @@
+"""The one place where a Redis connection failure becomes a typed `StoreUnavailableError`.
+
+Owns `GuardedRedis` (a redis.asyncio client whose commands, EVALSHA script calls and
+pipelines raise `StoreUnavailableError` instead of redis-py connection / timeout errors) and
+the error it raises. Must not retry: callers decide whether to back off (workers, pumps,
+heartbeats) or to answer the error at once (one-shot operations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from runtime_core.errors import StoreUnavailableError
+
+# BusyLoadingError (Redis replaying its AOF after a restart) is a ConnectionError subclass.
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def store_unavailable(operation: str, exc: BaseException) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"Redis is unavailable ({operation}): {exc}",
+        hint="Check that redis-server is running and REDIS_URL is right, then retry: "
+        "every transition is idempotent by claim token or version.",
+    )
+
+
+class GuardedPipeline(Pipeline):
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        try:
+            return await super().execute(raise_on_error)
+        except UNAVAILABLE_ERRORS as exc:
+            raise store_unavailable("pipeline", exc) from exc
+
+
+class GuardedRedis(Redis):
+    """redis.asyncio client that reports an unreachable Redis as `StoreUnavailableError`."""
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        try:
+            return await super().execute_command(*args, **options)
+        except UNAVAILABLE_ERRORS as exc:
+            raise store_unavailable(str(args[0]) if args else "command", exc) from exc
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> GuardedPipeline:
+        return GuardedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)

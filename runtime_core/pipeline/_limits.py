@@ -1,0 +1,75 @@
+"""Strict-JSON and size limits of what callers submit: pipelines, run inputs, step results.
+
+Owns the limits (pipeline document, run input, step result, nesting depth) and the checks
+that turn a value that is not strict JSON (NaN / Infinity, a non-JSON object, a lone
+surrogate, nesting deeper than the limit) into `InvalidPipelineError` and an oversized one
+into `InputTooLargeError`, before anything is stored. Must not touch Redis.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runtime_core.errors import InputTooLargeError, InvalidPipelineError
+
+MIB = 1024 * 1024
+MAX_PIPELINE_BYTES = 4 * MIB
+DEFAULT_MAX_INPUT_BYTES = 1 * MIB
+DEFAULT_MAX_RESULT_BYTES = 8 * MIB
+MAX_JSON_DEPTH = 64
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_strict(text: str | bytes, what: str) -> Any:
+    """`json.loads` that refuses NaN / Infinity and reports every failure as InvalidPipelineError."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidPipelineError(
+            "json", f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+        ) from exc
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidPipelineError("json", f"{what} is not valid JSON: {exc}.") from exc
+
+
+def dumps_strict(value: Any, what: str) -> bytes:
+    """UTF-8 strict JSON of `value` (the bytes that would be stored), or InvalidPipelineError."""
+    check_depth(value, what)
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
+        raise InvalidPipelineError(
+            "json", f"{what} is not JSON-serialisable: {exc}.", hint="Send plain JSON values only."
+        ) from exc
+
+
+def check_depth(value: Any, what: str, limit: int = MAX_JSON_DEPTH) -> None:
+    """Nesting of objects / arrays at most `limit` levels (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict | list | tuple):
+            continue
+        if depth > limit:
+            raise InvalidPipelineError(
+                "json", f"{what} nests deeper than {limit} levels.", hint="Flatten the structure."
+            )
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
+
+
+def check_size(size_bytes: int, limit: int, what: str) -> None:
+    if size_bytes > limit:
+        raise InputTooLargeError(
+            f"{what} is {size_bytes} bytes; the limit is {limit} bytes. Nothing was stored.",
+            hint="Send a smaller value, or store large data elsewhere and pass a reference.",
+        )
+
+
+def text_size(raw: str | bytes) -> int:
+    return len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))

@@ -1,0 +1,319 @@
+"""Issue 9.5: every Lua script touches only keys passed in KEYS, all in one Cluster slot.
+
+Two checks per script in `lua/*.lua`:
+- static: every `redis.call` / `redis.pcall` names its command literally and its key
+  arguments are `KEYS[n]` (or a loop over KEYS) only, never a key name built in Lua;
+- dynamic: the script is run through its real Python wrapper in a representative scenario
+  (DAG store, execution control, retention, replay, concurrency gate, registry, admission
+  reservations, shared queue, recovery) while `MONITOR` records each EVALSHA and every
+  command the script ran; each touched key must be one of that call's KEYS and all of the
+  call's KEYS must hash to the same Redis Cluster slot (CRC16 with hash tags, per the spec).
+A new script without a scenario here fails `test_every_script_is_exercised_by_its_wrapper`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
+from runtime_core.control import ExecutionControlService
+from runtime_core.dag import DagStore
+from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.instances import InstanceRegistry, RuntimeInstance
+from runtime_core.pipeline import parse_pipeline
+from runtime_core.queueing import PumpIdentity, SharedRunStatus, SharedRunStore, SubmitMode
+from runtime_core.recovery import (
+    InstanceHealthStore,
+    RecoveryClaims,
+    SharedRunRecovery,
+    UnsafeMarkOutcome,
+    release_execution_claims,
+)
+from runtime_core.retention import EVICT_POLICY
+from runtime_core.storage import SqliteDurableStore
+from tests.helpers import wait_until
+from tests.integration.audit_support import TENANT_A, make_rig
+from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
+from tests.reliability.lua_cluster import (
+    ALL_ARGS_ARE_KEYS,
+    FIRST_ARG_IS_KEY,
+    KEYLESS_COMMANDS,
+    crc16_xmodem,
+    hash_tag,
+    is_declared_key,
+    key_arguments,
+    key_loop_variables,
+    key_slot,
+    redis_calls,
+)
+
+SCRIPTS = sorted(LUA_DIR.glob("*.lua"))
+SCRIPT_NAMES = [path.stem for path in SCRIPTS]
+STOP_MARKER = "lua-safety-monitor-stop"
+
+
+@dataclass
+class ScriptCall:
+    script: str
+    keys: list[str]
+    touched: list[str] = field(default_factory=list)
+
+
+def _sha_to_script() -> dict[str, str]:
+    return {hashlib.sha1(p.read_bytes()).hexdigest(): p.stem for p in SCRIPTS}
+
+
+class ScriptMonitor:
+    """`MONITOR` on its own connection: each EVALSHA with this prefix's keys and what it ran."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self.client = Redis.from_url(url, decode_responses=True)
+        self.prefix = prefix
+        self.calls: list[ScriptCall] = []
+        self._scripts = _sha_to_script()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ScriptMonitor:
+        monitor = self.client.monitor()
+        await monitor.__aenter__()
+        self._task = asyncio.create_task(self._collect(monitor))
+        return self
+
+    async def _collect(self, monitor: object) -> None:
+        current: ScriptCall | None = None
+        try:
+            while True:
+                entry = await monitor.next_command()  # type: ignore[attr-defined]
+                tokens = str(entry["command"]).split(" ")
+                if entry["client_type"] == "lua":
+                    if current is not None:
+                        current.touched += self._touched(tokens)
+                    continue
+                if tokens[0].upper() == "GET" and tokens[1:] == [self.prefix + STOP_MARKER]:
+                    return
+                current = self._script_call(tokens)
+                if current is not None:
+                    self.calls.append(current)
+        finally:
+            await monitor.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+    def _script_call(self, tokens: list[str]) -> ScriptCall | None:
+        if tokens[0].upper() != "EVALSHA":
+            return None
+        keys = tokens[3 : 3 + int(tokens[2])]
+        if not any(key.startswith(self.prefix) for key in keys):
+            return None  # another test's client
+        return ScriptCall(self._scripts.get(tokens[1], tokens[1]), keys)
+
+    @staticmethod
+    def _touched(tokens: list[str]) -> list[str]:
+        command = tokens[0].upper()
+        if command in KEYLESS_COMMANDS:
+            return []
+        return tokens[1:] if command in ALL_ARGS_ARE_KEYS else tokens[1:2]
+
+    async def stop(self, hot_state: HotState) -> None:
+        await hot_state.redis.get(self.prefix + STOP_MARKER)
+        assert self._task is not None
+        await asyncio.wait_for(self._task, timeout=10)
+        await self.client.aclose()
+
+
+# Scenarios: each runs some scripts through their real wrappers.
+
+
+async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
+    """create / claim (batch and single) / fail / complete / release / recover_stale /
+    release_execution_claims / control_cas / finalize / compact_results / restore_execution."""
+    retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
+    pipeline = parse_pipeline(
+        {
+            "name": "lua-safety",
+            "config": {"retention": retention},
+            "steps": [
+                {"name": "a", "stepKey": "test.noop"},
+                {"name": "b", "stepKey": "test.noop", "dependsOn": ["a"]},
+                {"name": "c", "stepKey": "test.noop", "dependsOn": ["a"]},
+            ],
+        }
+    )
+    rig = make_rig(hot_state, durable)
+    store: DagStore = rig.dag_store
+    execution_id = await rig.engine.create_execution(pipeline, {}, TENANT_A)
+    claim = dict(lease_ms=60_000, worker_id="lua-test", token_prefix="lua")
+    [first] = (await store.claim_ready_steps(execution_id, max_steps=1, **claim)).claims
+    await store.fail_step(first, retry=True, delay_ms=0, error={"code": "transient"})
+    [again] = (await store.claim_step(execution_id, "a", **claim)).claims
+    await store.complete_step(again, {"data": {"step": "a"}})
+    short = await store.claim_ready_steps(
+        execution_id, max_steps=2, lease_ms=1, worker_id="lua-test", token_prefix="short"
+    )
+    await store.release_step(short.claims[0])
+
+    async def lapsed_claim_recovered() -> bool:
+        return bool(await store.recover_stale(execution_id))
+
+    await wait_until(lapsed_claim_recovered)
+    await store.claim_ready_steps(execution_id, max_steps=2, **claim)
+    await release_execution_claims(
+        store, execution_id, claimed_before_ms=await hot_state.server_time_ms(), lease_ms=60_000
+    )
+    control = ExecutionControlService(hot_state)
+    await control.pause(execution_id, TENANT_A)
+    await control.resume(execution_id, TENANT_A)
+    assert await rig.engine.run(execution_id, workers=2) == "Completed"
+    await store.delete_execution(execution_id)
+    assert (await rig.audit.replay.replay(execution_id, TENANT_A)).restored
+
+
+async def _lease_scenario(hot_state: HotState) -> None:
+    """lease_acquire / lease_release over three scopes (global, provider, model)."""
+    step = {"provider": "openai", "model": "gpt-4.1", "operation": "llm.chat"}
+    context = ConcurrencyContext.for_step(
+        pipeline_name="lua-safety",
+        pipeline_version="1",
+        step_name="summarize",
+        step_key="llm.summary",
+        step_config=step,
+        execution_id="exec_lua",
+        runtime_instance_id="rt_lua",
+    )
+    section = {"maxGlobalConcurrency": 4, "maxProviderConcurrency": 2, "maxModelConcurrency": 2}
+    effective = resolve_effective_concurrency({"concurrency": section}, step, context)
+    gate = ConcurrencyGate(hot_state)
+    grant = await gate.try_acquire(effective, "lease-lua")
+    await gate.release(grant)  # type: ignore[arg-type]
+
+
+async def _control_plane_scenario(hot_state: HotState) -> None:
+    """publish_capacity, shared_* scripts, reservations, then the recovery scripts."""
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    try:
+        dispatched = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        cancelled = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.cancel(cancelled.shared_run_id, DEFAULT_TENANT)
+        assert (await plane.drain(10, DEFAULT_TENANT)).dispatched == 1
+        await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        pump = PumpIdentity(pump_runtime_instance_id="rt_lua", pump_worker_id="lua-test")
+        requeued = await plane.parts.queue.claim_next(pump)
+        assert requeued is not None
+        await plane.parts.queue.requeue(requeued, "lua safety test")
+        await _recovery_scenario(plane.parts.registry, hot_state, instance, dispatched.shared_run_id)
+    finally:
+        await plane.stop()
+
+
+async def _recovery_scenario(
+    registry: InstanceRegistry, hot_state: HotState, instance: RuntimeInstance, shared_run_id: str
+) -> None:
+    """mark_instance_unsafe, claim / complete_recovery_item, shared_recover, mark_instance_recovered."""
+    rid = instance.runtime_instance_id
+    await instance.stop(unregister=False)
+    health = InstanceHealthStore(registry)
+
+    async def marked_unsafe() -> bool:
+        return await health.mark_unsafe(rid, 0) is UnsafeMarkOutcome.MARKED
+
+    await wait_until(marked_unsafe)
+    run = await SharedRunStore(hot_state).get(shared_run_id)
+    assert run is not None and run.local_run_id is not None
+    claims = RecoveryClaims(registry, reconciler_id="lua-test", lease_ms=60_000)
+    await claims.claim(rid, run.local_run_id)
+    await claims.retry_later(rid, run.local_run_id)
+    await claims.claim(rid, run.local_run_id)
+    await claims.complete(rid, run.local_run_id, "requeued")
+    await SharedRunRecovery(hot_state).recover(
+        shared_run_id,
+        runtime_instance_id=rid,
+        local_run_id=run.local_run_id,
+        target=SharedRunStatus.QUEUED_GLOBALLY,
+        resume_execution_id=None,
+        fields={"reason": "lua safety test"},
+    )
+    await health.mark_recovered(rid, 60_000)
+
+
+@pytest.fixture(scope="module")
+async def observed_calls(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[str, list[ScriptCall]]]:
+    hot_state = connect_hot_state(redis_server.url, prefix=f"lua{secrets.token_hex(4)}:")
+    durable = await SqliteDurableStore.open(Path(tmp_path_factory.mktemp("lua")) / "runtime.db")
+    monitor = await ScriptMonitor(redis_server.url, hot_state.prefix).__aenter__()
+    try:
+        await _dag_scenario(hot_state, durable)
+        await _lease_scenario(hot_state)
+        await _control_plane_scenario(hot_state)
+    finally:
+        await monitor.stop(hot_state)
+        await durable.close()
+        await hot_state.close()
+    by_script: dict[str, list[ScriptCall]] = defaultdict(list)
+    for call in monitor.calls:
+        by_script[call.script].append(call)
+    yield dict(by_script)
+
+
+# The slot function itself, against the vectors of the Redis Cluster specification.
+
+
+def test_keyslot_matches_the_cluster_spec_crc16_and_hash_tag_rules() -> None:
+    assert crc16_xmodem(b"123456789") == 0x31C3
+    assert key_slot("{user1000}.following") == key_slot("{user1000}.followers")
+    assert hash_tag("foo{}{bar}") == "foo{}{bar}"
+    assert hash_tag("foo{{bar}}zap") == "{bar"
+    assert hash_tag("foo{bar}{zap}") == "bar"
+    assert hash_tag("mcprt:{exec_1}:meta") == "exec_1"
+
+
+# Static: no key name is ever built inside a script.
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=SCRIPT_NAMES)
+def test_script_passes_only_declared_keys_to_redis_calls(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    index_vars, value_vars = key_loop_variables(source)
+    calls = redis_calls(source)
+    assert calls, f"{path.name} makes no redis.call"
+    known = KEYLESS_COMMANDS | ALL_ARGS_ARE_KEYS | FIRST_ARG_IS_KEY
+    for call in calls:
+        assert call.command is not None, f"{path.name}:{call.line} builds its command name dynamically"
+        assert call.command in known, f"{path.name}:{call.line}: add {call.command} to the key table"
+        for argument in key_arguments(call):
+            assert is_declared_key(argument, index_vars, value_vars), (
+                f"{path.name}:{call.line}: {call.command} key {argument!r} is not one of KEYS"
+            )
+
+
+# Dynamic: run through the real wrappers, watch every key each call touched.
+
+
+def test_every_script_is_exercised_by_its_wrapper(observed_calls: dict[str, list[ScriptCall]]) -> None:
+    assert sorted(observed_calls) == SCRIPT_NAMES
+
+
+@pytest.mark.parametrize("script", SCRIPT_NAMES)
+def test_script_call_touches_only_its_keys_all_in_one_cluster_slot(
+    script: str, observed_calls: dict[str, list[ScriptCall]]
+) -> None:
+    calls = observed_calls.get(script, [])
+    assert calls, f"{script} was not run by any scenario"
+    for call in calls:
+        assert call.keys, f"{script} was called without KEYS"
+        assert {key_slot(key) for key in call.keys} == {key_slot(call.keys[0])}, (
+            f"{script} KEYS span several slots: {call.keys}"
+        )
+        assert set(call.touched) <= set(call.keys), (
+            f"{script} touched keys outside its KEYS: {sorted(set(call.touched) - set(call.keys))}"
+        )
