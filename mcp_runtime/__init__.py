@@ -16,6 +16,7 @@ from mcp_runtime._config import (
     load_server_config,
 )
 from mcp_runtime._guard import AuthenticationRequiredError, BearerPrincipal, FixedPrincipal, ToolGuard
+from mcp_runtime._http_limits import MAX_REQUEST_BYTES, RequestSizeLimitMiddleware
 from mcp_runtime._permissions import TOOL_PERMISSIONS, Permission
 from mcp_runtime._principal import Principal
 from mcp_runtime._rbac import Authorizer, PermissionDeniedError
@@ -30,6 +31,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "serve",
     "ServeOptions",
     "ToolBackend",
+    "RequestSizeLimitMiddleware",
+    "MAX_REQUEST_BYTES",
     # Configuration
     "ServerConfig",
     "PrincipalConfig",

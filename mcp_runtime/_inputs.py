@@ -18,6 +18,11 @@ RUN_ID_DESCRIPTION = (
     "a LocalRunId (lrun_...) or an ExecutionId (exec_...)."
 )
 EXECUTION_ID_DESCRIPTION = "The ExecutionId (exec_...) of the DAG, as shown by `run.status`."
+MAX_ID_LENGTH = 200
+ID_PATTERN = r"^[!-~]+$"
+"""Ids are printable ASCII without spaces: anything else cannot name a run, instance or key."""
+NAME_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+"""Names and keys chosen by users: any text without control characters."""
 
 
 class ToolInput(BaseModel):
@@ -27,6 +32,8 @@ class ToolInput(BaseModel):
 class SubmitInput(ToolInput):
     pipeline: str | None = Field(
         None,
+        max_length=MAX_ID_LENGTH,
+        pattern=NAME_PATTERN,
         description="Name of a catalog pipeline (see `pipelines.list`), e.g. 'rag-final-test'. "
         "Give either this or `definition`.",
     )
@@ -72,7 +79,9 @@ class InstancesListInput(ToolInput):
 
 
 class RunIdInput(ToolInput):
-    run_id: str = Field(min_length=1, description=RUN_ID_DESCRIPTION)
+    run_id: str = Field(
+        min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN, description=RUN_ID_DESCRIPTION
+    )
 
 
 class RunStatusInput(RunIdInput):
@@ -84,7 +93,9 @@ class CancelInput(RunIdInput):
 
 
 class ExecutionInput(ToolInput):
-    execution_id: str = Field(min_length=1, description=EXECUTION_ID_DESCRIPTION)
+    execution_id: str = Field(
+        min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN, description=EXECUTION_ID_DESCRIPTION
+    )
 
 
 class PauseInput(ExecutionInput):
@@ -98,6 +109,8 @@ class ResumeInput(ExecutionInput):
 class InputSubmitInput(ExecutionInput):
     waiting_key: str = Field(
         min_length=1,
+        max_length=MAX_ID_LENGTH,
+        pattern=NAME_PATTERN,
         description="The waiting key the execution is parked on (shown by `run.status` as waiting_key), "
         "e.g. 'hire-approval'.",
     )
@@ -119,9 +132,17 @@ class TraceInput(RunIdInput):
 
 
 class ForensicsInput(ToolInput):
-    execution_id: str | None = Field(None, description="Only recovery records about this ExecutionId.")
+    execution_id: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=ID_PATTERN,
+        description="Only recovery records about this ExecutionId.",
+    )
     runtime_instance_id: str | None = Field(
-        None, description="Only recovery records written for this (lost) runtime instance (rt_...)."
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=ID_PATTERN,
+        description="Only recovery records written for this (lost) runtime instance (rt_...).",
     )
 
 
@@ -133,7 +154,12 @@ class PipelinesValidateInput(ToolInput):
     definition: dict[str, Any] | None = Field(
         None, description="The pipeline definition to check, as a JSON object. Give this or `pipeline`."
     )
-    pipeline: str | None = Field(None, description="Name of a catalog pipeline to re-check.")
+    pipeline: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=NAME_PATTERN,
+        description="Name of a catalog pipeline to re-check.",
+    )
 
     @model_validator(mode="after")
     def _one_pipeline_source(self) -> PipelinesValidateInput:

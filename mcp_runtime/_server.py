@@ -1,8 +1,8 @@
 """Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
 
-Owns the server's identity and instructions, registering every tool spec behind the guard,
-and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, an
-unauthenticated `/healthz`). Must not contain tool behaviour.
+Owns the server's identity and instructions, the tools built from every spec behind the guard,
+and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
+bodies capped, an unauthenticated `/healthz`). Must not contain tool behaviour.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from starlette.types import ASGIApp
 
 from mcp_runtime._backend import ToolBackend
 from mcp_runtime._guard import ToolGuard
-from mcp_runtime._registration import register_tool
+from mcp_runtime._http_limits import RequestSizeLimitMiddleware
+from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
 
@@ -39,18 +40,18 @@ def build_server(
         version="0.1.0",
         token_verifier=token_verifier,
         auth=auth,
+        tools=[build_tool(spec, guard) for spec in backend.tool_specs()],
     )
-    for spec in backend.tool_specs():
-        register_tool(server, spec, guard)
     register_resources(server, backend.catalog, guard)
     return server
 
 
 def http_app(server: MCPServer, *, host: str) -> ASGIApp:
-    """The streamable HTTP app on `/mcp` (bearer auth as configured) plus an open `/healthz`."""
+    """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
+    MAX_REQUEST_BYTES) plus an open `/healthz`."""
 
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    return ApiKeyHeaderMiddleware(server.streamable_http_app(host=host))
+    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))

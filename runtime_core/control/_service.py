@@ -8,16 +8,16 @@ run or complete steps; the engine settles Pausing -> Paused and Resuming -> Runn
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from runtime_core.control._models import ControlAction, ControlState
 from runtime_core.control._store import ControlStore
 from runtime_core.control._transitions import apply_action, not_found, raise_for_result
 from runtime_core.dag import DagStore, EngineEvent, ExecutionMeta, ExecutionObserver, FinalizeOutcome
-from runtime_core.errors import InputTooLargeError, NotFoundError
+from runtime_core.errors import NotFoundError
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import check_size, dumps_strict
 
 MAX_INPUT_BYTES = 256 * 1024
 
@@ -129,12 +129,7 @@ class ExecutionControlService:
         expected_version: int | None = None,
     ) -> ControlState:
         """Store `payload` for the waiting step (only under its waiting key) and resume."""
-        size = len(json.dumps(payload, separators=(",", ":")).encode())
-        if size > MAX_INPUT_BYTES:
-            raise InputTooLargeError(
-                f"Input is {size} bytes; the limit is {MAX_INPUT_BYTES}. Nothing was stored.",
-                hint="Submit a smaller input (reference large documents instead of inlining them).",
-            )
+        check_size(len(dumps_strict(payload, "Human input")), MAX_INPUT_BYTES, "Human input")
         meta = await self._visible_meta(execution_id, snapshot)
         before, result = await apply_action(
             self.store,

@@ -350,6 +350,8 @@ class ControlPlane:
         *,
         provider_hint: str | None = None,
     ) -> SubmitResult:
+        """Refuses an oversized or non-JSON input before anything is queued (the engine's limits)."""
+        self.parts.engine.check_input(input)
         return await self.parts.controller.submit(
             pipeline, input, mode or self.settings.default_submit_mode, snapshot, provider_hint=provider_hint
         )

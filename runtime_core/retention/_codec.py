@@ -1,9 +1,10 @@
 """ExternalizingResultCodec: the engine's ResultCodec with payload externalization.
 
 Owns the size threshold: a result whose canonical JSON is larger is stored as a payload and
-only its reference goes to Redis; decoding resolves references (and evicted results)
-through the resolver and turns a resolver failure into a typed step failure (code
-`resolver`) that follows the step's retry policy. Must not write Redis itself.
+only its reference goes to Redis. So is a result that merely looks like a reference: every
+hot reference is one this codec wrote, a step cannot forge one. Decoding resolves references
+(and evicted results) through the resolver and turns a resolver failure into a typed step
+failure (code `resolver`) that follows the step's retry policy. Must not write Redis itself.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.retention._archive import StepArchiver
-from runtime_core.retention._refs import hot_ref, result_body, tenant_of
+from runtime_core.retention._refs import hot_ref, parse_hot_ref, result_body, tenant_of
 from runtime_core.retention._resolver import PayloadResolver, ResolverError
 from runtime_core.steps import StepFailure
 
@@ -49,7 +50,7 @@ class ExternalizingResultCodec:
         self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
     ) -> Any:
         body = result_body(result)
-        if len(body) <= self.settings.threshold_bytes:
+        if len(body) <= self.settings.threshold_bytes and parse_hot_ref(result) is None:
             return result
         try:
             ref = await self.archiver.externalize(execution_id, step_name, tenant_of(snapshot), result, body)
