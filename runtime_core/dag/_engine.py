@@ -12,9 +12,10 @@ dropped. Must not write state a Lua script guards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -463,7 +464,8 @@ class DagEngine:
         )
         try:
             with restored_snapshot(run.snapshot):
-                result = await self._invoke(run, step, claim)
+                async with self._lease_kept(claim):
+                    result = await self._invoke(run, step, claim)
             self._check_result(step, result)
         except StepParked as parked:
             await self._park(run, step, claim, parked, worker_id)
@@ -480,6 +482,27 @@ class DagEngine:
         await self._after_transition(
             run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id
         )
+
+    @contextlib.asynccontextmanager
+    async def _lease_kept(self, claim: StepClaim) -> AsyncIterator[None]:
+        """Renew the step's lease every third of it while the executor runs."""
+        keeper = asyncio.create_task(self._keep_lease(claim))
+        try:
+            yield
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
+    async def _keep_lease(self, claim: StepClaim) -> None:
+        lease_ms = self.settings.lease_ms
+        while True:
+            await asyncio.sleep(lease_ms / 3000)  # a renewal timer, not synchronisation
+            try:
+                if not await self.store.renew_step_lease(claim, lease_ms=lease_ms):
+                    return  # the claim was lost (recovered): the completion will be rejected
+            except RuntimeCoreError:  # Redis briefly unavailable: try again next tick
+                continue
 
     def _check_result(self, step: StepDefinition, result: Any) -> None:
         """A result that is not strict JSON or above `max_result_bytes` fails the step for good."""

@@ -297,6 +297,14 @@ class DagStore:
         )
         return TransitionOutcome(int(reply[0]))
 
+    async def renew_step_lease(self, claim: StepClaim, *, lease_ms: int) -> bool:
+        """Extend a Running step's lease for its token holder; False once the claim is lost."""
+        k = self.keys(claim.execution_id)
+        reply = await self._scripts["renew_step_lease"](
+            keys=[k.status, k.running, k.token], args=[claim.step_name, claim.token, lease_ms]
+        )
+        return int(reply[0]) == 1
+
     async def recover_stale(self, execution_id: str, *, max_steps: int = 1000) -> list[str]:
         k = self.keys(execution_id)
         reply = await self._scripts["recover_stale"](

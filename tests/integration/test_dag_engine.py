@@ -20,7 +20,7 @@ from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.policy import RetryEngine
-from runtime_core.steps import default_executor_registry
+from runtime_core.steps import StepInvocation, default_executor_registry
 from tests.helpers import CountingExecutor, fan_out_pipeline, wait_until
 
 SNAPSHOT = ExecutionContextSnapshot(user_id="u-1", tenant_id="tenant-a")
@@ -305,3 +305,47 @@ async def test_finalization_happens_exactly_once(hot_state: HotState) -> None:
     assert await engine.run(execution_id, workers=1) == "Completed"
     outcomes = await asyncio.gather(*(engine.store.finalize(execution_id) for _ in range(5)))
     assert {outcome.name for outcome, _ in outcomes} == {"ALREADY_FINAL"}
+
+
+class SlowExecutor:
+    """`test.slow`: runs for `holdMs`, longer than the engine's lease (a long LLM call)."""
+
+    step_key = "test.slow"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def execute(self, invocation: StepInvocation) -> dict:
+        self.calls += 1
+        await asyncio.sleep(invocation.config["holdMs"] / 1000)  # the work itself takes this long
+        return {"data": {"step": invocation.step_name}}
+
+
+async def test_a_step_running_longer_than_its_lease_keeps_it_and_runs_once(hot_state: HotState) -> None:
+    slow = SlowExecutor()
+    engine = make_engine(hot_state, slow, lease_ms=300)
+    pipeline = parse_pipeline(
+        {"name": "slow", "steps": [{"name": "s", "stepKey": "test.slow", "config": {"holdMs": 1200}}]}
+    )
+    execution_id = await engine.create_execution(pipeline, {}, SNAPSHOT)
+    # Two workers: the idle one scans for stale leases the whole time the step runs.
+    assert await engine.run(execution_id, workers=2) == "Completed"
+    view = await engine.store.read_execution(execution_id)
+    assert view is not None and (view.steps[0].recovery_count, view.steps[0].retry_count) == (0, 0)
+    assert slow.calls == 1
+
+
+async def test_a_lost_claim_is_not_renewed(hot_state: HotState) -> None:
+    engine = make_engine(hot_state)
+    store = engine.store
+    execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT)
+    stale = (
+        await store.claim_step(execution_id, "only", lease_ms=30, worker_id="A", token_prefix="a")
+    ).claims[0]
+
+    async def lease_expired() -> bool:
+        return await hot_state.server_time_ms() > stale.claimed_at_ms + 30
+
+    await wait_until(lease_expired)
+    assert await store.recover_stale(execution_id) == ["only"]
+    assert await store.renew_step_lease(stale, lease_ms=60_000) is False

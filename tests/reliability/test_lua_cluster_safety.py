@@ -132,7 +132,7 @@ class ScriptMonitor:
 
 
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
-    """create / claim (batch and single) / fail / complete / release / recover_stale /
+    """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
     release_execution_claims / control_cas / finalize / compact_results / restore_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
@@ -153,6 +153,7 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     [first] = (await store.claim_ready_steps(execution_id, max_steps=1, **claim)).claims
     await store.fail_step(first, retry=True, delay_ms=0, error={"code": "transient"})
     [again] = (await store.claim_step(execution_id, "a", **claim)).claims
+    assert await store.renew_step_lease(again, lease_ms=60_000)
     await store.complete_step(again, {"data": {"step": "a"}})
     short = await store.claim_ready_steps(
         execution_id, max_steps=2, lease_ms=1, worker_id="lua-test", token_prefix="short"
