@@ -501,8 +501,11 @@ class DagEngine:
             try:
                 if not await self.store.renew_step_lease(claim, lease_ms=lease_ms):
                     return  # the claim was lost (recovered): the completion will be rejected
-            except RuntimeCoreError:  # Redis briefly unavailable: try again next tick
-                continue
+            except Exception as exc:  # Redis down or still loading: the step itself must not fail
+                log.warning(
+                    "step.lease_renewal_failed",
+                    extra={"execution_id": claim.execution_id, "step": claim.step_name, "error": repr(exc)},
+                )
 
     def _check_result(self, step: StepDefinition, result: Any) -> None:
         """A result that is not strict JSON or above `max_result_bytes` fails the step for good."""

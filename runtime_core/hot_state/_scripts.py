@@ -2,23 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 LUA_DIR = Path(__file__).resolve().parents[2] / "lua"
+SCRIPT_CALL_ATTEMPTS = 3
+
+
+class ReloadingScript:
+    """A registered script whose call survives a Redis restart racing the script reload.
+
+    redis-py reloads a script once on NOSCRIPT; when Redis restarts again between that
+    reload and the retried EVALSHA, NOSCRIPT escapes. NOSCRIPT means the script did not
+    run, so calling again (which reloads again) is always safe.
+    """
+
+    def __init__(self, script: AsyncScript) -> None:
+        self._script = script
+
+    async def __call__(
+        self, keys: Sequence[Any] | None = None, args: Sequence[Any] | None = None, client: Any = None
+    ) -> Any:
+        for attempt in range(1, SCRIPT_CALL_ATTEMPTS + 1):
+            try:
+                return await self._script(keys=keys, args=args, client=client)
+            except NoScriptError:
+                if attempt == SCRIPT_CALL_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
 
 class LuaScripts:
     """Registry of the project's Lua scripts keyed by file stem (`claim_steps`, ...)."""
 
     def __init__(self, redis: Redis, lua_dir: Path = LUA_DIR) -> None:
-        self._scripts: dict[str, AsyncScript] = {}
+        self._scripts: dict[str, ReloadingScript] = {}
         for path in sorted(lua_dir.glob("*.lua")):
-            self._scripts[path.stem] = redis.register_script(path.read_text(encoding="utf-8"))
+            script = redis.register_script(path.read_text(encoding="utf-8"))
+            self._scripts[path.stem] = ReloadingScript(script)
 
-    def __getitem__(self, name: str) -> AsyncScript:
+    def __getitem__(self, name: str) -> ReloadingScript:
         try:
             return self._scripts[name]
         except KeyError:
