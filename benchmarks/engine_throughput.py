@@ -10,14 +10,19 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from benchmarks._harness import RoundTripCounter, Row, counting_hot_state, percentile, script_calls
 from runtime_core.dag import DagEngine, DagStore, EngineEvent, EngineSettings
+from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import default_executor_registry
 
+T = TypeVar("T")
 SNAPSHOT = ExecutionContextSnapshot(user_id="bench", tenant_id="bench")
 
 
@@ -55,27 +60,13 @@ async def engine_run(redis_url: str, pipeline: PipelineDefinition, workers: int,
     )
     try:
         ids = [await engine.create_execution(pipeline, {}, SNAPSHOT) for _ in range(executions)]
-        before, sends = await script_calls(hot.redis), RoundTripCounter.sends
-        started = time.perf_counter()
-        statuses = await asyncio.gather(*(engine.run(eid, workers=workers) for eid in ids))
-        seconds = time.perf_counter() - started
-        round_trips = RoundTripCounter.sends - sends
-        calls = await script_calls(hot.redis) - before
+        cost, statuses = await _measured(
+            hot, asyncio.gather(*(engine.run(eid, workers=workers) for eid in ids))
+        )
         assert set(statuses) == {"Completed"}, statuses
     finally:
         await hot.close()
-    steps = len(pipeline.steps) * executions
-    return Row(
-        "engine",
-        f"{executions}x{len(pipeline.steps)} steps, {workers} workers",
-        steps,
-        seconds,
-        steps / seconds,
-        round_trips / steps,
-        calls / steps,
-        percentile(observer.latencies_ms, 50),
-        percentile(observer.latencies_ms, 99),
-    )
+    return _row("engine", pipeline, executions, workers, cost, observer.latencies_ms)
 
 
 async def floor_run(redis_url: str, pipeline: PipelineDefinition, workers: int, executions: int = 1) -> Row:
@@ -105,25 +96,48 @@ async def floor_run(redis_url: str, pipeline: PipelineDefinition, workers: int, 
         ids = [f"exec_floor{secrets.token_hex(4)}" for _ in range(executions)]
         for eid in ids:
             await store.create_execution(eid, pipeline, {}, SNAPSHOT)
-        before, sends = await script_calls(hot.redis), RoundTripCounter.sends
-        started = time.perf_counter()
-        await asyncio.gather(*(loop(eid, n) for eid in ids for n in range(workers)))
-        seconds = time.perf_counter() - started
-        round_trips = RoundTripCounter.sends - sends
-        calls = await script_calls(hot.redis) - before
+        cost, _ = await _measured(hot, asyncio.gather(*(loop(eid, n) for eid in ids for n in range(workers))))
     finally:
         await hot.close()
+    return _row("floor", pipeline, executions, workers, cost, latencies)
+
+
+@dataclass(frozen=True)
+class _Cost:
+    seconds: float
+    round_trips: int
+    script_calls: int
+
+
+async def _measured(hot: HotState, work: Awaitable[T]) -> tuple[_Cost, T]:
+    """Wall time, client round trips and EVALSHA calls spent awaiting `work`."""
+    before, sends = await script_calls(hot.redis), RoundTripCounter.sends
+    started = time.perf_counter()
+    result = await work
+    seconds = time.perf_counter() - started
+    round_trips = RoundTripCounter.sends - sends
+    return _Cost(seconds, round_trips, await script_calls(hot.redis) - before), result
+
+
+def _row(
+    name: str,
+    pipeline: PipelineDefinition,
+    executions: int,
+    workers: int,
+    cost: _Cost,
+    latencies_ms: list[float],
+) -> Row:
     steps = len(pipeline.steps) * executions
     return Row(
-        "floor",
+        name,
         f"{executions}x{len(pipeline.steps)} steps, {workers} workers",
         steps,
-        seconds,
-        steps / seconds,
-        round_trips / steps,
-        calls / steps,
-        percentile(latencies, 50),
-        percentile(latencies, 99),
+        cost.seconds,
+        steps / cost.seconds,
+        cost.round_trips / steps,
+        cost.script_calls / steps,
+        percentile(latencies_ms, 50),
+        percentile(latencies_ms, 99),
     )
 
 
