@@ -28,13 +28,12 @@ class ReloadingScript:
     async def __call__(
         self, keys: Sequence[Any] | None = None, args: Sequence[Any] | None = None, client: Any = None
     ) -> Any:
-        for attempt in range(1, SCRIPT_CALL_ATTEMPTS + 1):
+        for _ in range(SCRIPT_CALL_ATTEMPTS - 1):
             try:
                 return await self._script(keys=keys, args=args, client=client)
             except NoScriptError:
-                if attempt == SCRIPT_CALL_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+                continue
+        return await self._script(keys=keys, args=args, client=client)
 
 
 class LuaScripts:
