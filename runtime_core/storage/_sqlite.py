@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -120,19 +120,32 @@ class SqliteDurableStore:
             return cursor.rowcount
 
     async def _write_many(self, sql: str, rows: list[dict[str, Any]]) -> None:
-        async with self._guard(), self._write_lock:
-            await self._db.execute("BEGIN IMMEDIATE")
+        # Shielded: a cancelled caller gets its CancelledError at once, but cannot stop the batch
+        # between BEGIN and COMMIT, which would leave the shared connection inside a transaction.
+        async with self._guard():
+            await asyncio.shield(self._transaction(sql, rows))
+
+    async def _transaction(self, sql: str, rows: list[dict[str, Any]]) -> None:
+        """Write all `rows` in one IMMEDIATE transaction that always ends: committed or rolled back."""
+        async with self._write_lock:
             try:
+                await self._db.execute("BEGIN IMMEDIATE")
                 await self._db.executemany(sql, rows)
+                await self._db.execute("COMMIT")
             except BaseException:
-                await self._db.execute("ROLLBACK")
+                await self._rollback()
                 raise
-            await self._db.execute("COMMIT")
+
+    async def _rollback(self) -> None:
+        # aiosqlite runs every queued statement even if its awaiter was cancelled, so this runs
+        # after a BEGIN whose await was interrupted; it fails harmlessly if no transaction is open.
+        with suppress(sqlite3.OperationalError):
+            await self._db.execute("ROLLBACK")
 
     async def _fetch_all(self, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
+        # One call on aiosqlite's thread, so a cancelled reader never leaves a half-read cursor.
         async with self._guard():
-            cursor = await self._db.execute(sql, params)
-            return list(await cursor.fetchall())
+            return list(await self._db.execute_fetchall(sql, params))
 
     async def _fetch_one(self, sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
         rows = await self._fetch_all(sql, params)
@@ -275,4 +288,5 @@ class SqliteDurableStore:
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await self._db.close()
+            async with self._write_lock:  # a shielded batch may outlive its cancelled caller
+                await self._db.close()

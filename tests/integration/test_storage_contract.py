@@ -6,9 +6,11 @@ The MongoDB run is reported as skipped (never as passed) when MONGODB_URI is abs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import sqlite3
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -399,6 +401,29 @@ async def test_two_sqlite_stores_on_one_file_see_each_others_writes(tmp_path: Pa
     finally:
         await first.close()
         await second.close()
+
+
+async def test_cancelled_sqlite_batches_are_all_or_nothing_and_leave_the_store_writable(
+    tmp_path: Path,
+) -> None:
+    """Cancel ledger appends after 0..N loop iterations: before, during and after the transaction."""
+    store = await SqliteDurableStore.open(tmp_path / SQLITE_FILE_NAME)
+    batch_size = 20
+    try:
+        for iterations in range(60):
+            batch = [_ledger(f"batch{iterations}", sequence=i) for i in range(batch_size)]
+            append = asyncio.create_task(store.append_ledger(batch))
+            for _ in range(iterations % 12):
+                await asyncio.sleep(0)  # a scheduling point to cancel at, not a wait for an outcome
+            append.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await append
+        await store.append_ledger([_ledger("after")])
+        counts = Counter(e.event for e in await store.list_ledger(TENANT, limit=10_000))
+        assert counts.pop("after") == 1
+        assert set(counts.values()) <= {batch_size}
+    finally:
+        await store.close()
 
 
 async def test_sqlite_store_runs_in_wal_mode(tmp_path: Path) -> None:
