@@ -2,7 +2,9 @@
 
 Owns handling each Pending request exactly once under its persisted snapshot: select a
 scale-out capable provider (by hint), provision, record Fulfilled / Rejected, then hand the
-shared run to the fulfilled-run requeue service. Never dispatches a run itself.
+shared run to the fulfilled-run requeue service; `run_forever` repeats that at an interval,
+backing off (capped exponential, logged) while Redis is unavailable instead of dying. Never
+dispatches a run itself.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import asyncio
 import contextlib
 import logging
 
-from runtime_core.errors import RuntimeCoreError
+from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
+from runtime_core.hot_state import StoreOutage
 from runtime_core.identity import restored_snapshot
 from runtime_core.providers import ProviderSelector, ScaleOutProvisionRequest, ScaleOutProvisionResult
 from runtime_core.queueing._requeue import FulfilledRunRequeue
@@ -67,10 +70,16 @@ class ScaleOutWatcher:
             return ScaleOutProvisionResult(fulfilled=False, reason=exc.message)
 
     async def run_forever(self, stop: asyncio.Event, *, interval_ms: int = 200) -> None:
+        outage = StoreOutage("scale_out.watch", logger=log, watcher_id=self.watcher_id)
         while not stop.is_set():
             try:
                 await self.process_pending()
-            except Exception:  # Redis hiccup: log and try again next interval
+            except StoreUnavailableError as exc:
+                await outage.wait(exc)
+                continue
+            except Exception:  # a bug in one pass must not stop the watcher: log, try next interval
                 log.exception("scale_out.watch_failed")
+            else:
+                outage.recovered()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval_ms / 1000)

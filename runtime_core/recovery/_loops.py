@@ -2,8 +2,9 @@
 
 Owns running `RuntimeHealthReconciler.reconcile_once` and
 `ExecutionRecoveryReconciler.reconcile_once` at their intervals; a health pass that marked
-an instance Unsafe wakes recovery at once. A failing pass is logged and retried on the next
-interval. Must not reconcile anything itself.
+an instance Unsafe wakes recovery at once. While Redis is unavailable a loop backs off
+(capped exponential, one structured warning per attempt) instead of dying; any other failing
+pass is logged and retried on the next interval. Must not reconcile anything itself.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import asyncio
 import contextlib
 import logging
 
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.hot_state import StoreOutage
 from runtime_core.recovery._health import RuntimeHealthReconciler
 from runtime_core.recovery._reconciler import ExecutionRecoveryReconciler
 
@@ -54,19 +57,31 @@ class RecoveryLoops:
         self._tasks = []
 
     async def _health_loop(self) -> None:
+        outage = StoreOutage("recovery.health_pass", logger=log)
         while not self._stop.is_set():
             try:
                 if await self.health.reconcile_once():
                     self._wake_recovery.set()
-            except Exception:  # Redis hiccup: log and try again next interval
+            except StoreUnavailableError as exc:
+                await outage.wait(exc)
+                continue
+            except Exception:  # a bug in one pass must not stop health checks: log, try next interval
                 log.exception("health.reconcile_failed")
+            else:
+                outage.recovered()
             await _wait(self._stop, self.health_interval_ms / 1000)
 
     async def _recovery_loop(self) -> None:
+        outage = StoreOutage("recovery.recovery_pass", logger=log)
         while not self._stop.is_set():
             self._wake_recovery.clear()
             try:
                 await self.recovery.reconcile_once()
-            except Exception:  # Redis hiccup: log and try again next interval
+            except StoreUnavailableError as exc:
+                await outage.wait(exc)
+                continue
+            except Exception:  # a bug in one pass must not stop recovery: log, try next interval
                 log.exception("recovery.reconcile_failed")
+            else:
+                outage.recovered()
             await _wait(self._wake_recovery, self.recovery_interval_ms / 1000)
