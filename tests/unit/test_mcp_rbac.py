@@ -83,6 +83,7 @@ def test_policy_file_change_is_picked_up_without_restart(tmp_path: Path) -> None
 def test_reload_policy_rereads_the_file(tmp_path: Path) -> None:
     model, policy = _policy_copy(tmp_path)
     authorizer = Authorizer(model, policy)
+    assert authorizer.allows(_principal("viewer"), Permission.RUN_READ)  # decision memoised
     lines = policy.read_text(encoding="utf-8").replace("p, viewer, *, run, read\n", "")
     policy.write_text(lines, encoding="utf-8")
     authorizer.reload_policy()
