@@ -28,7 +28,7 @@ from runtime_core.control_plane._views import (
     StepRow,
 )
 from runtime_core.dag import DagEngine, DagStore, ExecutionView
-from runtime_core.errors import ConflictError, MissingSnapshotError, RuntimeCoreError
+from runtime_core.errors import ConflictError, MissingSnapshotError, RuntimeCoreError, StoreUnavailableError
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import (
@@ -195,7 +195,9 @@ def build_parts(
         admission,
         delivery,
         scale_out,
-        validate=lambda pipeline: validate_pipeline(pipeline, engine.executors.keys()),
+        validate=lambda pipeline: validate_pipeline(
+            pipeline, engine.executors.keys(), check_retention=engine.check_retention
+        ),
         on_enqueued=background.wake,
     )
     recovery_settings = RecoverySettings(
@@ -478,17 +480,16 @@ class ControlPlane:
 
     async def _local_view(self, record: RunIndexRecord) -> LocalRunView:
         """Ask the owning instance (index already checked the tenant); fall back to the index."""
-        for entry in await self.parts.registry.entries():
-            if entry.runtime_instance_id == record.runtime_instance_id:
-                try:
-                    provider = self.parts.providers.for_instance(entry.descriptor)
-                    return await provider.run_status(
-                        RunRef(
-                            runtime_instance_id=record.runtime_instance_id, local_run_id=record.local_run_id
-                        )
-                    )
-                except RuntimeCoreError:
-                    break
+        try:
+            descriptor = await self.parts.registry.descriptor(record.runtime_instance_id)
+            provider = self.parts.providers.for_instance(descriptor)
+            return await provider.run_status(
+                RunRef(runtime_instance_id=record.runtime_instance_id, local_run_id=record.local_run_id)
+            )
+        except StoreUnavailableError:
+            raise
+        except RuntimeCoreError:
+            pass  # instance unregistered or unreachable: the index record is the answer
         return LocalRunView(
             local_run_id=record.local_run_id,
             shared_run_id=record.shared_run_id,

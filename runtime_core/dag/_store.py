@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime_core.dag._fingerprint import canonical_json
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline, steps_read_by
 
@@ -245,9 +245,9 @@ class DagStore:
         pipe.hget(k.meta, "status")
         pipe.hget(k.control, "status")
         pipe.zrangebyscore(k.ready, "-inf", "+inf", start=0, num=limit, withscores=True)
-        (seconds, micros), status, control, ready = await pipe.execute()
+        now, status, control, ready = await pipe.execute()
         return ReadyView(
-            now_ms=int(seconds) * 1000 + int(micros) // 1000,
+            now_ms=time_reply_ms(now),
             execution_status=status,
             control_status=control,
             eligible_at_ms={str(name): int(score) for name, score in ready},

@@ -8,7 +8,7 @@ zero-configuration default. Must not encode any workflow state transition itself
 live in `lua/` and their owners.
 """
 
-from runtime_core.hot_state._client import HotState, connect_hot_state
+from runtime_core.hot_state._client import HotState, connect_hot_state, time_reply_ms
 from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
 from runtime_core.hot_state._guard import GuardedRedis, store_unavailable
 from runtime_core.hot_state._retry import (
@@ -32,4 +32,5 @@ __all__ = [
     "find_free_port",
     "retry_while_unavailable",
     "store_unavailable",
+    "time_reply_ms",
 ]

@@ -16,6 +16,12 @@ from runtime_core.hot_state._scripts import LuaScripts
 DEFAULT_PREFIX = "mcprt:"
 
 
+def time_reply_ms(reply: tuple[int | str, int | str]) -> int:
+    """Milliseconds from a Redis TIME reply (seconds, microseconds), e.g. inside a pipeline."""
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 @dataclass
 class HotState:
     """What every Redis-backed store needs: client, key prefix, loaded scripts."""
@@ -35,8 +41,7 @@ class HotState:
         return self.prefix + "{" + tag + "}" + "".join(":" + p for p in parts)
 
     async def server_time_ms(self) -> int:
-        seconds, micros = await self.redis.time()
-        return int(seconds) * 1000 + int(micros) // 1000
+        return time_reply_ms(await self.redis.time())
 
     async def ping(self) -> None:
         """Raises StoreUnavailableError when Redis cannot be reached."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from runtime_core.errors import NotFoundError
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._keys import InstanceKeys, instance_index_key
 from runtime_core.instances._models import (
@@ -89,10 +89,14 @@ class InstanceRegistry:
 
     async def entries(self) -> list[InstanceEntry]:
         """Every registered instance (any tenant): for readiness, scaling and operators' tools."""
-        ids = sorted(await self.hot_state.redis.smembers(instance_index_key(self.hot_state)))
+        listing = self.hot_state.redis.pipeline(transaction=False)
+        listing.smembers(instance_index_key(self.hot_state))
+        listing.time()
+        members, time_reply = await listing.execute()
+        ids = sorted(members)
         if not ids:
             return []
-        now = await self.hot_state.server_time_ms()
+        now = time_reply_ms(time_reply)
         pipe = self.hot_state.redis.pipeline(transaction=False)
         for runtime_instance_id in ids:
             k = self.keys(runtime_instance_id)

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from runtime_core.dag import DagStore, StepStatus
+from runtime_core.hot_state import time_reply_ms
 from runtime_core.pipeline import PipelineDefinition, steps_read_by
 from runtime_core.retention._archive import StepArchiver
 from runtime_core.retention._engine import RetentionDecision, RetentionStats
@@ -58,7 +59,7 @@ class ResultCompactor:
         pipe.hmget(keys.meta, ["completed_count", "created_at_ms", RETENTION_WATERMARK])
         pipe.memory_usage(keys.result, samples=0)
         pipe.time()
-        (completed, created_at, watermark), result_bytes, (seconds, micros) = await pipe.execute()
+        (completed, created_at, watermark), result_bytes, now = await pipe.execute()
         if created_at is None:
             return None
         completed_count = int(completed or 0)
@@ -66,7 +67,7 @@ class ResultCompactor:
             completed_count=completed_count,
             completed_since_pass=completed_count - int(watermark or 0),
             hot_result_bytes=int(result_bytes or 0),
-            age_ms=int(seconds) * 1000 + int(micros) // 1000 - int(created_at),
+            age_ms=time_reply_ms(now) - int(created_at),
         )
 
     async def apply(
