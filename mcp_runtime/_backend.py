@@ -18,7 +18,7 @@ from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
-from runtime_core.pipeline import PipelineCatalog
+from runtime_core.pipeline import PipelineCatalog, RetentionCheck
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class ToolBackend:
     control: ExecutionControlService
     replay: ReplayService
     audit: AuditQueries
+    check_retention: RetentionCheck | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -39,6 +40,7 @@ class ToolBackend:
             control=services.control,
             replay=services.audit.replay,
             audit=services.audit.queries,
+            check_retention=services.engine.check_retention,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
@@ -47,5 +49,5 @@ class ToolBackend:
             *runs.specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
-            *PipelineTools(self.catalog, self.step_keys).specs(),
+            *PipelineTools(self.catalog, self.step_keys, self.check_retention).specs(),
         ]

@@ -18,7 +18,13 @@ from mcp_runtime._outputs import (
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
 from runtime_core.errors import InvalidPipelineError
-from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline, validate_pipeline
+from runtime_core.pipeline import (
+    PipelineCatalog,
+    PipelineDefinition,
+    RetentionCheck,
+    parse_pipeline,
+    validate_pipeline,
+)
 
 PIPELINE_RESOURCE_PREFIX = "pipeline://"
 
@@ -39,9 +45,15 @@ def summarize(pipeline: PipelineDefinition) -> PipelineSummary:
 
 
 class PipelineTools:
-    def __init__(self, catalog: PipelineCatalog, step_keys: Collection[str]) -> None:
+    def __init__(
+        self,
+        catalog: PipelineCatalog,
+        step_keys: Collection[str],
+        check_retention: RetentionCheck | None = None,
+    ) -> None:
         self._catalog = catalog
         self._step_keys = frozenset(step_keys)
+        self._check_retention = check_retention
 
     async def list(self, request: PipelinesListInput, call: ToolCall) -> PipelinesListOutput:
         return PipelinesListOutput(pipelines=[summarize(pipeline) for pipeline in self._catalog.all()])
@@ -50,7 +62,7 @@ class PipelineTools:
         source: Any = self._catalog.get(request.pipeline) if request.pipeline else request.definition
         try:
             pipeline = source if isinstance(source, PipelineDefinition) else parse_pipeline(source)
-            validate_pipeline(pipeline, self._step_keys)
+            validate_pipeline(pipeline, self._step_keys, check_retention=self._check_retention)
         except InvalidPipelineError as exc:
             problem = ValidationProblem(rule=exc.rule, message=exc.message, hint=exc.hint)
             return PipelinesValidateOutput(valid=False, problem=problem)

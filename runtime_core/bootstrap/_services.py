@@ -98,6 +98,7 @@ class EngineServices:
         )
         self._opened.push_async_callback(self.audit.close)
         self.engine.results = self.audit.codec
+        self.engine.check_retention = self.audit.retention.engine.validate
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
 
     async def __aexit__(

@@ -46,6 +46,7 @@ from runtime_core.pipeline import (
     DEFAULT_MAX_RESULT_BYTES,
     BindingError,
     PipelineDefinition,
+    RetentionCheck,
     StepDefinition,
     check_size,
     dumps_strict,
@@ -176,6 +177,8 @@ class DagEngine:
         self.on_park: ParkHandler | None = None
         self.read_human_input: InputReader | None = None
         self.settle_control: ControlSettler | None = None
+        # The retention engine's `validate`; `runtime_core.bootstrap` sets it with the audit wiring.
+        self.check_retention: RetentionCheck | None = None
 
     async def create_execution(
         self,
@@ -191,7 +194,7 @@ class DagEngine:
         A rejected pipeline or input raises a RuntimeCoreError and stores nothing.
         """
         self.check_input(state)
-        validate_pipeline(pipeline, self.executors.keys())
+        validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
         execution_id = execution_id or new_execution_id()
         created = await self.store.create_execution(execution_id, pipeline, state, snapshot, attributes)

@@ -24,7 +24,7 @@ from runtime_core.pipeline._limits import (
     dumps_strict,
 )
 from runtime_core.pipeline._models import PipelineDefinition, StepDefinition, parse_pipeline
-from runtime_core.pipeline._validation import validate_pipeline
+from runtime_core.pipeline._validation import RetentionCheck, validate_pipeline
 
 __all__ = [
     # Limits
@@ -39,6 +39,7 @@ __all__ = [
     "PipelineCatalog",
     # Models
     "PipelineDefinition",
+    "RetentionCheck",
     "StepDefinition",
     "check_size",
     "dumps_strict",

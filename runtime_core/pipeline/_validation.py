@@ -1,9 +1,14 @@
 """Pipeline validation: each rule raises InvalidPipelineError naming the rule; a pipeline
-above MAX_STEPS steps is an InputTooLargeError. No check walks the graph once per step."""
+above MAX_STEPS steps is an InputTooLargeError. No check walks the graph once per step.
+
+Must not import `runtime_core.retention` (it imports this package): the `config.retention`
+rule runs the check its caller passes in, the retention engine's own `validate`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from runtime_core.errors import InputTooLargeError, InvalidPipelineError
 from runtime_core.pipeline._bindings import BindingError, effective_step_inputs, is_binding, parse_binding
@@ -11,8 +16,16 @@ from runtime_core.pipeline._models import PipelineDefinition, StepDefinition
 
 MAX_STEPS = 10_000
 
+RetentionCheck = Callable[[dict[str, Any]], object]
+"""Parses a pipeline `config`'s retention section or raises InvalidPipelineError."""
 
-def validate_pipeline(pipeline: PipelineDefinition, registered_step_keys: Iterable[str]) -> None:
+
+def validate_pipeline(
+    pipeline: PipelineDefinition,
+    registered_step_keys: Iterable[str],
+    *,
+    check_retention: RetentionCheck | None = None,
+) -> None:
     if not pipeline.name.strip():
         raise InvalidPipelineError("name_present", "Pipeline name is missing.", hint="Add a 'name'.")
     if pipeline.execution_mode != "Dag":
@@ -31,6 +44,8 @@ def validate_pipeline(pipeline: PipelineDefinition, registered_step_keys: Iterab
     _check_no_cycle(pipeline)
     _check_step_keys(pipeline, set(registered_step_keys))
     _check_bindings(pipeline)
+    if check_retention is not None:
+        _check_retention(pipeline, check_retention)
 
 
 def _check_names(pipeline: PipelineDefinition) -> None:
@@ -163,3 +178,11 @@ def _check_bindings(pipeline: PipelineDefinition) -> None:
                     "which is not one of its (transitive) dependencies.",
                     hint=f"Add '{binding.step}' to dependsOn of '{step.name}'.",
                 )
+
+
+def _check_retention(pipeline: PipelineDefinition, check_retention: RetentionCheck) -> None:
+    """Reject at submit what the retention pass would otherwise only log and skip at run time."""
+    try:
+        check_retention(pipeline.config)
+    except InvalidPipelineError as exc:
+        raise InvalidPipelineError("retention_valid", exc.message, hint=exc.hint) from exc

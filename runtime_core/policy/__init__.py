@@ -16,7 +16,13 @@ from runtime_core.policy._definition import (
 from runtime_core.policy._jitter import jittered_delay_ms, seeded_unit_interval
 from runtime_core.policy._registry import Policy, PolicyRegistry, UnknownPolicyError
 from runtime_core.policy._retry_config import RetryConfig, RetryStrategy
-from runtime_core.policy._retry_engine import PERMANENT_FAILURE_CODE, RetryDecision, RetryEngine
+from runtime_core.policy._retry_engine import (
+    NON_RETRYABLE_FAILURE_CODES,
+    NOT_FOUND_FAILURE_CODE,
+    PERMANENT_FAILURE_CODE,
+    RetryDecision,
+    RetryEngine,
+)
 from runtime_core.policy._retry_policies import (
     TIMEOUT_POLICY,
     TRANSIENT_POLICY,
@@ -26,6 +32,8 @@ from runtime_core.policy._retry_policies import (
 )
 
 __all__ = [
+    "NON_RETRYABLE_FAILURE_CODES",
+    "NOT_FOUND_FAILURE_CODE",
     "PERMANENT_FAILURE_CODE",
     "TIMEOUT_POLICY",
     "TRANSIENT_POLICY",

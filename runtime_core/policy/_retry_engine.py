@@ -2,7 +2,8 @@
 
 Owns `RetryEngine` and `RetryDecision`: resolve `config.retry`, run the configured Retry
 policies through the registry, aggregate their outcomes, enforce the attempt limit and
-compute the delay. Must not mutate step state: the DAG store applies the decision.
+compute the delay, and the default classification used when no Retry policy is configured
+(`NON_RETRYABLE_FAILURE_CODES`). Must not mutate step state: the DAG store applies the decision.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from runtime_core.policy._retry_config import RetryConfig, RetryStrategy
 from runtime_core.policy._retry_policies import RetryPolicy, RetryPolicyOutcome
 
 PERMANENT_FAILURE_CODE = "permanent"
+NOT_FOUND_FAILURE_CODE = "not_found"
+# Without Retry policies every other code counts as transient. These never are: trying again
+# cannot change the answer. A policy naming one of them explicitly still retries it.
+NON_RETRYABLE_FAILURE_CODES = frozenset({PERMANENT_FAILURE_CODE, NOT_FOUND_FAILURE_CODE})
 _MAX_DOUBLINGS = 62
 
 
@@ -85,8 +90,12 @@ class RetryEngine:
 
     def _eligibility(self, retry: RetryConfig, failure_code: str) -> _Eligibility | RetryDecision:
         if not retry.policies:
-            if failure_code == PERMANENT_FAILURE_CODE:
-                return RetryDecision(retry=False, reason="Failure code 'permanent' is never retried.")
+            if failure_code in NON_RETRYABLE_FAILURE_CODES:
+                return RetryDecision(
+                    retry=False,
+                    reason=f"Failure code '{failure_code}' is not transient: it is retried only "
+                    "when a retry policy names it.",
+                )
             return _Eligibility(source="config.retry", max_retries=retry.max_retries)
         outcomes = self._evaluate_policies(retry, failure_code)
         matched = next((outcome for outcome in outcomes if outcome.matched), None)

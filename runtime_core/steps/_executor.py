@@ -28,7 +28,11 @@ class StepInvocation(BaseModel):
 
 
 class StepFailure(Exception):
-    """A step's own failure; `code` drives retry policies (transient, timeout, permanent, ...)."""
+    """A step's own failure; `code` drives retry policies (transient, timeout, permanent, ...).
+
+    Without retry policies, `permanent` and `not_found` are never retried and any other code
+    is (`runtime_core.policy.NON_RETRYABLE_FAILURE_CODES`).
+    """
 
     def __init__(self, message: str, *, code: str = "transient") -> None:
         super().__init__(message)

@@ -176,6 +176,35 @@ async def test_flaky_step_fails_after_exhausting_retries(hot_state: HotState) ->
     assert by_name["independent"].status == "Completed"  # independent branches still converge
 
 
+async def test_a_missing_retrieval_id_fails_at_once_while_a_transient_failure_is_retried(
+    hot_state: HotState,
+) -> None:
+    retry = {"maxRetries": 3, "baseDelayMs": 1}  # no policies: the engine's default classification
+    pipeline = parse_pipeline(
+        {
+            "name": "missing-id",
+            "steps": [
+                {
+                    "name": "candidate",
+                    "stepKey": "rag.retrieval",
+                    "input": {"candidateId": "state.candidateId"},
+                    "config": {"operation": "candidate.byId", "providerKey": "sqlserver", "retry": retry},
+                },
+                {"name": "flaky", "stepKey": "test.flaky", "config": {"failTimes": 2, "retry": retry}},
+            ],
+        }
+    )
+    engine = make_engine(hot_state)
+    execution_id = await engine.create_execution(pipeline, {"candidateId": "c-404"}, SNAPSHOT)
+    assert await engine.run(execution_id, workers=2) == "Failed"
+    view = await engine.store.read_execution(execution_id)
+    assert view is not None
+    by_name = {s.name: s for s in view.steps}
+    assert (by_name["candidate"].status, by_name["candidate"].retry_count) == ("Failed", 0)
+    assert by_name["candidate"].error["code"] == "not_found"
+    assert (by_name["flaky"].status, by_name["flaky"].retry_count) == ("Completed", 2)
+
+
 @pytest.mark.parametrize(
     ("definition", "rule", "fragment"),
     [

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
+from runtime_core.policy import RetryEngine
 from runtime_core.steps import (
     EMBEDDED_RELATIONAL_KEYS,
     ExecutorRegistry,
@@ -146,6 +147,16 @@ async def test_retrieval_seed_holds_five_candidates_and_three_jobs(registry: Exe
 async def test_retrieval_unknown_id_fails_not_found(registry: ExecutorRegistry) -> None:
     failure = await fail(registry, candidate_step("c-404"))
     assert failure.code == "not_found"
+
+
+async def test_retrieval_unknown_id_is_not_retried_while_a_transient_failure_is(
+    registry: ExecutorRegistry,
+) -> None:
+    retry = {"retry": {"maxRetries": 3}}  # no policies: the engine's default classification
+    missing = await fail(registry, candidate_step("c-404"))
+    flaky = await fail(registry, invocation("test.flaky", "flaky", config={"failTimes": 1}))
+    assert RetryEngine().decide(retry, missing.code, 0, "s").retry is False
+    assert RetryEngine().decide(retry, flaky.code, 0, "s").retry is True
 
 
 async def test_retrieval_unknown_operation_fails_permanent(registry: ExecutorRegistry) -> None:

@@ -30,8 +30,10 @@ from mcp_runtime import (
 )
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlaneSettings
+from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
-from runtime_core.pipeline import PipelineCatalog
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import PipelineCatalog, parse_pipeline
 from runtime_core.steps import StepInvocation
 from runtime_core.storage import ForensicsRecord
 from tests.helpers import wait_until
@@ -493,6 +495,33 @@ async def test_pipelines_validate_names_the_unregistered_step_key(backend: ToolB
         checked["problem"]["rule"] == "step_keys_registered"
         and "no.such.step" in checked["problem"]["message"]
     )
+
+
+BAD_RETENTION = {
+    "name": "bad-retention",
+    "config": {"retention": ["retention.nope"]},
+    "steps": [{"name": "a", "stepKey": "test.noop"}],
+}
+
+
+async def test_pipelines_validate_and_submit_refuse_an_unknown_retention_policy(backend: ToolBackend) -> None:
+    async with session(backend, ACME_OPERATOR) as client:
+        checked = await ok(client, "pipelines.validate", {"definition": BAD_RETENTION})
+        refused = await failed(client, "submit", {"definition": BAD_RETENTION})
+    assert checked["valid"] is False
+    assert checked["problem"]["rule"] == "retention_valid"
+    assert "retention.nope" in checked["problem"]["message"]
+    assert "retention.hybrid.default" in checked["problem"]["hint"]
+    assert "[invalid_pipeline]" in refused and "retention.nope" in refused
+
+
+async def test_the_engine_refuses_an_unknown_retention_policy_at_create_time(
+    services: RuntimeServices,
+) -> None:
+    snapshot = ExecutionContextSnapshot(user_id="ada", tenant_id="acme")
+    with pytest.raises(InvalidPipelineError) as caught:
+        await services.engine.create_execution(parse_pipeline(BAD_RETENTION), {}, snapshot)
+    assert caught.value.rule == "retention_valid"
 
 
 async def test_pipeline_resource_serves_the_catalog_definition(backend: ToolBackend) -> None:

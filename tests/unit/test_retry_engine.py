@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.policy import (
+    NON_RETRYABLE_FAILURE_CODES,
     RetryConfig,
     RetryEngine,
     RetryStrategy,
@@ -99,18 +100,33 @@ def test_retries_are_exhausted_when_retry_count_reaches_max_retries() -> None:
     assert "2 of 2 used" in ENGINE.decide(config, "transient", 2, "s").reason
 
 
-def test_without_policies_any_code_but_permanent_is_retried() -> None:
+def test_without_policies_any_transient_code_is_retried() -> None:
     config = _config(maxRetries=1)
 
     assert ENGINE.decide(config, "boom", 0, "s").retry is True
     assert ENGINE.decide(config, "timeout", 0, "s").retry is True
+    assert ENGINE.decide(config, "transient", 0, "s").retry is True
 
 
-def test_permanent_code_is_never_retried_without_policies() -> None:
-    decision = ENGINE.decide(_config(maxRetries=3), "permanent", 0, "s")
+@pytest.mark.parametrize("code", sorted(NON_RETRYABLE_FAILURE_CODES))
+def test_non_transient_codes_are_never_retried_without_policies(code: str) -> None:
+    decision = ENGINE.decide(_config(maxRetries=3), code, 0, "s")
 
     assert decision.retry is False
-    assert "permanent" in decision.reason
+    assert f"'{code}' is not transient" in decision.reason
+
+
+def test_the_non_retryable_codes_are_permanent_and_not_found() -> None:
+    assert NON_RETRYABLE_FAILURE_CODES == {"permanent", "not_found"}
+
+
+def test_a_policy_naming_not_found_still_retries_it() -> None:
+    config = _config(
+        policies=[{"name": "retry.transient.default", "config": {"code": "not_found"}}], maxRetries=2
+    )
+
+    assert ENGINE.decide(config, "not_found", 0, "s").retry is True
+    assert ENGINE.decide(config, "not_found", 2, "s").retry is False
 
 
 def test_policy_config_max_retries_overrides_section_max_retries() -> None:
