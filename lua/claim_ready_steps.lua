@@ -4,6 +4,7 @@
 -- Completed and no owner. The control gate is checked first.
 -- KEYS[1] meta  KEYS[2] status  KEYS[3] ready  KEYS[4] running (ZSET step -> lease-until ms)
 -- KEYS[5] token  KEYS[6] retries  KEYS[7] control  KEYS[8] needs  KEYS[9] result
+-- KEYS[10] claimed (HASH step -> claimed-at ms, read by release_execution_claims)
 -- ARGV[1] max steps   ARGV[2] lease ms   ARGV[3] worker id   ARGV[4] token prefix (random)
 -- ARGV[5] blocked control statuses, comma separated
 -- Returns: {1, now, n, control_status, next_eligible_ms, then per step: name, token,
@@ -37,6 +38,7 @@ for _, name in ipairs(names) do
   redis.call('ZADD', KEYS[4], lease_until, name)
   redis.call('HSET', KEYS[2], name, 'Running')
   redis.call('HSET', KEYS[5], name, token)
+  redis.call('HSET', KEYS[10], name, now)
   local deps = {}
   local needs = cjson.decode(redis.call('HGET', KEYS[8], name) or '[]')
   for _, dep in ipairs(needs) do

@@ -1,6 +1,7 @@
 -- claim_step: claim one named step (used after a concurrency lease was acquired for it).
 -- KEYS[1] meta  KEYS[2] status  KEYS[3] ready  KEYS[4] running  KEYS[5] token
 -- KEYS[6] retries  KEYS[7] control  KEYS[8] needs  KEYS[9] result  KEYS[10] pending
+-- KEYS[11] claimed (HASH step -> claimed-at ms, read by release_execution_claims)
 -- ARGV[1] step   ARGV[2] lease ms   ARGV[3] worker id   ARGV[4] token prefix
 -- ARGV[5] blocked control statuses, comma separated
 -- Returns: {1, now, token, retry_count, deps_json, control_status ('' when none)} claimed
@@ -33,6 +34,7 @@ redis.call('ZREM', KEYS[3], name)
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), name)
 redis.call('HSET', KEYS[2], name, 'Running')
 redis.call('HSET', KEYS[5], name, token)
+redis.call('HSET', KEYS[11], name, now)
 local deps = {}
 for _, dep in ipairs(cjson.decode(redis.call('HGET', KEYS[8], name) or '[]')) do
   deps[dep] = redis.call('HGET', KEYS[9], dep) or cjson.null

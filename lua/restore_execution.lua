@@ -3,7 +3,7 @@
 -- the execution (claims, leases, partial state) are removed first; nothing is owned after.
 -- KEYS[1] meta  KEYS[2] status  KEYS[3] pending  KEYS[4] children  KEYS[5] ready
 -- KEYS[6] needs  KEYS[7] result  KEYS[8] retries  KEYS[9] recoveries  KEYS[10] error
--- KEYS[11] running  KEYS[12] token
+-- KEYS[11] running  KEYS[12] token  KEYS[13] claimed
 -- ARGV[1] JSON object of meta fields (string values)
 -- ARGV[2] JSON array of {name, status, pending, children (JSON text), needs (JSON text),
 --         retries, recoveries, result? (JSON text), error? (JSON text), ready? (eligible-at ms)}

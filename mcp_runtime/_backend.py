@@ -18,29 +18,28 @@ from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
-from runtime_core.pipeline import PipelineCatalog, RetentionCheck
+from runtime_core.pipeline import PipelineCatalog
+from runtime_core.queueing import PipelineValidator
 
 
 @dataclass(frozen=True)
 class ToolBackend:
     catalog: PipelineCatalog
-    step_keys: frozenset[str]
+    validate_pipeline: PipelineValidator
     control_plane: ControlPlane
     control: ExecutionControlService
     replay: ReplayService
     audit: AuditQueries
-    check_retention: RetentionCheck | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
         return cls(
             catalog=catalog,
-            step_keys=frozenset(services.executors.keys()),
+            validate_pipeline=services.engine.validate,
             control_plane=services.control_plane,
             control=services.control,
             replay=services.audit.replay,
             audit=services.audit.queries,
-            check_retention=services.engine.check_retention,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
@@ -49,5 +48,5 @@ class ToolBackend:
             *runs.specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
-            *PipelineTools(self.catalog, self.step_keys, self.check_retention).specs(),
+            *PipelineTools(self.catalog, self.validate_pipeline).specs(),
         ]

@@ -1,7 +1,8 @@
 """Failures -> the text of an MCP tool error (an `is_error` result), saying what to do next.
 
 Owns the wording of every error a tool can answer with: runtime errors (code, message,
-hint), authentication and permission denials, invalid arguments and unexpected failures.
+hint; a broken pipeline also names its rule, as `pipelines.validate` does), authentication
+and permission denials, invalid arguments and unexpected failures.
 Must not swallow anything silently: unexpected failures are logged with their traceback.
 """
 
@@ -14,7 +15,7 @@ from pydantic_core import ErrorDetails
 
 from mcp_runtime._guard import AuthenticationRequiredError
 from mcp_runtime._rbac import PermissionDeniedError
-from runtime_core.errors import RuntimeCoreError
+from runtime_core.errors import InvalidPipelineError, RuntimeCoreError
 
 log = logging.getLogger("mcp_runtime.tools")
 
@@ -23,7 +24,8 @@ def tool_error_text(tool_name: str, exc: Exception) -> str:
     """One line an assistant can act on: `[code] what happened. Next: what to do.`"""
     match exc:
         case RuntimeCoreError():
-            text = f"[{exc.code}] {exc.message}"
+            rule = f"Rule {exc.rule}: " if isinstance(exc, InvalidPipelineError) else ""
+            text = f"[{exc.code}] {rule}{exc.message}"
             return f"{text} Next: {exc.hint}" if exc.hint else text
         case PermissionDeniedError():
             return (

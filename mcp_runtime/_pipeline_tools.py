@@ -1,12 +1,12 @@
 """Tools `pipelines.list` and `pipelines.validate`: the pipeline catalog and validation rules.
 
 Owns shaping catalog entries and validation outcomes into tool answers. Must not run or
-store pipelines; validation itself is `runtime_core.pipeline.validate_pipeline`.
+store pipelines, nor validate them itself: the validator passed in is the engine's
+`DagEngine.validate`, the same check submit and execution creation make.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
 from mcp_runtime._inputs import PipelinesListInput, PipelinesValidateInput
@@ -18,13 +18,8 @@ from mcp_runtime._outputs import (
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
 from runtime_core.errors import InvalidPipelineError
-from runtime_core.pipeline import (
-    PipelineCatalog,
-    PipelineDefinition,
-    RetentionCheck,
-    parse_pipeline,
-    validate_pipeline,
-)
+from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
+from runtime_core.queueing import PipelineValidator
 
 PIPELINE_RESOURCE_PREFIX = "pipeline://"
 
@@ -45,15 +40,9 @@ def summarize(pipeline: PipelineDefinition) -> PipelineSummary:
 
 
 class PipelineTools:
-    def __init__(
-        self,
-        catalog: PipelineCatalog,
-        step_keys: Collection[str],
-        check_retention: RetentionCheck | None = None,
-    ) -> None:
+    def __init__(self, catalog: PipelineCatalog, validate: PipelineValidator) -> None:
         self._catalog = catalog
-        self._step_keys = frozenset(step_keys)
-        self._check_retention = check_retention
+        self._validate = validate
 
     async def list(self, request: PipelinesListInput, call: ToolCall) -> PipelinesListOutput:
         return PipelinesListOutput(pipelines=[summarize(pipeline) for pipeline in self._catalog.all()])
@@ -62,7 +51,7 @@ class PipelineTools:
         source: Any = self._catalog.get(request.pipeline) if request.pipeline else request.definition
         try:
             pipeline = source if isinstance(source, PipelineDefinition) else parse_pipeline(source)
-            validate_pipeline(pipeline, self._step_keys, check_retention=self._check_retention)
+            self._validate(pipeline)
         except InvalidPipelineError as exc:
             problem = ValidationProblem(rule=exc.rule, message=exc.message, hint=exc.hint)
             return PipelinesValidateOutput(valid=False, problem=problem)
@@ -92,7 +81,9 @@ class PipelineTools:
                 description=(
                     "Check a pipeline definition without running it: JSON shape, unique step names, "
                     "dependencies exist, no cycle, every stepKey registered, bindings well formed "
-                    "('state.<field>' or 'steps.<name>.result[.<path>]'). Answers valid=true, or "
+                    "('state.<field>' or 'steps.<name>.result[.<path>]'), and every config.retry, "
+                    "config.concurrency and config.retention parses and names registered policies "
+                    "(the same checks `submit` makes). Answers valid=true, or "
                     "valid=false with the first broken rule and how to fix it. Changes nothing."
                 ),
                 input_model=PipelinesValidateInput,

@@ -3,9 +3,11 @@
 Owns turning engine events (and entries other components hand it: submitted, queued,
 dispatched, paused, cancelled, ...) into LedgerEntry rows carrying the tenant from the
 event's snapshot, this runtime instance's id and the run identities stored on the
-execution, and buffering them so the hot path does not pay one durable write per event.
-Flushes when a batch is full or overdue, after events following which an execution may go
-quiet (finalized, parked, paused), and on `flush()`. Must never raise into the engine.
+execution (re-read when the execution is reassigned to a new run attempt, so entries after a
+resume carry the new LocalRunId and earlier ones keep theirs), and buffering them so the
+hot path does not pay one durable write per event. Flushes when a batch is full or
+overdue, after events following which an execution may go quiet (finalized, parked,
+paused), and on `flush()`. Must never raise into the engine.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ log = logging.getLogger("runtime_core.audit")
 RUN_IDENTITY_FIELDS = ("shared_run_id", "local_run_id", "assigned_runtime_instance_id")
 WORKER_COUNT_FIELDS = ("max.local.workers.per.execution", "effective.worker.count.per.execution")
 FLUSH_EVENTS = frozenset({"execution.finalized", "execution.paused", "step.parked"})
+# After these the run identities stored on the execution changed: the cached copy is stale.
+IDENTITY_EVENTS = frozenset({"execution.reassigned"})
 _MAX_TRACKED_EXECUTIONS = 1024
 
 
@@ -54,6 +58,8 @@ class LedgerRecorder:
 
     async def on_event(self, event: EngineEvent) -> None:
         try:
+            if event.name in IDENTITY_EVENTS:
+                self._contexts.pop(event.execution_id, None)
             context = await self._context(event.execution_id)
             attributes: dict[str, Any] = {**event.attributes}
             if event.worker_id is not None:

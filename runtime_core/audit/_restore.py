@@ -88,6 +88,7 @@ async def restore_execution(dag_store: DagStore, document: ExecutionDocument) ->
             keys.error,
             keys.running,
             keys.token,
+            keys.claimed,
         ],
         args=[json.dumps(document.meta_fields()), json.dumps(restore_plan(document))],
     )

@@ -51,7 +51,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
-from runtime_core.pipeline import PipelineDefinition, validate_pipeline
+from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import (
     CancelRunRequest,
     GrpcRuntimeProvider,
@@ -195,9 +195,7 @@ def build_parts(
         admission,
         delivery,
         scale_out,
-        validate=lambda pipeline: validate_pipeline(
-            pipeline, engine.executors.keys(), check_retention=engine.check_retention
-        ),
+        validate=engine.validate,
         on_enqueued=background.wake,
     )
     recovery_settings = RecoverySettings(
@@ -215,7 +213,6 @@ def build_parts(
             queue=queue,
             scale_out=scale_out,
             dag_store=engine.store,
-            step_lease_ms=engine.settings.lease_ms,
             evidence=RecoveryEvidence(
                 audit.forensics if audit else None,
                 audit.ledger if audit else None,

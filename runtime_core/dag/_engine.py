@@ -6,7 +6,8 @@ gated; otherwise admission -> lease -> single claim per step), step invocation, 
 human input, convergence and finalization, and riding out a Redis outage: a worker backs
 off and retries while the store is unavailable, and a step's completion, failure or
 release is retried with the same claim token (accepted at most once) instead of being
-dropped. Must not write state a Lua script guards.
+dropped. Also owns `validate`, the one full pipeline check: create time, shared-run submit
+and the `pipelines.validate` tool all call it. Must not write state a Lua script guards.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from runtime_core.dag._store import (
     DagStore,
     ExecutionMeta,
     FinalizeOutcome,
+    ReassignOutcome,
     StepClaim,
     TransitionOutcome,
 )
@@ -194,13 +196,32 @@ class DagEngine:
         A rejected pipeline or input raises a RuntimeCoreError and stores nothing.
         """
         self.check_input(state)
-        validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
-        validate_step_policies(pipeline, self.retry.validate)
+        self.validate(pipeline)
         execution_id = execution_id or new_execution_id()
         created = await self.store.create_execution(execution_id, pipeline, state, snapshot, attributes)
         if created:
             await self._emit("execution.created", execution_id, snapshot, pipeline=pipeline.key)
         return execution_id
+
+    def validate(self, pipeline: PipelineDefinition) -> None:
+        """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
+        concurrency policies. Submit and `pipelines.validate` call it so a bad pipeline is refused
+        before it is queued; the first broken rule raises InvalidPipelineError."""
+        validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
+        validate_step_policies(pipeline, self.retry.validate)
+
+    async def reassign_execution(
+        self, execution_id: str, snapshot: ExecutionContextSnapshot | None, attributes: dict[str, str]
+    ) -> ReassignOutcome:
+        """Give a Running execution the run attributes of the attempt that continues it.
+
+        Emits `execution.reassigned` (with the replaced values) when something changed, so the
+        ledger re-reads the run identity: events from now on name the new attempt.
+        """
+        result = await self.store.reassign_execution(execution_id, attributes)
+        if result.outcome is ReassignOutcome.REASSIGNED:
+            await self._emit("execution.reassigned", execution_id, snapshot, previous=result.previous)
+        return result.outcome
 
     def check_input(self, state: Any) -> None:
         """A run input must be a strict-JSON object of at most `settings.max_input_bytes`."""

@@ -1,4 +1,10 @@
-"""Key layout of one execution: every key shares the hash tag `{<execution id>}`."""
+"""Key layout of one execution: every key shares the hash tag `{<execution id>}`.
+
+`claimed` holds step -> server ms of the step's current claim, written by the claim scripts
+with every claim and read only for steps in `running` (a finished claim's entry is left for
+the next claim to overwrite), so recovery can tell a dead owner's claims from later ones
+without knowing the lease they were made with.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ class ExecutionKeys:
     ready: str
     running: str
     token: str
+    claimed: str
     retries: str
     recoveries: str
     result: str

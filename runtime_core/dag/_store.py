@@ -63,6 +63,22 @@ class FinalizeOutcome(Enum):
     NOT_CONVERGED = -3
 
 
+class ReassignOutcome(Enum):
+    REASSIGNED = 1
+    UNCHANGED = 0
+    EXECUTION_MISSING = -1
+    EXECUTION_TERMINAL = -2
+
+
+@dataclass(frozen=True)
+class ReassignResult:
+    """`previous`: the former value of every replaced attribute (None when it was unset)."""
+
+    outcome: ReassignOutcome
+    now_ms: int
+    previous: dict[str, str | None] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class StepClaim:
     execution_id: str
@@ -196,7 +212,18 @@ class DagStore:
     ) -> ClaimBatch:
         k = self.keys(execution_id)
         reply = await self._scripts["claim_ready_steps"](
-            keys=[k.meta, k.status, k.ready, k.running, k.token, k.retries, k.control, k.needs, k.result],
+            keys=[
+                k.meta,
+                k.status,
+                k.ready,
+                k.running,
+                k.token,
+                k.retries,
+                k.control,
+                k.needs,
+                k.result,
+                k.claimed,
+            ],
             args=[max_steps, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
         )
         code, now = int(reply[0]), int(reply[1])
@@ -228,6 +255,7 @@ class DagStore:
                 k.needs,
                 k.result,
                 k.pending,
+                k.claimed,
             ],
             args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
         )
@@ -319,6 +347,16 @@ class DagStore:
         )
         outcome = FinalizeOutcome(int(reply[0]))
         return outcome, (str(reply[2]) if len(reply) > 2 else None)
+
+    async def reassign_execution(self, execution_id: str, attributes: dict[str, str]) -> ReassignResult:
+        """Replace the run attributes of a Running execution (never the DAG's own meta fields)."""
+        reply = await self._scripts["reassign_execution"](
+            keys=[self.keys(execution_id).meta], args=[json.dumps(attributes)]
+        )
+        code, now = int(reply[0]), int(reply[1])
+        if code != 1:
+            return ReassignResult(ReassignOutcome(code), now)
+        return ReassignResult(ReassignOutcome.REASSIGNED, now, json.loads(reply[2]))
 
     async def execution_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).meta, "status")

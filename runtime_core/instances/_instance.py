@@ -5,7 +5,9 @@ accounting (`min(worker_count, max_local_workers_per_execution, available)` per 
 a run waits for a worker instead of failing), queue pause / resume, hot enqueue, queued-run
 cancellation (no ExecutionId is ever created) and running-run cancellation bridged to
 execution control by ExecutionId, resuming a recovered execution by its existing ExecutionId
-instead of creating one, the run-execution index records of its runs, and the
+instead of creating one (the execution then carries this attempt's LocalRunId and instance
+attributes, so ledger entries after the resume name it), the run-execution index records of
+its runs, and the
 heartbeat publication of its registry and capacity descriptors. Restores each run's
 snapshot before creating and advancing its DAG; refuses a run without a snapshot. While
 Redis is unavailable a started run backs off and retries (its ExecutionId is chosen once,
@@ -25,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine
+from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome
 from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError, StoreUnavailableError
 from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import (
@@ -86,6 +88,13 @@ class _LocalRun:
             started_at_ms=r.started_at_ms,
             completed_at_ms=r.completed_at_ms,
         )
+
+
+def _resume_target_missing(execution_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"Execution '{execution_id}' to resume was not found.",
+        hint="Its hot state is gone; replay it from its terminal snapshot.",
+    )
 
 
 class RuntimeInstance:
@@ -423,10 +432,10 @@ class RuntimeInstance:
             )
         meta = await engine.store.load_meta(execution_id)
         if meta is None or meta.snapshot is None or meta.snapshot.tenant_id != run.snapshot.tenant_id:
-            raise NotFoundError(
-                f"Execution '{execution_id}' to resume was not found.",
-                hint="Its hot state is gone; replay it from its terminal snapshot.",
-            )
+            raise _resume_target_missing(execution_id)
+        outcome = await engine.reassign_execution(execution_id, run.snapshot, self._attempt_attributes(run))
+        if outcome is ReassignOutcome.EXECUTION_MISSING:
+            raise _resume_target_missing(execution_id)
         return execution_id
 
     async def _wait_until_unparked(self, engine: DagEngine, execution_id: str) -> None:
@@ -447,14 +456,21 @@ class RuntimeInstance:
         return {
             **run.request.attributes,
             "shared_run_id": run.record.shared_run_id or "",
+            **self._attempt_attributes(run),
+            "tenant.id": snapshot.tenant_id,
+            "tenant.groupId": snapshot.tenant_group_id or "",
+            "runtime.isolation.mode": s.isolation_mode.value,
+        }
+
+    def _attempt_attributes(self, run: _LocalRun) -> dict[str, str]:
+        """The execution attributes naming this run attempt (replaced when another one resumes it)."""
+        s = self.settings
+        return {
             "local_run_id": run.record.local_run_id,
             "runtime.instance.id": s.runtime_instance_id,
             "assigned.runtime.instance.id": s.runtime_instance_id,
             "max.local.workers.per.execution": str(s.max_local_workers_per_execution),
             "effective.worker.count.per.execution": str(run.effective_workers),
-            "tenant.id": snapshot.tenant_id,
-            "tenant.groupId": snapshot.tenant_group_id or "",
-            "runtime.isolation.mode": s.isolation_mode.value,
         }
 
     def _release(self, run: _LocalRun) -> None:

@@ -1,9 +1,11 @@
 """Releasing the steps an Unsafe instance left Running in an in-flight execution.
 
 Owns the typed wrapper of `release_execution_claims` (the only place that knows its
-KEYS/ARGV order): steps claimed before the instance was marked Unsafe go back to Ready at
-once, tokens cleared, retry counts untouched, recoveries counted, so the resumed execution
-does not wait for their leases. Must not touch Completed steps or a replacement's claims.
+KEYS/ARGV order): steps claimed before the instance was marked Unsafe (by the claim time the
+claim scripts record, so the dead process's lease setting does not matter) go back to Ready
+at once, tokens cleared, retry counts untouched, recoveries counted, so the resumed
+execution does not wait for their leases. Must not touch Completed steps or a replacement's
+claims.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from runtime_core.dag import DagStore
 
 
 async def release_execution_claims(
-    dag_store: DagStore, execution_id: str, *, claimed_before_ms: int, lease_ms: int
+    dag_store: DagStore, execution_id: str, *, claimed_before_ms: int
 ) -> list[str]:
     """The released step names (none when the execution is not Running)."""
     k = dag_store.keys(execution_id)
     reply = await dag_store.hot_state.scripts["release_execution_claims"](
-        keys=[k.meta, k.status, k.ready, k.running, k.token, k.recoveries],
-        args=[claimed_before_ms, lease_ms],
+        keys=[k.meta, k.status, k.ready, k.running, k.token, k.recoveries, k.claimed],
+        args=[claimed_before_ms],
     )
     return [str(name) for name in reply[1:]]

@@ -50,7 +50,7 @@ log = logging.getLogger("runtime_core.recovery")
 
 @dataclass(frozen=True)
 class RecoveryDependencies:
-    """`step_lease_ms` is the DAG engine's claim lease (steps claimed before Unsafe are released)."""
+    """What recovery reads and writes; no engine timing (claims carry their own claim time)."""
 
     registry: InstanceRegistry
     index: RunExecutionIndex
@@ -59,7 +59,6 @@ class RecoveryDependencies:
     queue: SharedQueue
     scale_out: ScaleOutRequestStore
     dag_store: DagStore
-    step_lease_ms: int
     evidence: RecoveryEvidence
 
 
@@ -154,7 +153,6 @@ class ExecutionRecoveryReconciler:
                 self.deps.dag_store,
                 record.execution_id,
                 claimed_before_ms=instance.unsafe_at_ms,
-                lease_ms=self.deps.step_lease_ms,
             )
         reason = f"runtime instance '{rid}' became unsafe"
         result = await self.requeue.recover(

@@ -32,7 +32,7 @@ from runtime_core.audit import AuditServices, build_audit_services, fingerprint_
 from runtime_core.bootstrap import RuntimeSettings
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
-from runtime_core.dag import DagEngine, DagStore, ExecutionView, execution_fingerprint
+from runtime_core.dag import DagEngine, DagStore, EngineSettings, ExecutionView, execution_fingerprint
 from runtime_core.errors import NotFoundError
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot
@@ -164,14 +164,15 @@ def write_tenants_file(data_dir: Path) -> Path:
     return path
 
 
-def plane_engine(hot_state: HotState) -> tuple[DagEngine, ExecutionControlService]:
-    """The engine settings of the runtime-instance processes (`RuntimeSettings().engine`).
-
-    Recovery releases the steps a dead process left Running by their lease deadline, computed
-    with this engine's `lease_ms`: it must equal the lease the children claimed with.
-    """
+def plane_engine(
+    hot_state: HotState, settings: EngineSettings | None = None
+) -> tuple[DagEngine, ExecutionControlService]:
+    """By default the engine settings of the runtime-instance processes (`RuntimeSettings().engine`)."""
     engine = DagEngine(
-        DagStore(hot_state), default_executor_registry(), RetryEngine(), settings=RuntimeSettings().engine
+        DagStore(hot_state),
+        default_executor_registry(),
+        RetryEngine(),
+        settings=settings or RuntimeSettings().engine,
     )
     control = ExecutionControlService(hot_state)
     attach_execution_control(engine, control)
@@ -179,10 +180,16 @@ def plane_engine(hot_state: HotState) -> tuple[DagEngine, ExecutionControlServic
 
 
 def build_plane(
-    hot_state: HotState, durable: SqliteDurableStore, redis_url: str, data_dir: Path, **overrides: Any
+    hot_state: HotState,
+    durable: SqliteDurableStore,
+    redis_url: str,
+    data_dir: Path,
+    *,
+    engine_settings: EngineSettings | None = None,
+    **overrides: Any,
 ) -> tuple[ControlPlane, AuditServices]:
     """Control plane with audit on the children's SQLite file, fast health and recovery loops."""
-    engine, control = plane_engine(hot_state)
+    engine, control = plane_engine(hot_state, engine_settings)
     audit = build_audit_services(durable, engine.store, instance_id="control-plane")
     engine.observer, engine.results = audit.observer, audit.codec
     tenants_file = write_tenants_file(data_dir)

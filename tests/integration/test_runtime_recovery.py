@@ -17,8 +17,9 @@ from runtime_core.audit import fingerprint_view
 from runtime_core.dag import execution_fingerprint
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import AdmissionKind, InstanceHealth, LocalRunStatus
+from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import ScaleOutStatus, SharedRunStatus, SubmitMode
-from runtime_core.recovery import RecoveryAction, RecoveryKind
+from runtime_core.recovery import RecoveryAction, RecoveryKind, release_execution_claims
 from runtime_core.storage import SqliteDurableStore
 from tests.helpers import CountingExecutor, wait_until
 from tests.integration.control_plane_support import ONE_STEP, TENANT_A, TENANT_B, GateExecutor
@@ -166,6 +167,67 @@ async def test_strict_replay_validation_passes_for_a_recovered_execution(rig: Ri
 
     validation = await rig.audit.replay.validate(in_flight.execution_id, TENANT_A)
     assert validation.valid, validation.reason
+
+
+async def test_ledger_entries_after_a_resume_carry_the_new_local_run_id_and_earlier_ones_the_old(
+    rig: Rig,
+) -> None:
+    """Same process, same ledger recorder for both attempts: its cached run identity is renewed."""
+    in_flight = await crashed_in_flight(rig)
+    new = (await latest_record(rig, in_flight.shared_run_id)).local_run_id
+
+    entries = await rig.audit.queries.ledger(TENANT_A, execution_id=in_flight.execution_id, limit=1000)
+    engine_entries = [e for e in entries if not e.event.startswith("runtime.recovery.")]
+    events = [e.event for e in engine_entries]
+    resumed_at = events.index("execution.reassigned")
+    assert {e.local_run_id for e in engine_entries[:resumed_at]} == {in_flight.local_run_id}
+    assert {e.local_run_id for e in engine_entries[resumed_at:]} == {new}
+    assert engine_entries[resumed_at].attributes["previous"]["local_run_id"] == in_flight.local_run_id
+    completed_by = {e.step_name: e.local_run_id for e in engine_entries if e.event == "step.completed"}
+    assert completed_by == {
+        "a": in_flight.local_run_id,
+        "f": in_flight.local_run_id,
+        "hold": new,
+        "b1": new,
+        "b2": new,
+        "z": new,
+    }
+    # The recovery evidence describes the dead attempt, so it keeps the old LocalRunId.
+    evidence = [e for e in entries if e.event.startswith("runtime.recovery.")]
+    assert evidence and {e.local_run_id for e in evidence} == {in_flight.local_run_id}
+
+
+async def test_recovery_releases_claims_by_claim_time_whatever_lease_they_were_made_with(
+    rig: Rig,
+) -> None:
+    """A dead process's claim is released however long its lease; a later claim is kept however
+    short: the release never depends on the recovering side knowing the claimer's lease."""
+    store, hot_state = rig.plane.parts.dag_store, rig.plane.parts.hot_state
+    pipeline = parse_pipeline(
+        {
+            "name": "two-roots",
+            "steps": [{"name": "dead", "stepKey": "test.noop"}, {"name": "later", "stepKey": "test.noop"}],
+        }
+    )
+    execution_id = await rig.plane.parts.engine.create_execution(pipeline, {}, TENANT_A)
+    claim = {"worker_id": "lease-test", "token_prefix": "lease"}
+    await store.claim_step(execution_id, "dead", lease_ms=3_600_000, **claim)
+    cutoff = await hot_state.server_time_ms()
+
+    async def past_cutoff() -> bool:
+        return await hot_state.server_time_ms() > cutoff
+
+    await wait_until(past_cutoff)
+    await store.claim_step(execution_id, "later", lease_ms=100, **claim)
+
+    released = await release_execution_claims(store, execution_id, claimed_before_ms=cutoff)
+
+    view = await live_view(rig, execution_id)
+    assert released == ["dead"]
+    assert {s.name: (s.status, s.owned, s.recovery_count) for s in view.steps} == {
+        "dead": ("Ready", False, 1),
+        "later": ("Running", True, 0),
+    }
 
 
 # Local-queued run recovery

@@ -133,7 +133,8 @@ class ScriptMonitor:
 
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
-    release_execution_claims / control_cas / finalize / compact_results / restore_execution."""
+    release_execution_claims / reassign_execution / control_cas / finalize / compact_results /
+    restore_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
         {
@@ -165,9 +166,8 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
 
     await wait_until(lapsed_claim_recovered)
     await store.claim_ready_steps(execution_id, max_steps=2, **claim)
-    await release_execution_claims(
-        store, execution_id, claimed_before_ms=await hot_state.server_time_ms(), lease_ms=60_000
-    )
+    await release_execution_claims(store, execution_id, claimed_before_ms=await hot_state.server_time_ms())
+    await store.reassign_execution(execution_id, {"local_run_id": "lr_lua"})
     control = ExecutionControlService(hot_state)
     await control.pause(execution_id, TENANT_A)
     await control.resume(execution_id, TENANT_A)

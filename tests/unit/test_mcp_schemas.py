@@ -35,7 +35,7 @@ async def _published_schemas() -> dict[str, Any]:
     unused = cast(Any, None)
     backend = ToolBackend(
         catalog=PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR),
-        step_keys=frozenset(),
+        validate_pipeline=unused,
         control_plane=unused,
         control=unused,
         replay=unused,

@@ -524,6 +524,51 @@ async def test_the_engine_refuses_an_unknown_retention_policy_at_create_time(
     assert caught.value.rule == "retention_valid"
 
 
+BAD_RETRY = {
+    "name": "bad-retry",
+    "steps": [
+        {
+            "name": "a",
+            "stepKey": "test.noop",
+            "config": {"retry": {"maxRetries": 2, "policies": ["retry.nope"]}},
+        }
+    ],
+}
+BAD_CONCURRENCY = {
+    "name": "bad-concurrency",
+    "config": {"concurrency": {"policies": [{"name": "concurrency.nope", "config": {}}]}},
+    "steps": [{"name": "a", "stepKey": "test.noop"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("definition", "policy"), [(BAD_RETRY, "retry.nope"), (BAD_CONCURRENCY, "concurrency.nope")]
+)
+async def test_pipelines_validate_and_submit_in_both_modes_refuse_an_unknown_retry_or_concurrency_policy(
+    services: RuntimeServices, backend: ToolBackend, definition: dict[str, Any], policy: str
+) -> None:
+    parts = services.control_plane.parts
+    pending_before = await parts.queue.pending_count()
+    newest_before = [run.shared_run_id for run in await parts.runs.list_tenant("acme", limit=1)]
+    async with session(backend, ACME_OPERATOR) as client:
+        checked = await ok(client, "pipelines.validate", {"definition": definition})
+        refusals = [
+            await failed(client, "submit", {"definition": definition, "mode": mode})
+            for mode in ("QueueFirst", "DirectDispatch")
+        ]
+    problem = checked["problem"]
+    assert checked["valid"] is False and problem["rule"] == "policies_valid"
+    assert problem["message"].startswith("Step 'a':") and policy in problem["message"]
+    assert "registered" in problem["hint"]
+    for refused in refusals:
+        assert refused.endswith(
+            f"[invalid_pipeline] Rule policies_valid: {problem['message']} Next: {problem['hint']}"
+        )
+    # Refused before anything was stored: no shared run, no queue item.
+    assert await parts.queue.pending_count() == pending_before
+    assert [run.shared_run_id for run in await parts.runs.list_tenant("acme", limit=1)] == newest_before
+
+
 async def test_pipeline_resource_serves_the_catalog_definition(backend: ToolBackend) -> None:
     async with session(backend, ACME_VIEWER) as client:
         templates = (await client.list_resource_templates()).resource_templates
