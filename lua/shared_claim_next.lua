@@ -10,8 +10,13 @@
 -- ARGV[2] claimer: "<pump runtime instance id>/<pump worker id>"
 -- ARGV[3] claim lease ms
 -- ARGV[4] maximum number of expired claims to return to Pending in this call
+-- ARGV[5] JSON array of admission groups to pass over ("[]": none). The pump names the
+--         groups that already found no capacity in its cycle, so their items stay Pending
+--         in place instead of being claimed and requeued one by one.
+-- ARGV[6] maximum number of Pending items to look at in this call
 -- Returns: {1, now, shared_run_id, attempts}  claimed (item Claimed, attempts counted)
---          {0, now}                           nothing Pending
+--          {0, now, passed_over}              nothing claimable: no Pending item, or only
+--                                             items of skipped groups within the scan limit
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
@@ -29,14 +34,23 @@ for _, srun in ipairs(expired) do
     redis.call('ZADD', KEYS[2], item.seq, srun)
   end
 end
-while true do
-  local popped = redis.call('ZPOPMIN', KEYS[2], 1)
-  if #popped == 0 then return {0, now} end
-  local srun = popped[1]
-  local raw = redis.call('HGET', KEYS[1], srun)
-  if raw then
-    local item = cjson.decode(raw)
-    if item.status == 'Pending' then
+local skipped_groups = {}
+for _, group in ipairs(cjson.decode(ARGV[5])) do skipped_groups[group] = true end
+local scan_limit = tonumber(ARGV[6])
+local offset, scanned = 0, 0
+while scanned < scan_limit do
+  local batch = redis.call('ZRANGE', KEYS[2], offset, offset + 99)
+  if #batch == 0 then break end
+  for _, srun in ipairs(batch) do
+    scanned = scanned + 1
+    local raw = redis.call('HGET', KEYS[1], srun)
+    local item = raw and cjson.decode(raw)
+    if not item or item.status ~= 'Pending' then
+      redis.call('ZREM', KEYS[2], srun)
+    elseif item.group and skipped_groups[item.group] then
+      offset = offset + 1
+    else
+      redis.call('ZREM', KEYS[2], srun)
       item.status = 'Claimed'
       item.token = ARGV[1]
       item.claimed_by = ARGV[2]
@@ -49,3 +63,4 @@ while true do
     end
   end
 end
+return {0, now, offset}

@@ -4,7 +4,8 @@
 -- scale-out requeue). The run ends QueuedGlobally, its item Pending at the queue tail.
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
--- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, attempts, ...}
+-- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, attempts, group, ...}
+--                            (group: the run's `admission_group`, which claims may pass over)
 -- KEYS[3] pending      ZSET  shared run id -> queue sequence (claim order)
 -- KEYS[4] seq          STRING monotonically increasing queue sequence
 -- KEYS[5] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
@@ -44,7 +45,8 @@ if ARGV[2] ~= '' then
   redis.call('ZADD', KEYS[5], now, srun)
 end
 local seq = redis.call('INCR', KEYS[4])
-local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now}
+local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now,
+  group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
 redis.call('ZADD', KEYS[3], seq, srun)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally', 'updated_at_ms', now)

@@ -46,7 +46,8 @@ local raw = redis.call('HGET', KEYS[2], srun)
 if raw then attempts = cjson.decode(raw).attempts or 0 end
 local seq = redis.call('INCR', KEYS[4])
 local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now,
-  last_requeue_reason = fields.last_requeue_reason}
+  last_requeue_reason = fields.last_requeue_reason,
+  group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
 redis.call('ZADD', KEYS[3], seq, srun)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally')

@@ -13,6 +13,7 @@ from runtime_core.instances._admission import (
     AdmissionController,
     AdmissionDecision,
     AdmissionKind,
+    admission_group,
 )
 from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies
 from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
@@ -76,6 +77,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "owner_matches",
     # Admission and reservations
     "AdmissionController",
+    "admission_group",
     "AdmissionCandidate",
     "AdmissionDecision",
     "AdmissionKind",

@@ -7,6 +7,7 @@ tenant-visible registry. Must not reserve, dispatch or change any run state.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -43,6 +44,15 @@ class AdmissionDecision(BaseModel):
         return self.candidates[0].runtime_instance_id if self.candidates else None
 
 
+def admission_group(snapshot: ExecutionContextSnapshot) -> str:
+    """Everything admission reads from a snapshot: runs of one group get the same decision.
+
+    Tenant settings come from the tenant id, visibility and ranking from the tenant id and
+    tenant group id; roles, user and namespaces never change who may receive a run.
+    """
+    return json.dumps([snapshot.tenant_id, snapshot.tenant_group_id or ""])
+
+
 class AdmissionController:
     """Admission under the snapshot's tenant: only tenant-visible, live capacity counts."""
 
@@ -50,9 +60,17 @@ class AdmissionController:
         self.registry = registry
         self.scale_out_enabled = scale_out_enabled
 
-    async def admit(self, snapshot: ExecutionContextSnapshot) -> AdmissionDecision:
+    async def admit(
+        self, snapshot: ExecutionContextSnapshot, entries: list[InstanceEntry] | None = None
+    ) -> AdmissionDecision:
+        """Decide from `entries` (a registry listing read earlier in a pump cycle) or a fresh read.
+
+        A listing read earlier may show slots that are gone by now; the Lua reservation the
+        delivery takes next re-checks the published capacity, so it can never over-commit.
+        """
         tenant = self.registry.tenants.resolve(snapshot.tenant_id)
-        visible = [e for e in await self.registry.visible_entries(snapshot) if e.live]
+        listing = await self.registry.entries() if entries is None else entries
+        visible = [e for e in listing if e.live and self.registry.is_visible(e, snapshot)]
         eligible = sorted((e for e in visible if e.eligible), key=lambda e: self._rank(e, snapshot, tenant))
         if eligible:
             return AdmissionDecision(

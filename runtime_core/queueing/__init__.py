@@ -15,6 +15,7 @@ from runtime_core.queueing._dispatcher import SharedQueueDispatcher
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._keys import SHARED_QUEUE_TAG, SharedQueueKeys
 from runtime_core.queueing._models import (
+    DispatchCycle,
     DispatchOutcome,
     DispatchResult,
     PumpIdentity,
@@ -67,6 +68,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RunDelivery",
     "Delivery",
     "DEFAULT_RESERVATION_TTL_MS",
+    "DispatchCycle",
     "DispatchOutcome",
     "DispatchResult",
     "SharedQueuePump",

@@ -99,7 +99,7 @@ class BackgroundPump:
         while not self._stop.is_set():
             self._wake.clear()
             try:
-                result = await self.pump.pump(request, cancel=self._stop, stop_at_no_capacity=True)
+                result = await self.pump.pump(request, cancel=self._stop)
             except StoreUnavailableError as exc:
                 await outage.wait(exc)
                 continue

@@ -1,12 +1,13 @@
 """The shared queue dispatcher: one dispatch attempt for the next Pending shared run.
 
-Owns the order claim -> load run -> restore its ExecutionContextSnapshot -> re-admit at
-dispatch time -> deliver (reserve, provider, mark) and the item's fate when it does not
-dispatch (back to Pending at the tail, or Failed when its run / snapshot is missing). The
-previous context is restored, or cleared, after every attempt. Once a provider accepted a
-run, recording it as Dispatched is retried through a Redis outage for as long as this
-pump's claim lease is exclusive, so another pump cannot dispatch the same run again. Must
-not execute steps or touch DAG state.
+Owns the order claim (passing over the cycle's saturated admission groups) -> load run ->
+restore its ExecutionContextSnapshot -> re-admit at dispatch time (against the cycle's
+registry listing) -> deliver (reserve,
+provider, mark) and the item's fate when it does not dispatch (back to Pending at the tail,
+or Failed when its run / snapshot is missing). The previous context is restored, or cleared,
+after every attempt. Once a provider accepted a run, recording it as Dispatched is retried
+through a Redis outage for as long as this pump's claim lease is exclusive, so another pump
+cannot dispatch the same run again. Must not execute steps or touch DAG state.
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ import logging
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import restored_snapshot
-from runtime_core.instances import AdmissionController, AdmissionKind
+from runtime_core.instances import AdmissionController, AdmissionKind, admission_group
 from runtime_core.queueing._delivery import RunDelivery
-from runtime_core.queueing._models import DispatchOutcome, DispatchResult, PumpIdentity, QueueClaim
+from runtime_core.queueing._models import (
+    DispatchCycle,
+    DispatchOutcome,
+    DispatchResult,
+    PumpIdentity,
+    QueueClaim,
+)
 from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
 from runtime_core.queueing._run_store import SharedRunStore
 
@@ -34,12 +41,14 @@ class SharedQueueDispatcher:
         self.admission = admission
         self.delivery = delivery
 
-    async def dispatch_next(self, pump: PumpIdentity) -> DispatchResult:
-        claim = await self.queue.claim_next(pump)
+    async def dispatch_next(self, pump: PumpIdentity, cycle: DispatchCycle | None = None) -> DispatchResult:
+        """Dispatch the oldest Pending run outside the cycle's saturated groups (EMPTY: none)."""
+        cycle = cycle or DispatchCycle()
+        claim = await self.queue.claim_next(pump, frozenset(cycle.saturated_groups))
         if claim is None:
             return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
         try:
-            return await self._dispatch_claimed(claim)
+            return await self._dispatch_claimed(claim, cycle)
         except Exception as exc:
             await self._requeue_after_error(claim, exc)
             raise
@@ -69,7 +78,7 @@ class SharedQueueDispatcher:
             # Not recorded within the claim lease: the delivery cancels the orphan local run.
             return QueueTransition(QueueOutcome.REFUSED, 0, f"store unavailable: {exc.message}")
 
-    async def _dispatch_claimed(self, claim: QueueClaim) -> DispatchResult:
+    async def _dispatch_claimed(self, claim: QueueClaim, cycle: DispatchCycle) -> DispatchResult:
         run = await self.runs.get(claim.shared_run_id)
         if run is None or run.snapshot is None:
             reason = (
@@ -79,9 +88,15 @@ class SharedQueueDispatcher:
             return DispatchResult(
                 outcome=DispatchOutcome.ABANDONED, shared_run_id=claim.shared_run_id, reason=reason
             )
-        base = {"shared_run_id": run.shared_run_id, "tenant_id": run.tenant_id}
+        base = {
+            "shared_run_id": run.shared_run_id,
+            "tenant_id": run.tenant_id,
+            "admission_group": admission_group(run.snapshot),
+        }
         with restored_snapshot(run.snapshot):
-            decision = await self.admission.admit(run.snapshot)
+            if cycle.registry_entries is None:
+                cycle.registry_entries = await self.admission.registry.entries()
+            decision = await self.admission.admit(run.snapshot, cycle.registry_entries)
             if decision.kind is not AdmissionKind.ASSIGN_TO_INSTANCE:
                 reason = f"{decision.kind.value}: {decision.reason}"
                 await self.queue.requeue(claim, reason)
@@ -89,6 +104,8 @@ class SharedQueueDispatcher:
             delivery = await self.delivery.deliver(
                 run, decision, lambda fields: self._mark_dispatched(claim, fields), claim.pump
             )
+        if delivery.outcome is DispatchOutcome.DISPATCHED and delivery.runtime_instance_id:
+            cycle.took_slot(delivery.runtime_instance_id)
         if delivery.outcome in (DispatchOutcome.NO_CAPACITY, DispatchOutcome.FAILED):
             await self.queue.requeue(claim, delivery.reason)
             await self.delivery.journal.record(run, "requeued", reason=delivery.reason)

@@ -1,12 +1,14 @@
 """The shared queue pump: one controlled dispatch cycle, callable from anywhere.
 
-Owns the cycle loop: ask the dispatcher for attempts until the maximum dispatch count, an
-empty queue, a failure (when `stop_on_failure`), cancellation, or until a run that already
-failed or found no capacity in this cycle comes round again (a manual drain tries every
-pending run once) or, with `stop_at_no_capacity` (the background pump), at the first run
-that finds no capacity, so a saturated pump does not claim and requeue the whole queue
-every cycle. Reports each attempt to an optional progress callback. Must not schedule
-itself (the background pump does) and must not claim or dispatch on its own.
+Owns the cycle loop: ask the dispatcher for attempts until the maximum dispatch count, no
+claimable item, a failure (when `stop_on_failure`), cancellation, or until a run that
+already failed in this cycle comes round again. Once a run finds no capacity, every other
+run of its admission group would get the same answer in this cycle, so the rest of the
+cycle passes over that group's items (they stay Pending in place, never claimed and
+requeued one by one) while other tenants' runs still dispatch; the registry is read once
+per cycle (see DispatchCycle). Reports each attempt to an optional progress callback.
+Must not schedule itself (the background pump does) and must not claim or dispatch on its
+own.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from runtime_core.queueing._dispatcher import SharedQueueDispatcher
 from runtime_core.queueing._models import (
+    DispatchCycle,
     DispatchOutcome,
     DispatchResult,
     PumpRequest,
@@ -38,23 +41,24 @@ class SharedQueuePump:
         *,
         cancel: asyncio.Event | None = None,
         progress: PumpProgress | None = None,
-        stop_at_no_capacity: bool = False,
     ) -> PumpResult:
         attempts: list[DispatchResult] = []
         not_dispatched: set[str] = set()
+        cycle = DispatchCycle()
         while True:
             if cancel is not None and cancel.is_set():
                 return PumpResult(attempts=attempts, stop_reason=PumpStopReason.CANCELLED)
             if len(attempts) >= request.max_dispatch_count:
                 return PumpResult(attempts=attempts, stop_reason=PumpStopReason.MAX_COUNT)
-            result = await self.dispatcher.dispatch_next(request.pump)
+            result = await self.dispatcher.dispatch_next(request.pump, cycle)
             if result.outcome is DispatchOutcome.EMPTY:
-                return PumpResult(attempts=attempts, stop_reason=PumpStopReason.EMPTY)
+                stop = PumpStopReason.NO_CAPACITY if cycle.saturated_groups else PumpStopReason.EMPTY
+                return PumpResult(attempts=attempts, stop_reason=stop)
             attempts.append(result)
             if progress is not None:
                 await progress(len(attempts), result)
-            if stop_at_no_capacity and result.outcome is DispatchOutcome.NO_CAPACITY:
-                return PumpResult(attempts=attempts, stop_reason=PumpStopReason.NO_CAPACITY)
+            if result.outcome is DispatchOutcome.NO_CAPACITY and result.admission_group is not None:
+                cycle.saturated_groups.add(result.admission_group)
             stop = self._stop_reason(result, request, not_dispatched)
             if stop is not None:
                 return PumpResult(attempts=attempts, stop_reason=stop)

@@ -24,6 +24,9 @@ from runtime_core.queueing._models import (
 
 DEFAULT_CLAIM_LEASE_MS = 30_000
 _EXPIRED_CLAIMS_PER_CALL = 16
+# How many Pending items one claim may pass over (items of skipped groups) before it reports
+# nothing claimable; the cycle ends and the next cycle starts from the queue head again.
+_CLAIM_SCAN_LIMIT = 5_000
 
 
 class QueueOutcome(Enum):
@@ -76,11 +79,21 @@ class SharedQueue:
         )
         return _transition(reply)
 
-    async def claim_next(self, pump: PumpIdentity) -> QueueClaim | None:
+    async def claim_next(
+        self, pump: PumpIdentity, skip_groups: frozenset[str] = frozenset()
+    ) -> QueueClaim | None:
+        """The oldest Pending item whose admission group is not in `skip_groups`, or None."""
         token = secrets.token_hex(12)
         reply = await self._scripts["shared_claim_next"](
             keys=[self.keys.items, self.keys.pending, self.keys.claimed],
-            args=[token, pump.claimer, self.claim_lease_ms, _EXPIRED_CLAIMS_PER_CALL],
+            args=[
+                token,
+                pump.claimer,
+                self.claim_lease_ms,
+                _EXPIRED_CLAIMS_PER_CALL,
+                json.dumps(sorted(skip_groups)),
+                _CLAIM_SCAN_LIMIT,
+            ],
         )
         if int(reply[0]) != 1:
             return None

@@ -30,6 +30,7 @@ from tests.integration.control_plane_support import (
     ONE_STEP,
     OPERATOR,
     OTHER_SHARED_TENANT,
+    TENANT_A,
     control_plane,
     start_instance,
 )
@@ -290,7 +291,9 @@ async def test_pump_stops_when_cancellation_is_requested(hot_state: HotState) ->
         await plane.stop()
 
 
-async def test_pump_without_visible_capacity_requeues_and_stops_after_one_round(hot_state: HotState) -> None:
+async def test_pump_without_visible_capacity_requeues_one_run_and_passes_over_its_group(
+    hot_state: HotState,
+) -> None:
     plane = control_plane(hot_state, scale_out_enabled=False)
     try:
         ids = [
@@ -298,10 +301,44 @@ async def test_pump_without_visible_capacity_requeues_and_stops_after_one_round(
             for _ in range(3)
         ]
         result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=100, pump=PUMP))
-        assert result.stop_reason is PumpStopReason.NO_CAPACITY and len(result.attempts) == 4
-        for shared_run_id in ids:
-            item = await plane.parts.queue.item(shared_run_id)
-            assert item is not None and item.status is QueueItemStatus.PENDING
+        assert result.stop_reason is PumpStopReason.NO_CAPACITY
+        assert [a.shared_run_id for a in result.attempts] == ids[:1]
+        items = [await plane.parts.queue.item(shared_run_id) for shared_run_id in ids]
+        assert all(item is not None and item.status is QueueItemStatus.PENDING for item in items)
+        # Only the first run was claimed; the others of its group were never touched.
+        assert [item.attempts for item in items if item is not None] == [1, 0, 0]
+    finally:
+        await plane.stop()
+
+
+async def test_a_saturated_tenant_does_not_hold_back_another_tenants_runs_in_the_same_cycle(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    await start_instance(plane)  # Shared: visible to the default tenant, never to Dedicated tenant-a
+    try:
+        blocked = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_A)).shared_run_id
+            for _ in range(3)
+        ]
+        runnable = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+            for _ in range(2)
+        ]
+        result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=100, pump=PUMP))
+        outcomes = [(a.shared_run_id, a.outcome) for a in result.attempts]
+        assert outcomes == [
+            (blocked[0], DispatchOutcome.NO_CAPACITY),
+            (runnable[0], DispatchOutcome.DISPATCHED),
+            (runnable[1], DispatchOutcome.DISPATCHED),
+        ]
+        assert result.stop_reason is PumpStopReason.NO_CAPACITY
+        pending = [await plane.parts.queue.item(shared_run_id) for shared_run_id in blocked]
+        assert [(i.status, i.attempts) for i in pending if i is not None] == [
+            (QueueItemStatus.PENDING, 1),
+            (QueueItemStatus.PENDING, 0),
+            (QueueItemStatus.PENDING, 0),
+        ]
     finally:
         await plane.stop()
 
@@ -399,3 +436,27 @@ async def test_direct_dispatch_falls_back_to_the_global_queue_when_delivery_fail
         assert item is not None and item.status is QueueItemStatus.PENDING
     finally:
         await plane.stop()
+
+
+async def test_one_cycle_reads_the_registry_once_and_still_spreads_runs_over_instances(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    first = await start_instance(plane, n=1)
+    second = await start_instance(plane, n=2)
+    try:
+        for _ in range(2):
+            await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        before = await _command_calls(hot_state, "cmdstat_smembers")
+        result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
+        listings = await _command_calls(hot_state, "cmdstat_smembers") - before
+        assigned = {a.assigned_runtime_instance_id for a in result.dispatched}
+        assert len(result.dispatched) == 2 and listings == 1
+        assert assigned == {first.runtime_instance_id, second.runtime_instance_id}
+    finally:
+        await plane.stop()
+
+
+async def _command_calls(hot_state: HotState, stat: str) -> int:
+    stats = await hot_state.redis.info("commandstats")
+    return int(stats.get(stat, {}).get("calls", 0))
