@@ -1,5 +1,8 @@
 """Control-plane latency through real MCP sessions: submit -> Dispatched, submit -> Completed
-(1-step pipeline), in-memory and over streamable HTTP, and `queue.drain` of queued runs."""
+(1-step pipeline), in-memory and over streamable HTTP, and `queue.drain` of queued runs: once
+bound by execution (1-step runs finishing on one instance), once into free capacity (runs
+park on human.approval, so the figure is the dispatch path itself: claim, admission,
+reservation, provider, local run start)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from redis.asyncio import Redis
 
 from benchmarks._harness import Row, percentile
 from mcp_runtime import (
@@ -36,6 +40,7 @@ from runtime_core.hot_state import find_free_port
 from runtime_core.pipeline import PipelineCatalog
 
 ONE_STEP = {"name": "bench-one", "steps": [{"name": "only", "stepKey": "test.noop"}]}
+PARKING = {"name": "bench-park", "steps": [{"name": "approve", "stepKey": "human.approval"}]}
 ADMIN = Principal(name="bench-admin", user_id="bench", tenant_id="default", roles=("admin",))
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -84,7 +89,11 @@ async def _latency_rows(client: Client, transport: str, iterations: int) -> list
     return rows
 
 
-def _settings(redis_url: str, data_dir: Path, *, background_pump: bool) -> RuntimeSettings:
+def _settings(
+    redis_url: str, data_dir: Path, *, background_pump: bool, max_concurrent_runs: int
+) -> RuntimeSettings:
+    """16 run slots: execution-bound. More: a worker per run (a parked run keeps its worker)."""
+    workers = {} if max_concurrent_runs <= 16 else {"workers_per_instance": max_concurrent_runs}
     return RuntimeSettings(
         redis_url=redis_url,
         redis_prefix=f"bm{secrets.token_hex(3)}:",
@@ -93,16 +102,21 @@ def _settings(redis_url: str, data_dir: Path, *, background_pump: bool) -> Runti
             background_pump=background_pump,
             pump_idle_interval_ms=5,
             local_queue_capacity=2_000,
-            max_concurrent_runs_per_instance=16,
+            max_concurrent_runs_per_instance=max_concurrent_runs,
+            max_local_workers_per_execution=1,
+            **workers,
         ),
     )
 
 
 @asynccontextmanager
 async def _in_memory_client(
-    redis_url: str, data_dir: Path, *, background_pump: bool
+    redis_url: str, data_dir: Path, *, background_pump: bool, max_concurrent_runs: int = 16
 ) -> AsyncIterator[Client]:
-    async with RuntimeServices(_settings(redis_url, data_dir, background_pump=background_pump)) as services:
+    settings = _settings(
+        redis_url, data_dir, background_pump=background_pump, max_concurrent_runs=max_concurrent_runs
+    )
+    async with RuntimeServices(settings) as services:
         backend = ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
         guard = ToolGuard(FixedPrincipal(ADMIN), Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY))
         async with Client(build_server(backend, guard)) as client:
@@ -151,19 +165,56 @@ async def _http_client(redis_url: str, data_dir: Path) -> AsyncIterator[Client]:
         await asyncio.wait_for(server.wait(), timeout=30)
 
 
-async def _drain_rows(redis_url: str, data_dir: Path, runs: int) -> Row:
-    async with _in_memory_client(redis_url, data_dir, background_pump=False) as client:
+async def _drain(
+    redis_url: str, data_dir: Path, runs: int, pipeline: dict[str, Any], max_concurrent_runs: int
+) -> tuple[float, float]:
+    """Seconds until `runs` queued runs were dispatched by queue.drain calls; Redis commands per run."""
+    async with _in_memory_client(
+        redis_url, data_dir, background_pump=False, max_concurrent_runs=max_concurrent_runs
+    ) as client:
         for _ in range(runs):
-            await _call(client, "submit", {"definition": ONE_STEP, "mode": "QueueFirst"})
+            await _call(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
+        commands_before = await _commands_processed(redis_url)
         started = time.perf_counter()
         dispatched = 0
         while dispatched < runs:
             drained = await _call(client, "queue.drain", {"max_count": runs})
             dispatched += drained["dispatched"]
         seconds = time.perf_counter() - started
-    return Row(
-        "mcp queue.drain", f"{runs} queued runs (in-memory)", runs, seconds, runs / seconds, 0, 0, 0, 0
-    )
+        commands = await _commands_processed(redis_url) - commands_before
+    return seconds, commands / runs
+
+
+async def _commands_processed(redis_url: str) -> int:
+    redis = Redis.from_url(redis_url)
+    try:
+        return int((await redis.info("stats"))["total_commands_processed"])
+    finally:
+        await redis.aclose()
+
+
+async def _drain_rows(redis_url: str, data_dir: Path, runs: int) -> list[Row]:
+    rows = []
+    for name, variant, pipeline, max_concurrent_runs in (
+        ("bound", f"{runs} queued 1-step runs, execution-bound (16 run slots)", ONE_STEP, 16),
+        ("free", f"{runs} queued runs into free capacity (runs park)", PARKING, runs),
+    ):
+        seconds, commands = await _drain(redis_url, data_dir / name, runs, pipeline, max_concurrent_runs)
+        rows.append(
+            Row(
+                "mcp queue.drain",
+                variant,
+                runs,
+                seconds,
+                runs / seconds,
+                0,
+                0,
+                0,
+                0,
+                extra={"redis_commands_per_run": round(commands, 1)},
+            )
+        )
+    return rows
 
 
 async def run(redis_url: str, *, iterations: int, drain_runs: int) -> list[Row]:
@@ -173,5 +224,5 @@ async def run(redis_url: str, *, iterations: int, drain_runs: int) -> list[Row]:
             rows = await _latency_rows(client, "in-memory", iterations)
         async with _http_client(redis_url, root / "http") as client:
             rows += await _latency_rows(client, "http", iterations)
-        rows.append(await _drain_rows(redis_url, root / "drain", drain_runs))
+        rows += await _drain_rows(redis_url, root / "drain", drain_runs)
     return rows
