@@ -35,6 +35,23 @@ def counting_hot_state(url: str, prefix: str) -> HotState:
 
 
 @contextmanager
+def counting_every_connection() -> Iterator[None]:
+    """Count the round trips of every redis.asyncio connection in this process, including the
+    ones a RuntimeServices stack opened itself (it builds its own clients)."""
+    original = Connection.send_packed_command
+
+    async def counted(self: Connection, command: Any, check_health: bool = True) -> None:
+        RoundTripCounter.sends += 1
+        await original(self, command, check_health)
+
+    Connection.send_packed_command = counted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Connection.send_packed_command = original  # type: ignore[method-assign]
+
+
+@contextmanager
 def private_redis() -> Iterator[EmbeddedRedis]:
     with tempfile.TemporaryDirectory(prefix="mcprt-bench-") as tmp:
         server = EmbeddedRedis(Path(tmp), appendonly=False).start()
