@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -104,9 +105,45 @@ class EngineSettings:
     claim_batch_size: int = 1
     idle_poll_min_ms: int = 2
     idle_poll_max_ms: int = 100
+    # While another worker of this process executes a step of the execution, an idle worker
+    # is woken by that worker's completion; it only re-checks Redis this rarely.
+    idle_wait_while_executing_ms: int = 1_000
     store_retry: StoreRetryPolicy = DEFAULT_STORE_RETRY
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+
+
+class _IdleWorkers:
+    """This process's idle workers of one execution, woken by its local changes.
+
+    `wake(n)` wakes at most n of them (a completion that made one step Ready needs no
+    other worker: the completing worker claims it next), `wake()` wakes all. A wake that
+    finds nobody waiting is not kept; the waiters' poll timeout covers that race.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    def wake(self, count: int | None = None) -> None:
+        woken = 0
+        while self._waiting and (count is None or woken < count):
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                woken += 1
+
+    async def wait(self, timeout_s: float) -> bool:
+        """True when woken, False when `timeout_s` passed."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        finally:
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+        return True
 
 
 @dataclass
@@ -116,7 +153,8 @@ class _ExecutionRun:
     meta: ExecutionMeta
     steps: dict[str, StepDefinition]
     gates: StepGates
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    idle: _IdleWorkers = field(default_factory=lambda: _IdleWorkers())
+    executing: int = 0  # steps this process's workers are executing right now
     final_status: str | None = None
     parked_status: str | None = None
     stopped: bool = False
@@ -138,7 +176,16 @@ class _ExecutionRun:
         self.final_status = final_status or self.final_status
         self.parked_status = parked_status or self.parked_status
         self.stopped = True
-        self.wake.set()
+        self.idle.wake()
+
+
+@dataclass(frozen=True)
+class _WorkerPace:
+    """How a worker paces its next idle round: the poll delay, and whether its last wait
+    ended because a local completion woke it (rather than by timing out)."""
+
+    idle_ms: int
+    woken_locally: bool = False
 
 
 @dataclass(frozen=True)
@@ -278,7 +325,7 @@ class DagEngine:
     async def _work(self, run: _ExecutionRun, worker_id: str) -> None:
         """One worker: advance until the execution stops, backing off while Redis is down."""
         token_prefix = secrets.token_hex(8)
-        idle_ms: int | None = self.settings.idle_poll_min_ms
+        pace: _WorkerPace | None = _WorkerPace(self.settings.idle_poll_min_ms)
         outage = StoreOutage(
             "engine.worker",
             self.settings.store_retry,
@@ -286,34 +333,40 @@ class DagEngine:
             execution_id=run.execution_id,
             worker_id=worker_id,
         )
-        while idle_ms is not None and run.advancing:
+        while pace is not None and run.advancing:
             try:
-                idle_ms = await self._work_once(run, worker_id, token_prefix, idle_ms)
+                pace = await self._work_once(run, worker_id, token_prefix, pace)
             except StoreUnavailableError as exc:
                 await outage.wait(exc)
                 continue
             outage.recovered()
 
     async def _work_once(
-        self, run: _ExecutionRun, worker_id: str, token_prefix: str, idle_ms: int
-    ) -> int | None:
-        """One claim-execute or idle round; the next idle delay, or None when this worker is done."""
+        self, run: _ExecutionRun, worker_id: str, token_prefix: str, pace: _WorkerPace
+    ) -> _WorkerPace | None:
+        """One claim-execute or idle round; how to pace the next one, or None when this worker is done."""
         if run.gates.active:
             idle = await self._advance_gated(run, worker_id, token_prefix)
         else:
             idle = await self._advance_batch(run, worker_id, token_prefix)
         if idle is None:
-            return self.settings.idle_poll_min_ms
-        if not run.advancing or await self._try_finalize(run):
+            return _WorkerPace(self.settings.idle_poll_min_ms)
+        if not run.advancing:
             return None
-        if await self.store.recover_stale(run.execution_id):
-            await self._emit("step.recovered", run.execution_id, run.snapshot, worker_id=worker_id)
-            return idle_ms
-        wait_ms = idle_ms
+        # Woken by a local completion that left nothing claimable: that worker finalizes what
+        # it converged, so skip the finalize / stale-claim checks (2 round trips per idle worker
+        # per step on a chain). A timed-out wait still makes them: other processes' work.
+        if not pace.woken_locally:
+            if await self._try_finalize(run):
+                return None
+            if await self.store.recover_stale(run.execution_id):
+                await self._emit("step.recovered", run.execution_id, run.snapshot, worker_id=worker_id)
+                return _WorkerPace(pace.idle_ms)
+        wait_ms = self.settings.idle_wait_while_executing_ms if run.executing else pace.idle_ms
         if idle.wake_at_ms is not None:
-            wait_ms = max(1, min(idle_ms, idle.wake_at_ms - idle.now_ms))
-        await self._wait(run, wait_ms)
-        return min(self.settings.idle_poll_max_ms, idle_ms * 2)
+            wait_ms = max(1, min(wait_ms, idle.wake_at_ms - idle.now_ms))
+        woken = await self._wait(run, wait_ms)
+        return _WorkerPace(min(self.settings.idle_poll_max_ms, pace.idle_ms * 2), woken_locally=woken)
 
     async def _advance_batch(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
         """Fast path (no gated step): claim a batch in one round trip and execute it."""
@@ -434,7 +487,7 @@ class DagEngine:
             return
         await self.gate.release(grant)
         run.gates.lift_scopes(grant.scope_keys)
-        run.wake.set()
+        run.idle.wake()
 
     async def _on_blocked(self, run: _ExecutionRun, control_status: str, worker_id: str) -> None:
         """Claims are blocked: stop when parked, settle Pausing -> Paused once drained."""
@@ -459,13 +512,10 @@ class DagEngine:
             run.settling = False
 
     @staticmethod
-    async def _wait(run: _ExecutionRun, wait_ms: int) -> None:
-        # A local completion wakes idle workers at once; the timeout covers other processes.
-        run.wake.clear()
-        try:
-            await asyncio.wait_for(run.wake.wait(), timeout=wait_ms / 1000)
-        except TimeoutError:
-            pass
+    async def _wait(run: _ExecutionRun, wait_ms: int) -> bool:
+        """True when a local change woke the worker; False when `wait_ms` passed (the
+        timeout covers other processes' work)."""
+        return await run.idle.wait(wait_ms / 1000)
 
     async def _try_finalize(self, run: _ExecutionRun) -> bool:
         outcome, status = await self.store.finalize(run.execution_id)
@@ -477,6 +527,13 @@ class DagEngine:
         return True
 
     async def _execute(self, run: _ExecutionRun, claim: StepClaim, worker_id: str) -> None:
+        run.executing += 1
+        try:
+            await self._execute_claimed(run, claim, worker_id)
+        finally:
+            run.executing -= 1
+
+    async def _execute_claimed(self, run: _ExecutionRun, claim: StepClaim, worker_id: str) -> None:
         step = run.steps[claim.step_name]
         await self._emit(
             "step.claimed",
@@ -503,8 +560,10 @@ class DagEngine:
             return await self.store.complete_step(claim, stored)
 
         outcome = await self._until_available(complete, "step.complete", run.execution_id, step=step.name)
+        # The completing worker claims next; with batches of one it takes one released step.
+        others = outcome.released - 1 if self.settings.claim_batch_size == 1 else outcome.released
         await self._after_transition(
-            run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id
+            run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id, wake=max(0, others)
         )
 
     @contextlib.asynccontextmanager
@@ -645,7 +704,7 @@ class DagEngine:
         await self._until_available(
             lambda: self.store.release_step(claim), "step.release", run.execution_id, step=step.name
         )
-        run.wake.set()
+        run.idle.wake()
         await self._emit(
             "step.parked",
             run.execution_id,
@@ -664,8 +723,11 @@ class DagEngine:
         converged: bool,
         event: str,
         worker_id: str,
+        *,
+        wake: int | None = None,
         **attributes: Any,
     ) -> None:
+        """Emit the event, wake `wake` idle workers (None: all), finalize once converged."""
         if outcome is not TransitionOutcome.APPLIED:
             await self._emit(
                 "step.transition_rejected",
@@ -680,7 +742,7 @@ class DagEngine:
         await self._emit(
             event, run.execution_id, run.snapshot, step=claim.step_name, worker_id=worker_id, **attributes
         )
-        run.wake.set()
+        run.idle.wake(wake)
         if converged:
             await self._try_finalize(run)
 

@@ -123,6 +123,7 @@ class TransitionResult:
     converged: bool = False
     retry_count: int = 0
     next_retry_at_ms: int = 0
+    released: int = 0  # dependents a completion made Ready
 
 
 @dataclass(frozen=True)
@@ -293,8 +294,9 @@ class DagStore:
             args=[claim.step_name, claim.token, canonical_json(result)],
         )
         code, now = int(reply[0]), int(reply[1])
-        converged = code == 1 and int(reply[2]) == 1
-        return TransitionResult(TransitionOutcome(code), now, converged)
+        if code != 1:
+            return TransitionResult(TransitionOutcome(code), now)
+        return TransitionResult(TransitionOutcome(code), now, int(reply[2]) == 1, released=int(reply[3]))
 
     async def fail_step(
         self, claim: StepClaim, *, retry: bool, delay_ms: int, error: dict[str, Any]

@@ -128,7 +128,11 @@ def _settings(data_dir: Path, redis_url: str) -> RuntimeSettings:
         data_dir=data_dir,
         redis_url=redis_url,
         redis_prefix=f"faults{secrets.token_hex(3)}:",
-        engine=EngineSettings(lease_ms=3_000, store_retry=StoreRetryPolicy(initial_ms=20, max_ms=400)),
+        engine=EngineSettings(
+            lease_ms=3_000,
+            store_retry=StoreRetryPolicy(initial_ms=20, max_ms=400),
+            idle_wait_while_executing_ms=100,
+        ),
         control_plane=ControlPlaneSettings(
             host="faulthost",
             local_instances=2,
@@ -184,10 +188,13 @@ async def _inject_faults(scenario: FaultScenario) -> None:
     scenario.one_shots = await _one_shot_calls_while_down(scenario)
     executor.gate.set()
 
-    async def completions_retried_while_down() -> bool:
-        return executor.returned >= RUNS and scenario.outages.count("step.complete") >= RUNS
+    async def completions_and_idle_workers_retried_while_down() -> bool:
+        # Idle workers only re-check Redis every idle_wait_while_executing_ms (100 ms here)
+        # while another worker of theirs executes: wait for one check to meet the outage too.
+        retried = scenario.outages.count("step.complete") >= RUNS
+        return executor.returned >= RUNS and retried and scenario.outages.count("engine.worker") > 0
 
-    await wait_until(completions_retried_while_down, timeout=30)
+    await wait_until(completions_and_idle_workers_retried_while_down, timeout=30)
     server.start()
 
     async def half_of_the_steps_completed() -> bool:
