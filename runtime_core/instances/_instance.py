@@ -2,13 +2,14 @@
 
 Owns the local RunId lifecycle (Queued, Running, Completed, Failed, Cancelled), worker
 accounting (`min(worker_count, max_local_workers_per_execution, available)` per execution;
-a run waits for a worker instead of failing), queue pause / resume, hot enqueue, queued-run
-cancellation (no ExecutionId is ever created) and running-run cancellation bridged to
-execution control by ExecutionId, resuming a recovered execution by its existing ExecutionId
-instead of creating one (the execution then carries this attempt's LocalRunId and instance
-attributes, so ledger entries after the resume name it), the run-execution index records of
-its runs, and the
-heartbeat publication of its registry and capacity descriptors. Restores each run's
+a run waits for a worker instead of failing; a parked run, paused or waiting for input,
+gives its workers back but keeps its run slot, and takes workers again once unparked, before
+new runs start), queue pause / resume, hot enqueue, queued-run cancellation (no ExecutionId
+is ever created) and running-run cancellation bridged to execution control by ExecutionId,
+resuming a recovered execution by its existing ExecutionId instead of creating one (the
+execution then carries this attempt's LocalRunId and instance attributes, so ledger entries
+after the resume name it), the run-execution index records of its runs, and the heartbeat
+publication of its registry and capacity descriptors. Restores each run's
 snapshot before creating and advancing its DAG; refuses a run without a snapshot. While
 Redis is unavailable a started run backs off and retries (its ExecutionId is chosen once,
 so a retried creation never makes a second DAG) and heartbeats are skipped, never fatal.
@@ -64,10 +65,16 @@ FINISHED_RUNS_KEPT = 1_000
 class _LocalRun:
     request: LocalRunRequest
     record: RunIndexRecord
+    # Workers the run holds now (0 while parked or waiting for workers again); once it
+    # finished, the count it last ran with.
     effective_workers: int = 0
     cancel_requested: bool = False
+    # Set once `cancel_run` cancelled the execution: its claims are blocked for good.
+    execution_cancelled: bool = False
     new_execution_id: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set by the controller when it hands an unparked run workers again (or by `cancel_run`).
+    workers_granted: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def snapshot(self) -> ExecutionContextSnapshot:
@@ -106,6 +113,7 @@ class RuntimeInstance:
         self._runs: dict[str, _LocalRun] = {}
         self._finished: deque[str] = deque()
         self._queue: deque[_LocalRun] = deque()
+        self._resuming: deque[_LocalRun] = deque()  # unparked runs waiting for workers, oldest first
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._active_workers = 0
         self._paused = False
@@ -341,12 +349,15 @@ class RuntimeInstance:
             run.cancel_requested = True
             if run.record.execution_id:
                 await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
+                run.execution_cancelled = True
+                run.workers_granted.set()  # a run waiting for workers again only finalizes now
         return run.view()
 
     # Background controller
 
     async def _control_loop(self) -> None:
         while True:
+            self._serve_resuming()
             run = self._next_startable()
             if run is None:
                 self._wake.clear()
@@ -354,19 +365,38 @@ class RuntimeInstance:
                 continue
             self._start(run)
 
+    def _serve_resuming(self) -> None:
+        """Hand free workers to unparked runs, oldest first, before any queued run starts.
+
+        Fairness choice: an unparked run already holds a run slot and has done part of its
+        work, so it is served before `_next_startable` starts new runs; a stream of queued
+        runs can then never starve it. New runs are not starved either: a resumed run takes
+        workers as soon as one is free, so `_resuming` only blocks them while none is free.
+        The queue pause does not apply: resumed runs are running runs, not queued ones.
+        """
+        while self._resuming and self._free_workers() > 0:
+            run = self._resuming.popleft()
+            self._hold_workers(run)
+            run.workers_granted.set()
+
     def _next_startable(self) -> _LocalRun | None:
         s = self.settings
         if self._paused or not self._queue or len(self._tasks) >= s.max_concurrent_runs:
             return None
-        if s.worker_count - self._active_workers <= 0:
+        if self._resuming or self._free_workers() <= 0:
             return None
         return self._queue.popleft()
 
-    def _start(self, run: _LocalRun) -> None:
+    def _free_workers(self) -> int:
+        return self.settings.worker_count - self._active_workers
+
+    def _hold_workers(self, run: _LocalRun) -> None:
         s = self.settings
-        available = s.worker_count - self._active_workers
-        run.effective_workers = min(s.worker_count, s.max_local_workers_per_execution, available)
+        run.effective_workers = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
         self._active_workers += run.effective_workers
+
+    def _start(self, run: _LocalRun) -> None:
+        self._hold_workers(run)
         run.record = run.record.model_copy(update={"status": LocalRunStatus.RUNNING})
         self._tasks[run.record.local_run_id] = asyncio.create_task(
             self._execute(run), name=f"{self.runtime_instance_id}:{run.record.local_run_id}"
@@ -404,8 +434,7 @@ class RuntimeInstance:
                 )
             final = await engine.run(execution_id, workers=run.effective_workers)
             while final in PARKED_CONTROL_STATUSES:
-                await self._wait_until_unparked(engine, execution_id)
-                final = await engine.run(execution_id, workers=run.effective_workers)
+                final = await self._advance_after_park(engine, run, execution_id)
         if final in (LocalRunStatus.COMPLETED, LocalRunStatus.CANCELLED):
             return LocalRunStatus(final), None
         return LocalRunStatus.FAILED, f"execution finished {final or 'without a status'}"
@@ -438,8 +467,44 @@ class RuntimeInstance:
             raise _resume_target_missing(execution_id)
         return execution_id
 
+    async def _advance_after_park(self, engine: DagEngine, run: _LocalRun, execution_id: str) -> str:
+        """Parked: give the workers back until it is unparked, then hold workers and advance again."""
+        await self._give_workers_back(run)
+        await self._wait_until_unparked(engine, execution_id)
+        if await self._take_workers_again(run):
+            return await engine.run(execution_id, workers=run.effective_workers)
+        # Cancelled through `cancel_run` before workers were free: its claims are blocked for
+        # good, so this one engine worker only finalizes it and takes none of the instance's.
+        return await engine.run(execution_id, workers=1)
+
+    async def _give_workers_back(self, run: _LocalRun) -> None:
+        """A parked run keeps its run slot (it still counts as running) but not its workers."""
+        self._active_workers -= run.effective_workers
+        run.effective_workers = 0
+        self._wake.set()  # queued or resumed runs may take the freed workers
+        await self._publish_quietly()
+
+    async def _take_workers_again(self, run: _LocalRun) -> bool:
+        """Wait, without polling, until the controller hands this unparked run workers again.
+
+        False when `cancel_run` cancelled the execution first (the run then holds none).
+        An execution cancelled by ExecutionId elsewhere waits for workers, then finalizes.
+        """
+        if run.execution_cancelled:
+            return False
+        run.workers_granted.clear()
+        self._resuming.append(run)
+        self._wake.set()
+        try:
+            await run.workers_granted.wait()
+        finally:
+            if run in self._resuming:  # woken by cancel_run, or the task was cancelled (stop)
+                self._resuming.remove(run)
+        await self._publish_quietly()
+        return run.effective_workers > 0
+
     async def _wait_until_unparked(self, engine: DagEngine, execution_id: str) -> None:
-        """A paused or input-waiting run keeps its slot; poll its control state with backoff."""
+        """Poll a paused or input-waiting run's control state with backoff (another actor unparks it)."""
         delay = 0.02
 
         async def control_status() -> str | None:
@@ -474,8 +539,10 @@ class RuntimeInstance:
         }
 
     def _release(self, run: _LocalRun) -> None:
+        """Free the run's slot and the workers it holds now (none while parked or waiting)."""
         self._active_workers -= run.effective_workers
         self._tasks.pop(run.record.local_run_id, None)
+        self._wake.set()  # resumed or queued runs may take the freed workers and slot
 
     async def _finish(
         self, run: _LocalRun, status: LocalRunStatus, reason: str | None, *, until_stored: bool = False

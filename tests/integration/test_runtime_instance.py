@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from runtime_core.control_plane import ControlPlane
@@ -428,3 +430,159 @@ async def test_cancelling_a_completed_run_is_a_conflict_and_changes_nothing(hot_
         assert (view.local_status, view.execution_status) == ("Completed", "Completed")
     finally:
         await plane.stop()
+
+
+# Parked runs give their workers back (they keep their run slot)
+
+APPROVAL_ONLY = parse_pipeline(
+    {
+        "name": "approval",
+        "steps": [{"name": "ok", "stepKey": "human.approval", "config": {"waitingKey": "go"}}],
+    }
+)
+
+
+def held_until(path: Path, *, after_approval: bool = False) -> PipelineDefinition:
+    """A run holding a worker on `test.wait_for_file` until `path` exists (after an approval)."""
+    hold: dict[str, object] = {
+        "name": "hold",
+        "stepKey": "test.wait_for_file",
+        "config": {"path": str(path), "maxPollMs": 20},
+    }
+    if not after_approval:
+        return parse_pipeline({"name": "held", "steps": [hold]})
+    approve = {"name": "ok", "stepKey": "human.approval", "config": {"waitingKey": "go"}}
+    return parse_pipeline({"name": "approve-then-hold", "steps": [approve, {**hold, "dependsOn": ["ok"]}]})
+
+
+async def _parked(plane: ControlPlane, instance: RuntimeInstance, local_run_id: str) -> bool:
+    """The run waits for input and has given its workers back."""
+    view = instance.run_view(local_run_id)
+    if view.execution_id is None or view.effective_workers != 0:
+        return False
+    return await plane.parts.dag_store.control_status(view.execution_id) == "WaitingForInput"
+
+
+async def _submit_approval(plane: ControlPlane, instance: RuntimeInstance, local_run_id: str) -> None:
+    execution_id = instance.run_view(local_run_id).execution_id
+    assert execution_id is not None
+    await plane.parts.canceller.submit_input(execution_id, "go", {"approved": True}, DEFAULT_TENANT)
+
+
+def _waiting_for_workers(instance: RuntimeInstance) -> int:
+    """Unparked runs queued for workers again (no public view exposes this yet)."""
+    return len(instance._resuming)
+
+
+async def test_runs_waiting_for_input_give_their_workers_back_so_another_run_completes(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane, worker_count=2, max_local_workers_per_execution=1, max_concurrent_runs=3)
+    try:
+        parked = [await instance.enqueue(request(APPROVAL_ONLY)) for _ in range(2)]
+        for run in parked:
+            await wait_until(lambda run=run: _parked(plane, instance, run.local_run_id))
+        capacity = instance.capacity()
+        assert (capacity.active_workers, capacity.available_workers) == (0, 2)
+        assert (capacity.running, capacity.available_run_slots) == (2, 1)  # parked runs keep their slot
+        assert capacity.can_accept_run is True
+
+        async def published_free() -> bool:
+            [view] = await plane.list_instances(DEFAULT_TENANT)
+            return view.available_workers == 2 and view.can_accept_run
+
+        await wait_until(published_free)
+        third = await instance.enqueue(request(ONE_STEP))
+        done = await instance.wait_for_run(third.local_run_id, timeout=10)
+        assert done.status is LocalRunStatus.COMPLETED
+        assert [instance.run_view(r.local_run_id).status for r in parked] == [LocalRunStatus.RUNNING] * 2
+        for run in parked:
+            await _submit_approval(plane, instance, run.local_run_id)
+        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in parked]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+        assert [f.effective_workers for f in finals] == [1, 1]
+        assert instance.capacity().active_workers == 0
+    finally:
+        await instance.stop()
+    assert instance.capacity().active_workers == 0
+
+
+async def test_a_run_cancelled_while_parked_ends_cancelled_without_a_negative_worker_count(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane, worker_count=2, max_local_workers_per_execution=2)
+    try:
+        view = await instance.enqueue(request(APPROVAL_ONLY))
+        await wait_until(lambda: _parked(plane, instance, view.local_run_id))
+        await instance.cancel_run(view.local_run_id, reason="no answer coming")
+        final = await instance.wait_for_run(view.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.CANCELLED and final.effective_workers == 0
+        capacity = instance.capacity()
+        assert (capacity.active_workers, capacity.available_workers, capacity.running) == (0, 2, 0)
+    finally:
+        await instance.stop()
+    assert instance.capacity().active_workers == 0
+
+
+async def test_a_run_cancelled_while_waiting_for_workers_again_finishes_without_taking_one(
+    hot_state: HotState, tmp_path: Path
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane, worker_count=1, max_local_workers_per_execution=1)
+    release = tmp_path / "release"
+    try:
+        approval = await instance.enqueue(request(APPROVAL_ONLY))
+        await wait_until(lambda: _parked(plane, instance, approval.local_run_id))
+        holder = await instance.enqueue(request(held_until(release)))
+        await wait_until(lambda: _true(instance.run_view(holder.local_run_id).effective_workers == 1))
+        await _submit_approval(plane, instance, approval.local_run_id)
+        await wait_until(lambda: _true(_waiting_for_workers(instance) == 1))
+        await instance.cancel_run(approval.local_run_id, reason="changed my mind")
+        final = await instance.wait_for_run(approval.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.CANCELLED and final.effective_workers == 0
+        assert (instance.capacity().active_workers, _waiting_for_workers(instance)) == (1, 0)
+        release.touch()
+        assert (
+            await instance.wait_for_run(holder.local_run_id, timeout=10)
+        ).status is LocalRunStatus.COMPLETED
+        assert instance.capacity().active_workers == 0
+    finally:
+        release.touch()
+        await instance.stop()
+
+
+async def test_an_unparked_run_gets_the_next_free_worker_before_a_queued_run(
+    hot_state: HotState, tmp_path: Path
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane, worker_count=1, max_local_workers_per_execution=1, max_concurrent_runs=3)
+    first_release, resumed_release = tmp_path / "first", tmp_path / "resumed"
+    try:
+        resumed = await instance.enqueue(request(held_until(resumed_release, after_approval=True)))
+        await wait_until(lambda: _parked(plane, instance, resumed.local_run_id))
+        holder = await instance.enqueue(request(held_until(first_release)))
+        await wait_until(lambda: _true(instance.run_view(holder.local_run_id).effective_workers == 1))
+        await _submit_approval(plane, instance, resumed.local_run_id)
+        await wait_until(lambda: _true(_waiting_for_workers(instance) == 1))
+        assert instance.run_view(resumed.local_run_id).effective_workers == 0
+        queued = await instance.enqueue(request(ONE_STEP))
+        assert instance.run_view(queued.local_run_id).status is LocalRunStatus.QUEUED
+
+        first_release.touch()  # the holder finishes: its worker goes to the resumed run first
+        await wait_until(lambda: _true(instance.run_view(resumed.local_run_id).effective_workers == 1))
+        assert instance.run_view(queued.local_run_id).status is LocalRunStatus.QUEUED
+        assert (
+            await instance.wait_for_run(holder.local_run_id, timeout=10)
+        ).status is LocalRunStatus.COMPLETED
+
+        resumed_release.touch()
+        runs = (resumed, queued)
+        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in runs]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+        assert instance.capacity().active_workers == 0
+    finally:
+        first_release.touch()
+        resumed_release.touch()
+        await instance.stop()

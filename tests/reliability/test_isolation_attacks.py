@@ -172,7 +172,10 @@ async def status_when(
 ) -> dict[str, Any]:
     async def reached() -> bool:
         status = await ok(client, "run.status", {"run_id": run_id})
-        return bool(status["done"]) if control is None else status["control_status"] == control
+        if control is None:
+            return bool(status["done"])
+        # Parked and settled: the instance gave the run's workers back (it shows none).
+        return status["control_status"] == control and status["effective_workers"] is None
 
     await wait_until(reached, timeout=20, interval=0.02)
     return await ok(client, "run.status", {"run_id": run_id})
