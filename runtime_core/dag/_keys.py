@@ -42,3 +42,17 @@ class ExecutionKeys:
 
     def all(self) -> list[str]:
         return [getattr(self, name) for name in self.__dataclass_fields__]
+
+    def claim_keys(self) -> list[str]:
+        """KEYS[1..9] of both claim scripts (claim_ready_steps.lua, claim_step.lua)."""
+        return [
+            self.meta,
+            self.status,
+            self.ready,
+            self.running,
+            self.token,
+            self.retries,
+            self.control,
+            self.needs,
+            self.result,
+        ]

@@ -213,18 +213,7 @@ class DagStore:
     ) -> ClaimBatch:
         k = self.keys(execution_id)
         reply = await self._scripts["claim_ready_steps"](
-            keys=[
-                k.meta,
-                k.status,
-                k.ready,
-                k.running,
-                k.token,
-                k.retries,
-                k.control,
-                k.needs,
-                k.result,
-                k.claimed,
-            ],
+            keys=[*k.claim_keys(), k.claimed],
             args=[max_steps, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
         )
         code, now = int(reply[0]), int(reply[1])
@@ -245,19 +234,7 @@ class DagStore:
     ) -> ClaimBatch:
         k = self.keys(execution_id)
         reply = await self._scripts["claim_step"](
-            keys=[
-                k.meta,
-                k.status,
-                k.ready,
-                k.running,
-                k.token,
-                k.retries,
-                k.control,
-                k.needs,
-                k.result,
-                k.pending,
-                k.claimed,
-            ],
+            keys=[*k.claim_keys(), k.pending, k.claimed],
             args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
         )
         code, now = int(reply[0]), int(reply[1])
