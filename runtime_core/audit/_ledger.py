@@ -25,7 +25,9 @@ from runtime_core.storage import DurableStore, LedgerEntry
 log = logging.getLogger("runtime_core.audit")
 
 # Execution attributes (create_execution(attributes=...)) the ledger copies into every entry.
-RUN_IDENTITY_FIELDS = ("shared_run_id", "local_run_id", "assigned_runtime_instance_id")
+# Execution attributes naming the run attempt (the instance writes the OTel-style dotted name).
+ASSIGNED_INSTANCE_FIELD = "assigned.runtime.instance.id"
+RUN_IDENTITY_FIELDS = ("shared_run_id", "local_run_id", ASSIGNED_INSTANCE_FIELD)
 WORKER_COUNT_FIELDS = ("max.local.workers.per.execution", "effective.worker.count.per.execution")
 FLUSH_EVENTS = frozenset({"execution.finalized", "execution.paused", "step.parked"})
 # After these the run identities stored on the execution changed: the cached copy is stale.
@@ -71,7 +73,7 @@ class LedgerRecorder:
                 shared_run_id=context.get("shared_run_id"),
                 local_run_id=context.get("local_run_id"),
                 runtime_instance_id=self.instance_id,
-                assigned_runtime_instance_id=context.get("assigned_runtime_instance_id"),
+                assigned_runtime_instance_id=context.get(ASSIGNED_INSTANCE_FIELD),
                 event=event.name,
                 step_name=event.step_name,
                 attributes=attributes,

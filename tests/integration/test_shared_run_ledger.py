@@ -57,6 +57,11 @@ async def test_shared_run_ledger_records_submit_queue_dispatch_and_execution(
     dispatched = next(entry for entry in entries if entry.event == "shared_run.dispatched")
     assert dispatched.local_run_id and dispatched.assigned_runtime_instance_id
     assert dispatched.runtime_instance_id != dispatched.assigned_runtime_instance_id  # pump is not the target
+    execution_entries = [entry for entry in entries if entry.execution_id]
+    assert execution_entries
+    assert {entry.assigned_runtime_instance_id for entry in execution_entries} == {
+        dispatched.assigned_runtime_instance_id
+    }
     assert await services.audit.queries.ledger(BOB, shared_run_id=submitted.shared_run_id) == []
 
 
