@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runtime_core.dag import DagStore, ExecutionStatus
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.identity import restored_snapshot
 from runtime_core.instances import (
     AdmissionController,
@@ -115,7 +116,9 @@ class ExecutionRecoveryReconciler:
         try:
             with restored_snapshot(record.snapshot):
                 outcome = await self._recover(instance, record)
-        except Exception:  # Redis hiccup or a broken record: a later pass retries the item
+        except StoreUnavailableError:
+            raise  # the loop backs off; the item's claim lease lapses and a later pass retries it
+        except Exception:  # a broken record: a later pass retries the item
             log.exception(
                 "recovery.item_failed", extra={"runtime_instance_id": rid, "local_run_id": local_run_id}
             )
