@@ -1,14 +1,18 @@
 -- shared_requeue: give a claimed shared queue item back after a dispatch attempt that did
--- not dispatch. Target Pending: the item goes to the queue tail with a new sequence and the
--- run stays QueuedGlobally (no LocalRunId, no ExecutionId). Target Failed: the item leaves
--- the queue for good and the run (when it exists) becomes Failed (missing run/snapshot).
+-- not dispatch. Target Pending: the item goes to the queue tail with a new sequence (a
+-- delivery failure: it must not block the runs behind it). Target Waiting: the item goes
+-- back to Pending at its own place, keeping its sequence (no capacity for its tenant yet:
+-- the tenant's runs keep their order). Either way the run stays QueuedGlobally (no
+-- LocalRunId, no ExecutionId). Target Failed: the item leaves the queue for good and the
+-- run (when it exists) becomes Failed (missing run/snapshot).
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
 -- KEYS[1] items       HASH  shared run id -> JSON item
 -- KEYS[2] pending     ZSET  shared run id -> queue sequence
 -- KEYS[3] claimed     ZSET  shared run id -> claim lease-until ms
 -- KEYS[4] seq         STRING queue sequence
 -- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
--- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Failed   ARGV[4] reason
+-- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Waiting | Failed
+-- ARGV[4] reason
 -- Returns: {1, now, seq}  requeued (seq 0 for Failed)
 --          {0, now}       claim lost (not Claimed by this token); nothing changed
 local t = redis.call('TIME')
@@ -32,7 +36,8 @@ if ARGV[3] == 'Failed' then
   end
   return {1, now, 0}
 end
-local seq = redis.call('INCR', KEYS[4])
+local seq = item.seq
+if ARGV[3] == 'Pending' then seq = redis.call('INCR', KEYS[4]) end
 item.status = 'Pending'
 item.seq = seq
 redis.call('HSET', KEYS[1], srun, cjson.encode(item))

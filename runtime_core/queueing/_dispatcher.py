@@ -2,12 +2,13 @@
 
 Owns the order claim (passing over the cycle's saturated admission groups) -> load run ->
 restore its ExecutionContextSnapshot -> re-admit at dispatch time (against the cycle's
-registry listing) -> deliver (reserve,
-provider, mark) and the item's fate when it does not dispatch (back to Pending at the tail,
-or Failed when its run / snapshot is missing). The previous context is restored, or cleared,
-after every attempt. Once a provider accepted a run, recording it as Dispatched is retried
-through a Redis outage for as long as this pump's claim lease is exclusive, so another pump
-cannot dispatch the same run again. Must not execute steps or touch DAG state.
+registry listing) -> deliver (reserve, provider, mark) and the item's fate when it does not
+dispatch (back to Pending at its own place when there is no capacity, at the tail when
+delivery failed, or Failed when its run / snapshot is missing). The previous context is
+restored, or cleared, after every attempt. Once a provider accepted a run, recording it as
+Dispatched is retried through a Redis outage for as long as this pump's claim lease is
+exclusive, so another pump cannot dispatch the same run again. Must not execute steps or
+touch DAG state.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class SharedQueueDispatcher:
             decision = await self.admission.admit(run.snapshot, cycle.registry_entries)
             if decision.kind is not AdmissionKind.ASSIGN_TO_INSTANCE:
                 reason = f"{decision.kind.value}: {decision.reason}"
-                await self.queue.requeue(claim, reason)
+                await self.queue.requeue_in_place(claim, reason)
                 return DispatchResult(outcome=DispatchOutcome.NO_CAPACITY, reason=reason, **base)
             delivery = await self.delivery.deliver(
                 run, decision, lambda fields: self._mark_dispatched(claim, fields), claim.pump
@@ -107,7 +108,9 @@ class SharedQueueDispatcher:
         if delivery.outcome is DispatchOutcome.DISPATCHED and delivery.runtime_instance_id:
             cycle.took_slot(delivery.runtime_instance_id)
         if delivery.outcome in (DispatchOutcome.NO_CAPACITY, DispatchOutcome.FAILED):
-            await self.queue.requeue(claim, delivery.reason)
+            no_capacity = delivery.outcome is DispatchOutcome.NO_CAPACITY
+            requeue = self.queue.requeue_in_place if no_capacity else self.queue.requeue
+            await requeue(claim, delivery.reason)
             await self.delivery.journal.record(run, "requeued", reason=delivery.reason)
         return DispatchResult(
             outcome=delivery.outcome,

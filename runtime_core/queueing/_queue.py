@@ -116,8 +116,12 @@ class SharedQueue:
         return _transition(reply)
 
     async def requeue(self, claim: QueueClaim, reason: str) -> QueueTransition:
-        """Back to Pending at the tail; the run stays QueuedGlobally with no local identities."""
+        """Back to Pending at the tail (delivery failed); the run stays QueuedGlobally."""
         return await self._requeue(claim, "Pending", reason)
+
+    async def requeue_in_place(self, claim: QueueClaim, reason: str) -> QueueTransition:
+        """Back to Pending at its own place (no capacity yet): its tenant's runs keep their order."""
+        return await self._requeue(claim, "Waiting", reason)
 
     async def abandon(self, claim: QueueClaim, reason: str) -> QueueTransition:
         """The item cannot ever dispatch (run or snapshot missing): item and run Failed."""

@@ -305,8 +305,11 @@ async def test_pump_without_visible_capacity_requeues_one_run_and_passes_over_it
         assert [a.shared_run_id for a in result.attempts] == ids[:1]
         items = [await plane.parts.queue.item(shared_run_id) for shared_run_id in ids]
         assert all(item is not None and item.status is QueueItemStatus.PENDING for item in items)
-        # Only the first run was claimed; the others of its group were never touched.
+        # Only the first run was claimed; the others of its group were never touched, and it
+        # went back to its own place: the tenant's runs keep their order.
         assert [item.attempts for item in items if item is not None] == [1, 0, 0]
+        seqs = [item.seq for item in items if item is not None]
+        assert seqs == sorted(seqs)
     finally:
         await plane.stop()
 
