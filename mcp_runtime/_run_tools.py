@@ -31,9 +31,15 @@ _TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
 
 
 def is_done(view: RunStatusView) -> bool:
-    """The most advanced identity decides: the execution, else the local run, else the shared run."""
+    """The most advanced identity decides: the execution, else the local run, else the shared run.
+
+    A finished execution whose local run is not closed yet is not done: the instance closes
+    the local run only after the engine's observers ran, so once `done` is true the run's
+    ledger, trace and snapshot are all written.
+    """
     status = view.execution_status or view.local_status or view.shared_status
-    return status in _TERMINAL
+    local_open = view.local_status is not None and view.local_status not in _TERMINAL
+    return status in _TERMINAL and not local_open
 
 
 def _next_step(result: SubmitResult) -> str:

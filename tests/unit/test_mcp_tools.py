@@ -28,8 +28,9 @@ from mcp_runtime import (
     build_server,
     default_server_config,
 )
+from mcp_runtime._run_tools import is_done
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import ControlPlaneSettings
+from runtime_core.control_plane import ControlPlaneSettings, RunStatusView
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
@@ -681,3 +682,16 @@ async def test_foreign_tenant_drain_lists_none_of_the_other_tenants_runs(
 
 def test_example_pipelines_directory_is_the_default_catalog() -> None:
     assert Path(DEFAULT_PIPELINES_DIR, "rag-final-test.json").is_file()
+
+
+def test_a_run_is_done_only_once_its_local_run_closed_after_the_execution_finished() -> None:
+    """The instance closes the local run after the engine's observers wrote the audit records."""
+
+    def view(**statuses: str) -> RunStatusView:
+        return RunStatusView(requested_id="srun_x", tenant_id="acme", **statuses)
+
+    assert not is_done(view(execution_status="Completed", local_status="Running"))
+    assert is_done(view(execution_status="Completed", local_status="Completed"))
+    assert not is_done(view(execution_status="Running", local_status="Running"))
+    assert is_done(view(shared_status="Rejected"))
+    assert is_done(view(shared_status="Cancelled", local_status="Cancelled"))
