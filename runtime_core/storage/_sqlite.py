@@ -1,13 +1,16 @@
 """SqliteDurableStore: the embedded default backend, one SQLite file in WAL mode.
 
 Owns the aiosqlite connection, the pragmas that let several processes on one machine share
-the file (WAL + busy_timeout), and the queries behind the DurableStore contract. Must not
-know about Redis, queues or executions beyond the rows it is handed.
+the file (WAL + busy_timeout), and the queries behind the DurableStore contract. Keeps
+aiosqlite's DEBUG records (every statement with its parameters: tenant ids, run ids, payload
+bodies) out of the logs, whatever the root level. Must not know about Redis, queues or
+executions beyond the rows it is handed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -38,6 +41,8 @@ from runtime_core.storage._sqlite_schema import (
     SNAPSHOTS,
     TRACE_SPANS,
 )
+
+logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 _UPSERT_PAYLOAD = """
 INSERT INTO payloads (payload_id, tenant_id, execution_id, step_name, content_type, size, sha256, body,

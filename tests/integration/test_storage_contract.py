@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import sqlite3
@@ -469,3 +470,17 @@ def test_settings_require_the_selected_backends_location() -> None:
 def test_naive_datetimes_are_rejected() -> None:
     with pytest.raises(ValidationError, match="timezone-aware"):
         LedgerEntry(tenant_id=TENANT, event="e", recorded_at=datetime(2026, 1, 1))
+
+
+async def test_sqlite_statements_and_their_parameters_never_reach_the_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """aiosqlite logs every statement with its parameters at DEBUG: tenant and run ids."""
+    store = await SqliteDurableStore.open(tmp_path / SQLITE_FILE_NAME)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            await store.append_ledger([_ledger("step.completed", sequence=1, execution_id="exec_logged")])
+            assert await store.list_ledger(TENANT, execution_id="exec_logged")
+    finally:
+        await store.close()
+    assert not [r for r in caplog.records if "exec_logged" in r.getMessage()]
