@@ -28,6 +28,7 @@ from runtime_core.instances._host_manager import (
 )
 from runtime_core.instances._instance import RuntimeInstance
 from runtime_core.instances._models import (
+    DISPATCH_ATTEMPT_KEY,
     PROVIDER_NAME_KEY,
     TRANSPORT_ENDPOINT_KEY,
     TRANSPORT_NAME_KEY,
@@ -44,7 +45,12 @@ from runtime_core.instances._models import (
 from runtime_core.instances._pool import LocalInstancePool
 from runtime_core.instances._registry import DEFAULT_STALE_AFTER_MS, InstanceRegistry
 from runtime_core.instances._reservations import Reservation, ReservationOutcome, ReservationStore
-from runtime_core.instances._run_index import RunExecutionIndex, RunIndexRecord, run_not_found
+from runtime_core.instances._run_index import (
+    ABANDONED_ATTEMPT,
+    RunExecutionIndex,
+    RunIndexRecord,
+    run_not_found,
+)
 from runtime_core.instances._scaler import LocalInstanceScaler, ScaleOutOutcome, local_instance_id
 from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings, TenantSettingsCatalog
 from runtime_core.instances._visibility import is_instance_visible, owner_matches
@@ -56,6 +62,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "InstanceDependencies",
     "ExecutionCanceller",
     "LocalRunRequest",
+    "DISPATCH_ATTEMPT_KEY",
     "LocalRunStatus",
     "LocalRunView",
     "QueueStateView",
@@ -87,6 +94,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Run-execution index
     "RunExecutionIndex",
     "RunIndexRecord",
+    "ABANDONED_ATTEMPT",
     "run_not_found",
     # Local hosting and scale-out
     "LocalInstancePool",

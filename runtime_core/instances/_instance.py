@@ -9,7 +9,10 @@ is ever created) and running-run cancellation bridged to execution control by Ex
 resuming a recovered execution by its existing ExecutionId instead of creating one (the
 execution then carries this attempt's LocalRunId and instance attributes, so ledger entries
 after the resume name it), the run-execution index records of its runs, and the heartbeat
-publication of its registry and capacity descriptors. Restores each run's
+publication of its registry and capacity descriptors. A shared-run dispatch attempt is
+accepted at most once: the same attempt again (a provider retry) gets the run it created
+while this instance still knows it, and an attempt the dispatcher already abandoned after a
+lost reply is refused (see the run index). Restores each run's
 snapshot before creating and advancing its DAG; refuses a run without a snapshot. While
 Redis is unavailable a started run backs off and retries (its ExecutionId is chosen once,
 so a retried creation never makes a second DAG) and heartbeats are skipped, never fatal.
@@ -111,6 +114,7 @@ class RuntimeInstance:
         self.settings = settings
         self.deps = deps
         self._runs: dict[str, _LocalRun] = {}
+        self._attempts: dict[str, str] = {}  # dispatch attempt id -> LocalRunId, while in `_runs`
         self._finished: deque[str] = deque()
         self._queue: deque[_LocalRun] = deque()
         self._resuming: deque[_LocalRun] = deque()  # unparked runs waiting for workers, oldest first
@@ -252,6 +256,9 @@ class RuntimeInstance:
                 hint="Dispatch the run with the snapshot captured at submission.",
             )
         async with self._enqueue_lock:
+            known = self._known_attempt(request)
+            if known is not None:
+                return known.view()
             self._check_accepting()
             record = RunIndexRecord(
                 local_run_id=new_local_run_id(),
@@ -263,13 +270,43 @@ class RuntimeInstance:
                 snapshot=request.snapshot,
                 metadata=dict(request.attributes),
             )
-            await self.deps.index.put(record)
+            await self._store_accepted(record, request.dispatch_attempt_id)
             run = _LocalRun(request, record)
             self._runs[record.local_run_id] = run
+            if request.dispatch_attempt_id:
+                self._attempts[request.dispatch_attempt_id] = record.local_run_id
             self._queue.append(run)
         self._wake.set()
         await self._publish_quietly()
         return run.view()
+
+    def _known_attempt(self, request: LocalRunRequest) -> _LocalRun | None:
+        """The run this dispatch attempt already created (attempt ids are random, never reused)."""
+        attempt_id = request.dispatch_attempt_id
+        local_run_id = self._attempts.get(attempt_id) if attempt_id else None
+        return self._runs.get(local_run_id) if local_run_id else None
+
+    async def _store_accepted(self, record: RunIndexRecord, attempt_id: str | None) -> None:
+        """Index the new run; refuse it if its dispatch attempt was settled before (abandoned)."""
+        if attempt_id is None:
+            await self.deps.index.put(record)
+            return
+        holder = await self.deps.index.put_accepted(record, attempt_id)
+        if holder == record.local_run_id:
+            return
+        # The dispatcher gave up on this attempt (its reply was lost) and requeued the run.
+        reason = f"dispatch attempt '{attempt_id}' was already settled ({holder})"
+        await self.deps.index.update(
+            record,
+            status=LocalRunStatus.CANCELLED,
+            failure_reason=reason,
+            completed_at_ms=record.created_at_ms,
+        )
+        raise ConflictError(
+            f"Runtime instance '{self.runtime_instance_id}' did not queue shared run "
+            f"'{record.shared_run_id}': {reason}.",
+            hint="The shared queue dispatches the run again with a new attempt; nothing to do.",
+        )
 
     def _check_accepting(self) -> None:
         if self._stopping.is_set() or not self._loops:
@@ -571,7 +608,9 @@ class RuntimeInstance:
     def _forget_old_finished(self, run: _LocalRun) -> None:
         self._finished.append(run.record.local_run_id)
         while len(self._finished) > FINISHED_RUNS_KEPT:
-            self._runs.pop(self._finished.popleft(), None)
+            forgotten = self._runs.pop(self._finished.popleft(), None)
+            if forgotten is not None and forgotten.request.dispatch_attempt_id:
+                self._attempts.pop(forgotten.request.dispatch_attempt_id, None)
 
     async def _heartbeat_loop(self) -> None:
         interval = self.settings.heartbeat_interval_ms / 1000

@@ -20,6 +20,8 @@ from runtime_core.pipeline import PipelineDefinition
 PROVIDER_NAME_KEY = "provider.name"
 TRANSPORT_NAME_KEY = "transport.name"
 TRANSPORT_ENDPOINT_KEY = "transport.endpoint"
+# Run attribute naming one dispatch attempt of a shared run (a fresh id per provider call).
+DISPATCH_ATTEMPT_KEY = "dispatch.attempt.id"
 
 
 class RuntimeInstanceSettings(BaseModel):
@@ -188,6 +190,11 @@ class LocalRunRequest(BaseModel):
     shared_run_id: str | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
     resume_execution_id: str | None = None
+
+    @property
+    def dispatch_attempt_id(self) -> str | None:
+        """The shared-run dispatch attempt this request is (None outside shared-run dispatch)."""
+        return self.attributes.get(DISPATCH_ATTEMPT_KEY) if self.shared_run_id else None
 
 
 class LocalRunView(BaseModel):

@@ -2,10 +2,17 @@
 
 Owns the Redis records written by the instance that owns a local run, the pointers from
 SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key, the
-per-instance set of non-terminal (assigned) local runs that recovery enumerates, and the
-tenant-visibility check every run status / cancel path runs before it touches a local
-controller. A foreign tenant's id gets exactly the answer an unknown id gets. Must not
-change local run state itself.
+per-instance set of non-terminal (assigned) local runs that recovery enumerates, the
+settlement of shared-run dispatch attempts, and the tenant-visibility check every run
+status / cancel path runs before it touches a local controller. A foreign tenant's id gets
+exactly the answer an unknown id gets. Must not change local run state itself.
+
+Dispatch attempts: each provider call of the shared-run dispatcher carries a fresh attempt
+id. The attempt is settled once (HSETNX on one hash field per shared run): by the instance
+that accepts it, with its LocalRunId, or by the dispatcher whose call failed, with
+`ABANDONED_ATTEMPT`. Whoever writes first wins, so a dispatch whose reply was lost is either
+known as accepted (and recorded as dispatched) or refused by the instance if it arrives
+later (and requeued) - never both.
 """
 
 from __future__ import annotations
@@ -13,11 +20,15 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
+from redis.asyncio.client import Pipeline
 
 from runtime_core.errors import NotFoundError
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._models import LocalRunStatus
+
+# The holder of a dispatch attempt the dispatcher gave up on (never a LocalRunId).
+ABANDONED_ATTEMPT = "abandoned"
 
 
 class RunIndexRecord(BaseModel):
@@ -61,8 +72,46 @@ class RunExecutionIndex:
     def _assigned_key(self, runtime_instance_id: str) -> str:
         return self.hot_state.key("runindex", "instance", runtime_instance_id, "assigned")
 
+    def _attempts_key(self, shared_run_id: str) -> str:
+        return self.hot_state.key("runindex", "attempts", shared_run_id)
+
     async def put(self, record: RunIndexRecord) -> None:
         pipe = self.hot_state.redis.pipeline(transaction=False)
+        self._queue_put(pipe, record)
+        await pipe.execute()
+
+    async def put_accepted(self, record: RunIndexRecord, attempt_id: str) -> str:
+        """Write a newly accepted run's record, then settle its dispatch attempt for it.
+
+        Returns the attempt's holder: the record's LocalRunId, or whoever settled it first
+        (`ABANDONED_ATTEMPT`, or an earlier LocalRunId). One round trip: the record is written
+        before the settlement in the same pipeline, so a holder LocalRunId has its record.
+        """
+        assert record.shared_run_id, "a dispatch attempt belongs to a shared run"
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        self._queue_put(pipe, record)
+        self._queue_settle(pipe, record.shared_run_id, attempt_id, record.local_run_id)
+        replies = await pipe.execute()
+        return str(replies[-1])
+
+    async def abandon_attempt(self, shared_run_id: str, attempt_id: str) -> str:
+        """Give up a dispatch attempt whose outcome is unknown; its holder is returned.
+
+        `ABANDONED_ATTEMPT` when no instance had accepted it (one that receives it later
+        refuses it); otherwise the LocalRunId of the instance run that accepted it.
+        """
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        self._queue_settle(pipe, shared_run_id, attempt_id, ABANDONED_ATTEMPT)
+        replies = await pipe.execute()
+        return str(replies[-1])
+
+    def _queue_settle(self, pipe: Pipeline, shared_run_id: str, attempt_id: str, holder: str) -> None:
+        """First writer wins; the read returns the holder either way (it never changes after)."""
+        key = self._attempts_key(shared_run_id)
+        pipe.hsetnx(key, attempt_id, holder)
+        pipe.hget(key, attempt_id)
+
+    def _queue_put(self, pipe: Pipeline, record: RunIndexRecord) -> None:
         pipe.set(self._local_key(record.local_run_id), record.model_dump_json())
         if record.shared_run_id:
             pipe.set(self._pointer_key("shared", record.shared_run_id), record.local_run_id)
@@ -74,7 +123,6 @@ class RunExecutionIndex:
             pipe.zrem(assigned, record.local_run_id)
         else:
             pipe.zadd(assigned, {record.local_run_id: record.created_at_ms})
-        await pipe.execute()
 
     async def update(self, record: RunIndexRecord, **changes: Any) -> RunIndexRecord:
         updated = record.model_copy(update=changes)

@@ -5,7 +5,14 @@ once admission chose candidates: try each candidate's Lua reservation (TTL), dis
 through its provider with the run's snapshot, and only after provider success call the
 caller's `mark` transition. A failed dispatch releases the reservation and creates no
 identity; a mark refused after a successful dispatch cancels the orphan local run.
-Must not claim queue items or decide admission.
+
+Each provider call is one dispatch attempt with a fresh id (run attribute
+`dispatch.attempt.id`). When the call fails, the outcome is unknown (the reply may have
+been lost after the instance accepted the run), so the attempt is settled in the run index
+before anything is requeued: if the instance had accepted it, the delivery proceeds as a
+successful dispatch with that LocalRunId; otherwise the attempt is abandoned, an instance
+receiving it later refuses it, and the delivery fails. A run is thus never queued locally
+twice for one failed call. Must not claim queue items or decide admission.
 """
 
 from __future__ import annotations
@@ -15,7 +22,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from runtime_core.errors import RuntimeCoreError
-from runtime_core.instances import AdmissionCandidate, AdmissionDecision, Reservation, ReservationStore
+from runtime_core.identity import new_claim_token
+from runtime_core.instances import (
+    ABANDONED_ATTEMPT,
+    DISPATCH_ATTEMPT_KEY,
+    AdmissionCandidate,
+    AdmissionDecision,
+    LocalRunStatus,
+    Reservation,
+    ReservationStore,
+    RunExecutionIndex,
+)
 from runtime_core.providers import CancelRunRequest, DispatchRequest, DispatchResponse, ProviderSelector
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._models import DispatchOutcome, PumpIdentity, SharedRunRecord
@@ -44,11 +61,14 @@ class RunDelivery:
         *,
         reservation_ttl_ms: int = DEFAULT_RESERVATION_TTL_MS,
         journal: SharedRunJournal | None = None,
+        index: RunExecutionIndex | None = None,
     ) -> None:
         self.reservations = reservations
         self.providers = providers
         self.reservation_ttl_ms = reservation_ttl_ms
         self.journal = journal or SharedRunJournal()
+        # The instances write their run index in the same hot state as the reservations.
+        self.index = index or RunExecutionIndex(reservations.hot_state)
 
     async def deliver(
         self,
@@ -75,13 +95,18 @@ class RunDelivery:
         pump: PumpIdentity | None,
     ) -> Delivery:
         rid = candidate.runtime_instance_id
+        attempt_id = new_claim_token()
+        lost_reply: dict[str, str] = {}
         try:
-            response = await self._dispatch(run, candidate, pump)
-        except Exception as exc:  # any provider failure: the run was not delivered
-            await self.reservations.release(rid, run.shared_run_id)
+            response = await self._dispatch(run, candidate, pump, attempt_id)
+        except Exception as exc:  # any provider failure: the outcome of the attempt is unknown
             reason = exc.message if isinstance(exc, RuntimeCoreError) else f"{type(exc).__name__}: {exc}"
-            await self.journal.record(run, "dispatch_failed", runtime_instance=rid, reason=reason)
-            return Delivery(DispatchOutcome.FAILED, f"dispatch to '{rid}' failed: {reason}", rid)
+            accepted = await self._accepted_despite_failure(run, rid, attempt_id, reason)
+            if accepted is None:
+                await self.reservations.release(rid, run.shared_run_id)
+                await self.journal.record(run, "dispatch_failed", runtime_instance=rid, reason=reason)
+                return Delivery(DispatchOutcome.FAILED, f"dispatch to '{rid}' failed: {reason}", rid)
+            response, lost_reply = accepted, {"provider_error": reason}
         fields = self._dispatched_fields(response, candidate, reservation, decision, pump)
         try:
             marked = await mark(fields)
@@ -97,15 +122,39 @@ class RunDelivery:
             assigned_runtime_instance_id=rid,
             **_pump_attributes(pump),
             provider=candidate.provider_name,
+            **lost_reply,
         )
         return Delivery(DispatchOutcome.DISPATCHED, "dispatched", rid, response.local_run_id)
 
+    async def _accepted_despite_failure(
+        self, run: SharedRunRecord, runtime_instance_id: str, attempt_id: str, reason: str
+    ) -> DispatchResponse | None:
+        """The instance's acceptance of this attempt, if it won the settlement; None once abandoned."""
+        holder = await self.index.abandon_attempt(run.shared_run_id, attempt_id)
+        if holder == ABANDONED_ATTEMPT:
+            return None
+        log.warning(
+            "dispatch.accepted_despite_provider_error shared_run_id=%s local_run_id=%s",
+            run.shared_run_id,
+            holder,
+            extra={"runtime_instance_id": runtime_instance_id, "error": reason},
+        )
+        # Exactly the reply that was lost: the instance answers an accepted dispatch with Queued.
+        return DispatchResponse(
+            runtime_instance_id=runtime_instance_id, local_run_id=holder, status=LocalRunStatus.QUEUED
+        )
+
     async def _dispatch(
-        self, run: SharedRunRecord, candidate: AdmissionCandidate, pump: PumpIdentity | None
+        self,
+        run: SharedRunRecord,
+        candidate: AdmissionCandidate,
+        pump: PumpIdentity | None,
+        attempt_id: str,
     ) -> DispatchResponse:
         attributes = {
             "shared_run_id": run.shared_run_id,
             "submit.mode": run.submit_mode.value,
+            DISPATCH_ATTEMPT_KEY: attempt_id,
             **_pump_attributes(pump),
         }
         provider = self.providers.by_name(candidate.provider_name)

@@ -6,6 +6,8 @@ and run them for their transport against a control plane from `hosted_control_pl
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from runtime_core.control_plane import ControlPlane
@@ -20,7 +22,14 @@ from runtime_core.instances import (
     IsolationMode,
     LocalRunStatus,
 )
-from runtime_core.providers import CancelRunRequest, DispatchRequest, ProviderError, RunRef
+from runtime_core.providers import (
+    CancelRunRequest,
+    DispatchRequest,
+    DispatchResponse,
+    ProviderError,
+    RemoteRuntimeProvider,
+    RunRef,
+)
 from runtime_core.queueing import QueueItemStatus, ScaleOutStatus, SharedRunStatus, SubmitMode
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, TENANT_A
@@ -31,6 +40,22 @@ from tests.integration.remote_support import (
     start_shared_host,
     wait_local_status,
 )
+
+
+class LostDispatchReply:
+    """A remote provider whose dispatches reach the child process but whose replies are lost."""
+
+    def __init__(self, inner: RemoteRuntimeProvider) -> None:
+        self.inner = inner
+        self.metadata = inner.metadata
+        self.accepted: list[DispatchResponse] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.accepted.append(await self.inner.dispatch(request))
+        raise ProviderError("injected: the dispatch reply was lost")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # every other command (and aclose) reaches the inner provider
 
 
 async def process_registers_its_pool_with_provider_metadata(
@@ -242,3 +267,30 @@ async def scale_out_with_provider_hint_starts_a_tenant_process_that_runs_the_run
     )
     assert entry.descriptor.provider_name == transport.value and hosted.transport is transport
     assert run is not None and run.assigned_runtime_instance_id == request.fulfilled_runtime_instance_id
+
+
+async def lost_dispatch_reply_is_recorded_once_and_the_run_executes_once_in_the_child(
+    plane: ControlPlane, transport: HostTransport
+) -> None:
+    await start_shared_host(plane, transport, pool_size=1)
+    lost = LostDispatchReply(remote_provider(plane, transport))
+    plane.parts.providers.add(lost)
+    submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+    drained = await plane.drain(10, DEFAULT_TENANT)
+    [accepted] = lost.accepted
+    [drained_run] = drained.runs
+
+    await wait_local_status(plane, submitted.shared_run_id, DEFAULT_TENANT, LocalRunStatus.COMPLETED)
+    view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+    item = await plane.parts.queue.item(submitted.shared_run_id)
+    records = [
+        r
+        for r in await plane.parts.index.list_tenant(DEFAULT_TENANT)
+        if r.shared_run_id == submitted.shared_run_id
+    ]
+    assert (drained.dispatched, drained.failed) == (1, 0)
+    assert drained_run.local_run_id == accepted.local_run_id
+    assert view.shared_status == SharedRunStatus.DISPATCHED and view.execution_status == "Completed"
+    assert view.local_run_id == accepted.local_run_id and view.execution_id
+    assert [(r.local_run_id, r.execution_id) for r in records] == [(accepted.local_run_id, view.execution_id)]
+    assert item is not None and item.status is QueueItemStatus.DISPATCHED

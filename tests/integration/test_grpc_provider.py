@@ -66,3 +66,11 @@ async def test_grpc_scale_out_by_provider_hint_starts_a_tenant_process_through_t
     plane: ControlPlane,
 ) -> None:
     await scenario.scale_out_with_provider_hint_starts_a_tenant_process_that_runs_the_run(plane, TRANSPORT)
+
+
+async def test_dispatch_reply_lost_over_grpc_after_the_child_accepted_is_recorded_once_and_runs_once(
+    plane: ControlPlane,
+) -> None:
+    await scenario.lost_dispatch_reply_is_recorded_once_and_the_run_executes_once_in_the_child(
+        plane, TRANSPORT
+    )

@@ -70,3 +70,11 @@ async def test_http_scale_out_by_provider_hint_starts_a_tenant_process_through_t
 
 async def test_process_without_control_plane_discovery_refuses_to_start(plane: ControlPlane) -> None:
     await scenario.process_without_control_plane_discovery_refuses_to_start(plane, TRANSPORT)
+
+
+async def test_dispatch_reply_lost_over_http_after_the_child_accepted_is_recorded_once_and_runs_once(
+    plane: ControlPlane,
+) -> None:
+    await scenario.lost_dispatch_reply_is_recorded_once_and_the_run_executes_once_in_the_child(
+        plane, TRANSPORT
+    )

@@ -9,7 +9,13 @@ import pytest
 from runtime_core.control_plane import ControlPlane
 from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError
 from runtime_core.hot_state import HotState
-from runtime_core.instances import LocalRunRequest, LocalRunStatus, RuntimeInstance
+from runtime_core.instances import (
+    ABANDONED_ATTEMPT,
+    DISPATCH_ATTEMPT_KEY,
+    LocalRunRequest,
+    LocalRunStatus,
+    RuntimeInstance,
+)
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SharedRunStatus, SubmitMode
 from tests.helpers import wait_until
@@ -141,6 +147,52 @@ async def test_instance_refuses_a_run_without_a_snapshot(hot_state: HotState) ->
         with pytest.raises(MissingSnapshotError):
             await instance.enqueue(LocalRunRequest(pipeline=ONE_STEP, input={}, snapshot=None))
         assert instance.local_runs() == []
+    finally:
+        await instance.stop()
+
+
+def attempt(attempt_id: str, shared_run_id: str = "srun_attempt_test") -> LocalRunRequest:
+    """One dispatch attempt of a shared run, as the shared-run delivery sends it."""
+    return LocalRunRequest(
+        pipeline=ONE_STEP,
+        input={},
+        snapshot=DEFAULT_TENANT,
+        shared_run_id=shared_run_id,
+        attributes={DISPATCH_ATTEMPT_KEY: attempt_id},
+    )
+
+
+async def test_the_same_dispatch_attempt_twice_returns_the_run_it_already_queued(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    await instance.pause_queue(reason="keep the runs queued")
+    try:
+        first = await instance.enqueue(attempt("att-1"))
+        again = await instance.enqueue(attempt("att-1"))
+        other = await instance.enqueue(attempt("att-2"))
+        assert again.local_run_id == first.local_run_id and again.status is LocalRunStatus.QUEUED
+        assert other.local_run_id != first.local_run_id
+        assert sorted(v.local_run_id for v in instance.local_runs()) == sorted(
+            [first.local_run_id, other.local_run_id]
+        )
+        assert instance.capacity().queued == 2
+        assert await plane.parts.index.abandon_attempt("srun_attempt_test", "att-1") == first.local_run_id
+    finally:
+        await instance.stop()
+
+
+async def test_a_dispatch_attempt_abandoned_before_it_arrived_is_refused(hot_state: HotState) -> None:
+    plane = control_plane(hot_state)
+    instance = await started(plane)
+    index = plane.parts.index
+    try:
+        assert await index.abandon_attempt("srun_attempt_test", "att-late") == ABANDONED_ATTEMPT
+        with pytest.raises(ConflictError, match="already settled"):
+            await instance.enqueue(attempt("att-late"))
+        assert instance.local_runs() == [] and instance.capacity().queued == 0
+        [refused] = await index.list_tenant(DEFAULT_TENANT)
+        assert refused.status is LocalRunStatus.CANCELLED and refused.execution_id is None
+        assert await index.assigned_to(instance.runtime_instance_id) == []
     finally:
         await instance.stop()
 

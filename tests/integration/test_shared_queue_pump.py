@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+import pytest
+
 from runtime_core.control_plane import ControlPlane
+from runtime_core.errors import ConflictError
 from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot, current_snapshot, restored_snapshot
 from runtime_core.instances import AdmissionController, InstanceRegistry, LocalRunStatus, ReservationStore
@@ -51,6 +54,30 @@ class FailingProvider(LocalRuntimeProvider):
         if len(self.contexts) <= self.fail_times:
             raise ProviderError("injected dispatch failure")
         return await super().dispatch(request)
+
+
+class LostReplyProvider(LocalRuntimeProvider):
+    """The local provider delivering each dispatch to the instance, then losing its reply."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        super().__init__(plane.parts.pool)
+        self.accepted: list[DispatchResponse] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.accepted.append(await super().dispatch(request))
+        raise ProviderError("injected: the dispatch reply was lost")
+
+
+class LateArrivalProvider(LocalRuntimeProvider):
+    """The local provider failing every dispatch before delivery; keeps each request (in transit)."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        super().__init__(plane.parts.pool)
+        self.in_transit: list[DispatchRequest] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.in_transit.append(request)
+        raise ProviderError("injected: no reply yet")
 
 
 async def test_queue_first_submit_is_queued_globally_with_snapshot_and_no_local_identities(
@@ -107,6 +134,72 @@ async def test_failed_dispatch_returns_item_to_pending_without_local_run_or_exec
         assert await plane.parts.index.get_by_shared(submitted.shared_run_id) is None
         assert instance.local_runs() == []
         assert await ReservationStore(hot_state).held_count(instance.runtime_instance_id) == 0
+    finally:
+        await plane.stop()
+
+
+async def test_dispatch_accepted_before_its_reply_was_lost_is_recorded_once_and_runs_once(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    provider = LostReplyProvider(plane)
+    plane.parts.providers.add(provider)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        [accepted] = provider.accepted
+        run = await plane.parts.runs.get(submitted.shared_run_id)
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert result.success and result.local_run_id == accepted.local_run_id
+        assert run is not None and run.status is SharedRunStatus.DISPATCHED
+        assert run.local_run_id == accepted.local_run_id
+        assert run.assigned_runtime_instance_id == instance.runtime_instance_id
+        assert item is not None and item.status is QueueItemStatus.DISPATCHED
+        assert (await plane.parts.dispatcher.dispatch_next(PUMP)).outcome is DispatchOutcome.EMPTY
+        assert provider.accepted == [accepted]
+
+        final = await instance.wait_for_run(accepted.local_run_id, timeout=10)
+        records = [
+            r
+            for r in await plane.parts.index.list_tenant(DEFAULT_TENANT)
+            if r.shared_run_id == submitted.shared_run_id
+        ]
+        assert final.status is LocalRunStatus.COMPLETED and final.execution_id
+        assert [(r.local_run_id, r.execution_id) for r in records] == [
+            (accepted.local_run_id, final.execution_id)
+        ]
+        assert [v.local_run_id for v in instance.local_runs()] == [accepted.local_run_id]
+        assert await ReservationStore(hot_state).held_count(instance.runtime_instance_id) == 0
+    finally:
+        await plane.stop()
+
+
+async def test_dispatch_arriving_after_its_failed_call_was_requeued_is_refused_and_runs_once(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    late = LateArrivalProvider(plane)
+    plane.parts.providers.add(late)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        failed = await plane.parts.dispatcher.dispatch_next(PUMP)
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert failed.outcome is DispatchOutcome.FAILED
+        assert item is not None and item.status is QueueItemStatus.PENDING
+
+        [in_transit] = late.in_transit
+        with pytest.raises(ConflictError, match="already settled"):
+            await LocalRuntimeProvider(plane.parts.pool).dispatch(in_transit)
+        assert instance.local_runs() == []
+
+        plane.parts.providers.add(LocalRuntimeProvider(plane.parts.pool))
+        redispatched = await plane.parts.dispatcher.dispatch_next(PUMP)
+        assert redispatched.success and redispatched.local_run_id
+        final = await instance.wait_for_run(redispatched.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED
+        assert [v.local_run_id for v in instance.local_runs()] == [redispatched.local_run_id]
     finally:
         await plane.stop()
 
