@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from runtime_core.errors import RuntimeCoreError
+from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import new_claim_token
 from runtime_core.instances import (
     ABANDONED_ATTEMPT,
@@ -130,7 +131,14 @@ class RunDelivery:
         self, run: SharedRunRecord, runtime_instance_id: str, attempt_id: str, reason: str
     ) -> DispatchResponse | None:
         """The instance's acceptance of this attempt, if it won the settlement; None once abandoned."""
-        holder = await self.index.abandon_attempt(run.shared_run_id, attempt_id)
+        # Settle through a Redis outage too: an unsettled attempt could still be accepted late.
+        holder = await retry_while_unavailable(
+            lambda: self.index.abandon_attempt(run.shared_run_id, attempt_id),
+            "dispatch.settle_attempt",
+            give_up_after_s=self.reservation_ttl_ms / 1000,
+            logger=log,
+            shared_run_id=run.shared_run_id,
+        )
         if holder == ABANDONED_ATTEMPT:
             return None
         log.warning(

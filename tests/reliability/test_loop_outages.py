@@ -1,4 +1,4 @@
-"""The recovery loops and the scale-out watcher ride out a Redis outage.
+"""The recovery loops, the scale-out watcher and dispatch settlement ride out a Redis outage.
 
 Each test runs its loop against a private `redis-server`, SIGKILLs it, and checks that the
 loop task stays alive and reports the outage as structured `store.unavailable` warnings
@@ -16,15 +16,32 @@ from pathlib import Path
 
 import pytest
 
+from runtime_core.control_plane import ControlPlane
+from runtime_core.errors import ConflictError
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import InstanceHealth
-from runtime_core.queueing import ScaleOutStatus, SharedRunStatus, SubmitMode
+from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
+from runtime_core.queueing import (
+    DispatchOutcome,
+    PumpIdentity,
+    QueueItemStatus,
+    ScaleOutStatus,
+    SharedRunStatus,
+    SubmitMode,
+)
 from runtime_core.storage import SqliteDurableStore
 from tests.helpers import wait_until
-from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, TENANT_A, control_plane
+from tests.integration.control_plane_support import (
+    DEFAULT_TENANT,
+    ONE_STEP,
+    TENANT_A,
+    control_plane,
+    start_instance,
+)
 from tests.integration.recovery_support import crash, recovery_rig, tenant_instance
 
 OUTAGE_ATTEMPTS = 3
+PUMP = PumpIdentity(pump_runtime_instance_id="rt_testhost:control-plane", pump_worker_id="outage-pump")
 
 
 @pytest.fixture
@@ -151,3 +168,46 @@ async def test_scale_out_watcher_backs_off_while_redis_is_down_and_fulfils_reque
         stop.set()
         await watcher
         await plane.stop()
+
+
+class _ReplyLostInOutage(LocalRuntimeProvider):
+    """Takes Redis down (gracefully: the AOF keeps every write) as the dispatch is in transit,
+    brings it back shortly after, and never delivers the request before failing."""
+
+    def __init__(self, plane: ControlPlane, server: EmbeddedRedis) -> None:
+        super().__init__(plane.parts.pool)
+        self.server = server
+        self.in_transit: list[DispatchRequest] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.in_transit.append(request)
+        self.server.stop()
+        asyncio.get_running_loop().call_later(0.3, self.server.start)
+        raise ProviderError("injected: connection lost while Redis is down too")
+
+
+async def test_a_failed_dispatch_is_settled_through_a_redis_outage_so_a_late_arrival_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = EmbeddedRedis(tmp_path / "aof", appendonly=True).start()
+    hot_state = connect_hot_state(server.url, prefix=f"s{secrets.token_hex(4)}:")
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane)
+    provider = _ReplyLostInOutage(plane, server)
+    plane.parts.providers.add(provider)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        with caplog.at_level(logging.WARNING, logger="runtime_core"):
+            result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        [late] = provider.in_transit
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert result.outcome is DispatchOutcome.FAILED
+        assert item is not None and item.status is QueueItemStatus.PENDING
+        assert any(getattr(r, "operation", None) == "dispatch.settle_attempt" for r in caplog.records)
+        with pytest.raises(ConflictError):
+            await LocalRuntimeProvider(plane.parts.pool).dispatch(late)
+        assert instance.local_runs() == []
+    finally:
+        await plane.stop()
+        await hot_state.close()
+        server.stop()
