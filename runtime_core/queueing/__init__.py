@@ -11,11 +11,10 @@ execute steps or mutate DAG state.
 from runtime_core.queueing._background import BackgroundPump, ReadinessGate
 from runtime_core.queueing._controller import PipelineValidator, SharedRuntimeController, SubmitResult
 from runtime_core.queueing._delivery import DEFAULT_RESERVATION_TTL_MS, Delivery, RunDelivery
-from runtime_core.queueing._dispatcher import SharedQueueDispatcher
+from runtime_core.queueing._dispatcher import DispatchCycle, SharedQueueDispatcher
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._keys import SHARED_QUEUE_TAG, SharedQueueKeys
 from runtime_core.queueing._models import (
-    DispatchCycle,
     DispatchOutcome,
     DispatchResult,
     PumpIdentity,

@@ -5,23 +5,23 @@ restore its ExecutionContextSnapshot -> re-admit at dispatch time (against the c
 registry listing) -> deliver (reserve, provider, mark) and the item's fate when it does not
 dispatch (back to Pending at its own place when there is no capacity, at the tail when
 delivery failed, or Failed when its run / snapshot is missing). The previous context is
-restored, or cleared, after every attempt. Once a provider accepted a run, recording it as
-Dispatched is retried through a Redis outage for as long as this pump's claim lease is
-exclusive, so another pump cannot dispatch the same run again. Must not execute steps or
-touch DAG state.
+restored, or cleared, after every attempt. Also owns `DispatchCycle`, what one pump cycle's
+attempts share. Once a provider accepted a run, recording it as Dispatched is retried
+through a Redis outage for as long as this pump's claim lease is exclusive, so another pump
+cannot dispatch the same run again. Must not execute steps or touch DAG state.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import restored_snapshot
-from runtime_core.instances import AdmissionController, AdmissionKind, admission_group
+from runtime_core.instances import AdmissionController, AdmissionKind, InstanceEntry, admission_group
 from runtime_core.queueing._delivery import RunDelivery
 from runtime_core.queueing._models import (
-    DispatchCycle,
     DispatchOutcome,
     DispatchResult,
     PumpIdentity,
@@ -31,6 +31,31 @@ from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQu
 from runtime_core.queueing._run_store import SharedRunStore
 
 log = logging.getLogger("runtime_core.queueing")
+
+
+@dataclass
+class DispatchCycle:
+    """What one pump cycle learned so far, so later attempts in it need fewer reads.
+
+    `saturated_groups`: admission groups that found no capacity (their items are passed
+    over). `registry_entries`: the registry listing read by the cycle's first admission,
+    with the slots this cycle's own dispatches took subtracted, so ranking still spreads
+    runs over instances. Reservations re-check published capacity in Lua, so a listing
+    that went stale can cost a refused reservation, never an over-commit.
+    """
+
+    saturated_groups: set[str] = field(default_factory=set)
+    registry_entries: list[InstanceEntry] | None = None
+
+    def took_slot(self, runtime_instance_id: str) -> None:
+        if self.registry_entries is None:
+            return
+        self.registry_entries = [
+            e.model_copy(update={"reserved_slots": e.reserved_slots + 1})
+            if e.runtime_instance_id == runtime_instance_id
+            else e
+            for e in self.registry_entries
+        ]
 
 
 class SharedQueueDispatcher:

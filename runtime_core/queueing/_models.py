@@ -9,14 +9,13 @@ Must not hold behaviour beyond (de)serialization.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.instances import InstanceEntry, admission_group
+from runtime_core.instances import admission_group
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 
 
@@ -185,31 +184,6 @@ class PumpStopReason(StrEnum):
     FAILURE = "DispatchFailed"
     NO_CAPACITY = "NoCapacity"
     CANCELLED = "Cancelled"
-
-
-@dataclass
-class DispatchCycle:
-    """What one pump cycle learned so far, so later attempts in it need fewer reads.
-
-    `saturated_groups`: admission groups that found no capacity (their items are passed
-    over). `registry_entries`: the registry listing read by the cycle's first admission,
-    with the slots this cycle's own dispatches took subtracted, so ranking still spreads
-    runs over instances. Reservations re-check published capacity in Lua, so a listing
-    that went stale can cost a refused reservation, never an over-commit.
-    """
-
-    saturated_groups: set[str] = field(default_factory=set)
-    registry_entries: list[InstanceEntry] | None = None
-
-    def took_slot(self, runtime_instance_id: str) -> None:
-        if self.registry_entries is None:
-            return
-        self.registry_entries = [
-            e.model_copy(update={"reserved_slots": e.reserved_slots + 1})
-            if e.runtime_instance_id == runtime_instance_id
-            else e
-            for e in self.registry_entries
-        ]
 
 
 class PumpRequest(BaseModel):

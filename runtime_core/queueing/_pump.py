@@ -16,9 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from runtime_core.queueing._dispatcher import SharedQueueDispatcher
+from runtime_core.queueing._dispatcher import DispatchCycle, SharedQueueDispatcher
 from runtime_core.queueing._models import (
-    DispatchCycle,
     DispatchOutcome,
     DispatchResult,
     PumpRequest,
