@@ -153,7 +153,7 @@ class _ExecutionRun:
     meta: ExecutionMeta
     steps: dict[str, StepDefinition]
     gates: StepGates
-    idle: _IdleWorkers = field(default_factory=lambda: _IdleWorkers())
+    idle: _IdleWorkers = field(default_factory=_IdleWorkers)
     executing: int = 0  # steps this process's workers are executing right now
     final_status: str | None = None
     parked_status: str | None = None
@@ -365,7 +365,8 @@ class DagEngine:
         wait_ms = self.settings.idle_wait_while_executing_ms if run.executing else pace.idle_ms
         if idle.wake_at_ms is not None:
             wait_ms = max(1, min(wait_ms, idle.wake_at_ms - idle.now_ms))
-        woken = await self._wait(run, wait_ms)
+        # Woken by a local change, or timed out (the timeout covers other processes' work).
+        woken = await run.idle.wait(wait_ms / 1000)
         return _WorkerPace(min(self.settings.idle_poll_max_ms, pace.idle_ms * 2), woken_locally=woken)
 
     async def _advance_batch(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
@@ -510,12 +511,6 @@ class DagEngine:
                 await self._emit("execution.resumed", run.execution_id, run.snapshot, worker_id=worker_id)
         finally:
             run.settling = False
-
-    @staticmethod
-    async def _wait(run: _ExecutionRun, wait_ms: int) -> bool:
-        """True when a local change woke the worker; False when `wait_ms` passed (the
-        timeout covers other processes' work)."""
-        return await run.idle.wait(wait_ms / 1000)
 
     async def _try_finalize(self, run: _ExecutionRun) -> bool:
         outcome, status = await self.store.finalize(run.execution_id)
