@@ -6,13 +6,11 @@ result models and the tenant-checked run lookup. MCP tools and the CLI call this
 nothing of MCP.
 """
 
-from runtime_core.control_plane._control_plane import (
-    ControlPlane,
-    ControlPlaneParts,
-    DrainProgress,
-    build_parts,
-)
+from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._control_plane import ControlPlane, DrainProgress
+from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
+from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
     CancelResult,
@@ -37,7 +35,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "InstanceView",
     "RunStatusView",
     "StepRow",
-    # Run lookup
+    # Run lookup and the queries / actions on one run
     "RunLocator",
     "LocatedRun",
+    "RunStatusReader",
+    "RunCanceller",
 ]

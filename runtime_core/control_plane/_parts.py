@@ -1,0 +1,212 @@
+"""ControlPlaneParts: every collaborator of the control plane, and `build_parts` that wires them.
+
+Owns the assembly of the queueing, instances, providers and recovery parts from one
+`ControlPlaneSettings` (which store, which admission, which reconcilers). Must not start
+anything nor hold operations: `ControlPlane` starts the parts, its readers answer queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime_core.audit import AuditServices
+from runtime_core.control_plane._settings import ControlPlaneSettings
+from runtime_core.dag import DagEngine, DagStore
+from runtime_core.hot_state import HotState
+from runtime_core.instances import (
+    AdmissionController,
+    ControlPlaneDiscovery,
+    ExecutionCanceller,
+    HostManagerSettings,
+    InstanceDependencies,
+    InstanceRegistry,
+    LocalInstancePool,
+    LocalInstanceScaler,
+    ReservationStore,
+    RunExecutionIndex,
+    RuntimeHostManager,
+    TenantSettingsCatalog,
+)
+from runtime_core.providers import (
+    GrpcRuntimeProvider,
+    HttpRuntimeProvider,
+    LocalRuntimeProvider,
+    ProviderSelector,
+)
+from runtime_core.queueing import (
+    BackgroundPump,
+    FulfilledRunRequeue,
+    PumpIdentity,
+    ReadinessGate,
+    RunDelivery,
+    ScaleOutRequestStore,
+    ScaleOutWatcher,
+    SharedQueue,
+    SharedQueueDispatcher,
+    SharedQueuePump,
+    SharedRunJournal,
+    SharedRunStore,
+    SharedRuntimeController,
+)
+from runtime_core.recovery import (
+    ExecutionRecoveryReconciler,
+    InstanceHealthStore,
+    RecoveryDependencies,
+    RecoveryEvidence,
+    RecoveryLoops,
+    RecoverySettings,
+    RuntimeHealthReconciler,
+)
+
+
+@dataclass
+class ControlPlaneParts:
+    """Every collaborator, exposed for tests, the CLI and future providers (HTTP, gRPC)."""
+
+    hot_state: HotState
+    dag_store: DagStore
+    engine: DagEngine
+    tenants: TenantSettingsCatalog
+    registry: InstanceRegistry
+    index: RunExecutionIndex
+    pool: LocalInstancePool
+    scaler: LocalInstanceScaler
+    providers: ProviderSelector
+    admission: AdmissionController
+    runs: SharedRunStore
+    queue: SharedQueue
+    dispatcher: SharedQueueDispatcher
+    pump: SharedQueuePump
+    gate: ReadinessGate
+    background_pump: BackgroundPump
+    scale_out: ScaleOutRequestStore
+    watcher: ScaleOutWatcher
+    controller: SharedRuntimeController
+    canceller: ExecutionCanceller
+    health: RuntimeHealthReconciler
+    recovery: ExecutionRecoveryReconciler
+    recovery_loops: RecoveryLoops
+    discovery: ControlPlaneDiscovery
+    hosts: RuntimeHostManager | None = None
+
+
+def build_parts(
+    hot_state: HotState,
+    engine: DagEngine,
+    canceller: ExecutionCanceller,
+    settings: ControlPlaneSettings,
+    *,
+    tenants: TenantSettingsCatalog | None = None,
+    audit: AuditServices | None = None,
+    hosting: HostManagerSettings | None = None,
+) -> ControlPlaneParts:
+    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes."""
+    if tenants is None:
+        tenants = (
+            TenantSettingsCatalog.from_file(settings.tenants_file)
+            if settings.tenants_file
+            else TenantSettingsCatalog()
+        )
+    registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
+    index = RunExecutionIndex(hot_state)
+    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller))
+    scaler = LocalInstanceScaler(
+        pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
+    )
+    hosts = RuntimeHostManager(registry, hosting) if hosting else None
+    providers = ProviderSelector(
+        [
+            LocalRuntimeProvider(pool, scaler),
+            HttpRuntimeProvider(registry, hosts=hosts),
+            GrpcRuntimeProvider(registry, hosts=hosts),
+        ]
+    )
+    admission = AdmissionController(registry, scale_out_enabled=settings.scale_out_enabled)
+    runs, queue = SharedRunStore(hot_state), SharedQueue(hot_state, claim_lease_ms=settings.claim_lease_ms)
+    reservations = ReservationStore(hot_state, stale_after_ms=settings.instance_stale_after_ms)
+    delivery = RunDelivery(
+        reservations,
+        providers,
+        reservation_ttl_ms=settings.reservation_ttl_ms,
+        journal=SharedRunJournal(audit.ledger if audit else None),
+    )
+    dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
+    pump = SharedQueuePump(dispatcher)
+    gate = ReadinessGate(registry, poll_interval_ms=settings.pump_idle_interval_ms)
+    background = BackgroundPump(
+        pump,
+        gate,
+        PumpIdentity(pump_runtime_instance_id=settings.control_plane_id, pump_worker_id="background-pump"),
+        batch_size=settings.pump_batch_size,
+        idle_interval_ms=settings.pump_idle_interval_ms,
+    )
+    scale_out = ScaleOutRequestStore(hot_state)
+    requeue = FulfilledRunRequeue(runs, queue, on_requeued=background.wake)
+    watcher = ScaleOutWatcher(
+        scale_out, providers, requeue, watcher_id=f"{settings.control_plane_id}/scale-out"
+    )
+    controller = SharedRuntimeController(
+        runs,
+        queue,
+        admission,
+        delivery,
+        scale_out,
+        validate=engine.validate,
+        on_enqueued=background.wake,
+    )
+    recovery_settings = RecoverySettings(
+        health_window_ms=settings.health_window_ms,
+        claim_lease_ms=settings.claim_lease_ms,
+        reconciler_id=f"{settings.control_plane_id}/recovery",
+    )
+    health = RuntimeHealthReconciler(InstanceHealthStore(registry), window_ms=settings.health_window_ms)
+    recovery = ExecutionRecoveryReconciler(
+        RecoveryDependencies(
+            registry=registry,
+            index=index,
+            admission=admission,
+            runs=runs,
+            queue=queue,
+            scale_out=scale_out,
+            dag_store=engine.store,
+            evidence=RecoveryEvidence(
+                audit.forensics if audit else None,
+                audit.ledger if audit else None,
+                reconciler_id=recovery_settings.reconciler_id,
+            ),
+        ),
+        recovery_settings,
+        on_requeued=background.wake,
+    )
+    return ControlPlaneParts(
+        hot_state=hot_state,
+        dag_store=engine.store,
+        engine=engine,
+        tenants=tenants,
+        registry=registry,
+        index=index,
+        pool=pool,
+        scaler=scaler,
+        providers=providers,
+        admission=admission,
+        runs=runs,
+        queue=queue,
+        dispatcher=dispatcher,
+        pump=pump,
+        gate=gate,
+        background_pump=background,
+        scale_out=scale_out,
+        watcher=watcher,
+        controller=controller,
+        canceller=canceller,
+        health=health,
+        recovery=recovery,
+        recovery_loops=RecoveryLoops(
+            health,
+            recovery,
+            health_interval_ms=settings.health_check_interval_ms,
+            recovery_interval_ms=settings.recovery_interval_ms,
+        ),
+        discovery=ControlPlaneDiscovery(hot_state),
+        hosts=hosts,
+    )

@@ -1,0 +1,112 @@
+"""RunStatusReader: the tenant-checked `run.status` view of a shared, local or execution id.
+
+Owns assembling one RunStatusView from the shared run record and its queue item, the owning
+instance's local run (or its index record when the instance is gone) and the execution's
+hot state (steps, control status, sink results). Must not change any state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime_core.control_plane._parts import ControlPlaneParts
+from runtime_core.control_plane._run_access import LocatedRun, RunLocator
+from runtime_core.control_plane._views import RunStatusView, StepRow
+from runtime_core.dag import ExecutionView
+from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
+from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
+from runtime_core.instances import LocalRunView, RunIndexRecord
+from runtime_core.providers import RunRef
+
+
+class RunStatusReader:
+    def __init__(self, parts: ControlPlaneParts, locator: RunLocator) -> None:
+        self.parts = parts
+        self.locator = locator
+
+    async def read(self, any_id: str, caller: ExecutionContextSnapshot) -> RunStatusView:
+        located = await self.locator.locate(any_id, caller)
+        with restored_snapshot(located.snapshot):
+            view = RunStatusView(requested_id=any_id, tenant_id=located.snapshot.tenant_id)
+            await self._fill_shared(view, located)
+            if located.local is not None:
+                self._fill_local(view, await self._local_view(located.local))
+            if located.execution_id:
+                await self._fill_execution(view, located.execution_id, located.snapshot)
+        return view
+
+    async def _fill_shared(self, view: RunStatusView, located: LocatedRun) -> None:
+        shared = located.shared
+        if shared is None:
+            return
+        item = await self.parts.queue.item(shared.shared_run_id)
+        view.shared_run_id = shared.shared_run_id
+        view.shared_status = shared.status.value
+        view.queue_status = item.status.value if item else None
+        view.submit_mode = shared.submit_mode.value
+        view.assigned_runtime_instance_id = shared.assigned_runtime_instance_id
+        view.pump_runtime_instance_id = shared.pump_runtime_instance_id
+        view.pump_worker_id = shared.pump_worker_id
+        view.scale_out_request_id = shared.scale_out_request_id
+        view.failure_reason = shared.failure_reason
+
+    @staticmethod
+    def _fill_local(view: RunStatusView, local: LocalRunView) -> None:
+        view.local_run_id = local.local_run_id
+        view.shared_run_id = view.shared_run_id or local.shared_run_id
+        view.local_status = local.status.value
+        view.effective_workers = local.effective_workers or None
+        view.execution_id = local.execution_id
+        view.failure_reason = local.failure_reason or view.failure_reason
+
+    async def _local_view(self, record: RunIndexRecord) -> LocalRunView:
+        """Ask the owning instance (index already checked the tenant); fall back to the index."""
+        try:
+            descriptor = await self.parts.registry.descriptor(record.runtime_instance_id)
+            provider = self.parts.providers.for_instance(descriptor)
+            return await provider.run_status(
+                RunRef(runtime_instance_id=record.runtime_instance_id, local_run_id=record.local_run_id)
+            )
+        except StoreUnavailableError:
+            raise
+        except RuntimeCoreError:
+            pass  # instance unregistered or unreachable: the index record is the answer
+        return LocalRunView(
+            local_run_id=record.local_run_id,
+            shared_run_id=record.shared_run_id,
+            runtime_instance_id=record.runtime_instance_id,
+            status=record.status,
+            execution_id=record.execution_id,
+            failure_reason=record.failure_reason,
+            created_at_ms=record.created_at_ms,
+            started_at_ms=record.started_at_ms,
+            completed_at_ms=record.completed_at_ms,
+        )
+
+    async def _fill_execution(
+        self, view: RunStatusView, execution_id: str, snapshot: ExecutionContextSnapshot
+    ) -> None:
+        execution = await self.parts.dag_store.read_execution(execution_id)
+        view.execution_id = execution_id
+        if execution is None:
+            return
+        view.execution_status = execution.meta.status
+        view.control_status = execution.control_status
+        view.steps = [
+            StepRow(
+                name=s.name,
+                step_key=s.step_key,
+                status=s.status,
+                retry_count=s.retry_count,
+                recovery_count=s.recovery_count,
+            )
+            for s in execution.steps
+        ]
+        if execution.meta.status != "Running":
+            view.result = await self._sink_results(execution, snapshot)
+
+    async def _sink_results(self, execution: ExecutionView, snapshot: ExecutionContextSnapshot) -> Any:
+        feeding = {dep for step in execution.meta.pipeline.steps for dep in step.depends_on}
+        sinks = {s.name: s.result for s in execution.steps if s.name not in feeding and s.result is not None}
+        decoded = await self.parts.engine.results.decode(execution.meta.execution_id, sinks, snapshot)
+        return next(iter(decoded.values())) if len(decoded) == 1 else decoded
