@@ -8,6 +8,7 @@ given, and never writes the state a Lua script guards from Python.
 
 from runtime_core.dag._engine import (
     PARKED_CONTROL_STATUSES,
+    SUPERSEDED_STATUS,
     DagEngine,
     EngineSettings,
     InlineResults,
@@ -37,6 +38,7 @@ from runtime_core.dag._store import (
 __all__ = [
     "BLOCKING_CONTROL_STATUSES",
     "PARKED_CONTROL_STATUSES",
+    "SUPERSEDED_STATUS",
     "ClaimBatch",
     "ClaimOutcome",
     "CompositeObserver",

@@ -65,6 +65,9 @@ _T = TypeVar("_T")
 
 # Control statuses at which `run` returns instead of waiting: someone must act first.
 PARKED_CONTROL_STATUSES = ("Paused", "WaitingForInput")
+# What `run` returns when the execution was taken over by another local run (its `owner`
+# lost it to recovery): this engine copy must stop advancing it.
+SUPERSEDED_STATUS = "Superseded"
 
 
 class RetryDecider(Protocol):
@@ -221,6 +224,9 @@ class DagEngine:
         self.observer: ExecutionObserver = observer or NullObserver()
         self.results: ResultCodec = results or InlineResults()
         self.instance_id = instance_id
+        # The local run this engine copy advances executions for ("" outside runtime instances):
+        # claims are refused once recovery handed the execution to another local run.
+        self.owner = ""
         self.gate = ConcurrencyGate(store.hot_state)
         # Execution-control hooks; `runtime_core.control.attach_execution_control` sets them.
         self.on_park: ParkHandler | None = None
@@ -283,7 +289,9 @@ class DagEngine:
 
         Returns the terminal status (Completed, Failed, Cancelled) or, when execution control
         parked it, the control status (Paused, WaitingForInput): nothing advances until
-        someone resumes it or submits input, so call `run` again after that.
+        someone resumes it or submits input, so call `run` again after that. Returns
+        SUPERSEDED_STATUS when another local run took the execution over from `owner`, and ""
+        when the execution's hot state vanished.
         """
         run = await self._until_available(lambda: self._load(execution_id), "engine.load", execution_id)
         dop = run.meta.pipeline.config.get("concurrency", {}).get("maxDegreeOfParallelism")
@@ -377,9 +385,13 @@ class DagEngine:
             lease_ms=self.settings.lease_ms,
             worker_id=worker_id,
             token_prefix=token_prefix,
+            owner=self.owner,
         )
         if batch.outcome in (ClaimOutcome.EXECUTION_MISSING, ClaimOutcome.EXECUTION_TERMINAL):
             run.stop(final_status=batch.detail or None)
+            return None
+        if batch.outcome is ClaimOutcome.SUPERSEDED:
+            run.stop(final_status=SUPERSEDED_STATUS)
             return None
         if batch.outcome is ClaimOutcome.CONTROL_BLOCKED:
             await self._on_blocked(run, batch.detail, worker_id)
@@ -428,7 +440,10 @@ class DagEngine:
             lease_ms=self.settings.lease_ms,
             worker_id=worker_id,
             token_prefix=token_prefix,
+            owner=self.owner,
         )
+        if batch.outcome is ClaimOutcome.SUPERSEDED:
+            run.stop(final_status=SUPERSEDED_STATUS)
         if batch.outcome is not ClaimOutcome.CLAIMED:
             await self._release_lease(run, grant)
             if grant.scope_keys:
@@ -444,6 +459,7 @@ class DagEngine:
                 ClaimOutcome.CONTROL_BLOCKED,
                 ClaimOutcome.EXECUTION_TERMINAL,
                 ClaimOutcome.EXECUTION_MISSING,
+                ClaimOutcome.SUPERSEDED,
             )
         await self._settle_resuming(run, batch, worker_id)
         try:

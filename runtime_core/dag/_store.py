@@ -13,6 +13,7 @@ from typing import Any
 
 from runtime_core.dag._fingerprint import canonical_json
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
+from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline, steps_read_by
@@ -47,6 +48,7 @@ class ClaimOutcome(Enum):
     NOT_CLAIMABLE = -5
     DEPENDENCIES_INCOMPLETE = -6
     RETRY_WINDOW_CLOSED = -7
+    SUPERSEDED = -8  # another local run owns the execution now (recovery took it over)
 
 
 class TransitionOutcome(Enum):
@@ -179,7 +181,9 @@ class DagStore:
         snapshot: ExecutionContextSnapshot | None,
         attributes: dict[str, str] | None = None,
     ) -> bool:
-        """Create the DAG state once; returns False when it already existed (unchanged)."""
+        """Create the DAG state once; returns False when it already existed (unchanged).
+
+        FencedError when recovery gave this ExecutionId up (`fence_execution`)."""
         k = self.keys(execution_id)
         children: dict[str, list[str]] = {step.name: [] for step in pipeline.steps}
         for step in pipeline.steps:
@@ -202,19 +206,38 @@ class DagStore:
             "snapshot": snapshot.to_json() if snapshot else "",
             "tenant_id": snapshot.tenant_id if snapshot else "",
         }
-        created, _now = await self._scripts["create_execution"](
-            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs],
+        reply = await self._scripts["create_execution"](
+            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs, k.fenced],
             args=[json.dumps(meta), json.dumps(steps)],
         )
-        return int(created) == 1
+        if int(reply[0]) == -1:
+            raise FencedError(
+                f"Execution '{execution_id}' was given up by recovery ({reply[2]}) and cannot be created.",
+                hint="Its run was dispatched again under a new ExecutionId; nothing to do.",
+            )
+        return int(reply[0]) == 1
+
+    async def fence_execution(self, execution_id: str, reason: str) -> str | None:
+        """Give up an ExecutionId whose DAG does not exist; the DAG's status when it does."""
+        k = self.keys(execution_id)
+        reply = await self._scripts["fence_execution"](keys=[k.meta, k.fenced], args=[reason])
+        return None if int(reply[0]) == 1 else str(reply[2])
 
     async def claim_ready_steps(
-        self, execution_id: str, *, max_steps: int, lease_ms: int, worker_id: str, token_prefix: str
+        self,
+        execution_id: str,
+        *,
+        max_steps: int,
+        lease_ms: int,
+        worker_id: str,
+        token_prefix: str,
+        owner: str = "",
     ) -> ClaimBatch:
+        """`owner`: the claiming local run; SUPERSEDED once the execution belongs to another one."""
         k = self.keys(execution_id)
         reply = await self._scripts["claim_ready_steps"](
             keys=[*k.claim_keys(), k.claimed],
-            args=[max_steps, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
+            args=[max_steps, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG, owner],
         )
         code, now = int(reply[0]), int(reply[1])
         if code != 1:
@@ -230,12 +253,19 @@ class DagStore:
         return ClaimBatch(ClaimOutcome.CLAIMED, now, claims, control_status=control)
 
     async def claim_step(
-        self, execution_id: str, step_name: str, *, lease_ms: int, worker_id: str, token_prefix: str
+        self,
+        execution_id: str,
+        step_name: str,
+        *,
+        lease_ms: int,
+        worker_id: str,
+        token_prefix: str,
+        owner: str = "",
     ) -> ClaimBatch:
         k = self.keys(execution_id)
         reply = await self._scripts["claim_step"](
             keys=[*k.claim_keys(), k.pending, k.claimed],
-            args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
+            args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG, owner],
         )
         code, now = int(reply[0]), int(reply[1])
         if code != 1:

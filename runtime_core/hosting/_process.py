@@ -51,7 +51,7 @@ class RuntimeInstanceHost:
         self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
         index = RunExecutionIndex(hot_state)
         self.pool = LocalInstancePool(
-            InstanceDependencies(services.engine, self.registry, index, services.control)
+            InstanceDependencies(services.engine, self.registry, index, services.control, services.restorer)
         )
         self.commands = RuntimeCommands(self.pool)
         self.endpoint = self._endpoint()
@@ -69,6 +69,8 @@ class RuntimeInstanceHost:
             "host_id": self.options.host_id,
             "control_plane_id": self.control_plane.control_plane_id if self.control_plane else None,
             "runtime_instance_ids": [i.runtime_instance_id for i in self.pool.instances()],
+            "incarnations": {i.runtime_instance_id: i.incarnation for i in self.pool.instances()},
+            "fenced": {i.runtime_instance_id: i.fenced for i in self.pool.instances() if i.fenced},
         }
 
     async def start(self) -> None:
