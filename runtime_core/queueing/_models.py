@@ -135,22 +135,33 @@ class QueueItem(BaseModel):
 
 
 class PumpIdentity(BaseModel):
-    """WHO drains the queue; never, by itself, who receives the run."""
+    """WHO drains the queue; never, by itself, who receives the run.
+
+    `incarnation`: the start of the control plane the pump runs in; a control plane that
+    starts again expires the claims its previous incarnations left.
+    """
 
     pump_runtime_instance_id: str
     pump_worker_id: str
+    incarnation: str = ""
 
     @property
     def claimer(self) -> str:
-        return f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+        claimer = f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+        return f"{claimer}@{self.incarnation}" if self.incarnation else claimer
 
 
 class QueueClaim(BaseModel):
+    """One claim of a queue item. The token is also the id of the claim's dispatch attempt;
+    `unsettled` lists the attempts of earlier claims whose lease expired (their pump died):
+    one of them may have been accepted by an instance."""
+
     shared_run_id: str
     token: str
     attempts: int
     claimed_at_ms: int
     pump: PumpIdentity
+    unsettled: list[str] = Field(default_factory=list)
 
 
 class DispatchOutcome(StrEnum):
