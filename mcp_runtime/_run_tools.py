@@ -1,8 +1,8 @@
 """Tools `submit`, `queue.drain`, `instances.list`, `run.status` and `cancel`: the control plane.
 
 Owns resolving the pipeline argument (catalog name or inline definition), forwarding drain
-progress to the MCP client, deciding `done` from a run's statuses, and shaping ControlPlane
-answers into tool answers. Must not queue, dispatch or look runs up itself: the ControlPlane
+progress to the MCP client, and shaping ControlPlane answers (`done` included, decided by
+the control plane) into tool answers. Must not queue, dispatch or look runs up itself: the ControlPlane
 does, tenant-checked against the runs' stored snapshots.
 """
 
@@ -21,25 +21,11 @@ from mcp_runtime._outputs import (
     SubmitOutput,
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
-from runtime_core.control_plane import ControlPlane, InstanceView, RunStatusView
+from runtime_core.control_plane import ControlPlane, InstanceView
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SubmitMode, SubmitResult
-
-_TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
-
-
-def is_done(view: RunStatusView) -> bool:
-    """The most advanced identity decides: the execution, else the local run, else the shared run.
-
-    A finished execution whose local run is not closed yet is not done: the instance closes
-    the local run only after the engine's observers ran, so once `done` is true the run's
-    ledger, trace and snapshot are all written.
-    """
-    status = view.execution_status or view.local_status or view.shared_status
-    local_open = view.local_status is not None and view.local_status not in _TERMINAL
-    return status in _TERMINAL and not local_open
 
 
 def _next_step(result: SubmitResult) -> str:
@@ -135,7 +121,7 @@ class RunTools:
     async def status(self, request: RunStatusInput, call: ToolCall) -> RunStatusOutput:
         view = await self._control_plane.run_status(request.run_id, call.snapshot)
         body = view.model_dump(exclude=set() if request.include_steps else {"steps"})
-        return RunStatusOutput.model_validate({**body, "done": is_done(view)})
+        return RunStatusOutput.model_validate(body)
 
     async def cancel(self, request: CancelInput, call: ToolCall) -> CancelOutput:
         result = await self._control_plane.cancel(request.run_id, call.snapshot)

@@ -10,7 +10,7 @@ from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._control_plane import ControlPlane, DrainProgress
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
-from runtime_core.control_plane._run_status import RunStatusReader
+from runtime_core.control_plane._run_status import TERMINAL_STATUSES, RunStatusReader, run_is_done
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
     CancelResult,
@@ -39,5 +39,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RunLocator",
     "LocatedRun",
     "RunStatusReader",
+    "run_is_done",
+    "TERMINAL_STATUSES",
     "RunCanceller",
 ]

@@ -2,7 +2,8 @@
 
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
-hot state (steps, control status, sink results). Must not change any state.
+hot state (steps, control status, sink results), and deciding `done` (`run_is_done`). Must
+not change any state.
 """
 
 from __future__ import annotations
@@ -17,6 +18,30 @@ from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import LocalRunView, RunIndexRecord
 from runtime_core.providers import RunRef
+from runtime_core.queueing import SharedRunRecord, SharedRunStatus
+
+TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Cancelled", "Rejected"})
+_ENDED_SHARED = frozenset({SharedRunStatus.REJECTED, SharedRunStatus.CANCELLED, SharedRunStatus.FAILED})
+
+
+def run_is_done(view: RunStatusView, shared: SharedRunRecord | None) -> bool:
+    """True only once the run is finished for good.
+
+    The most advanced identity shown must be terminal (the execution, else the local run, else
+    the shared run) and the local run closed (the instance closes it after the engine's
+    observers wrote the ledger, trace and snapshot). And the shared run must agree: a shared
+    run queued again (recovery requeued it, its pump died mid-dispatch) or dispatched to
+    another local run than the one shown is not done, whatever an older attempt says.
+    """
+    status = view.execution_status or view.local_status or view.shared_status
+    local_open = view.local_status is not None and view.local_status not in TERMINAL_STATUSES
+    if status not in TERMINAL_STATUSES or local_open:
+        return False
+    if shared is None:
+        return True
+    if shared.status is SharedRunStatus.DISPATCHED:
+        return view.local_run_id is not None and view.local_run_id == shared.local_run_id
+    return shared.status in _ENDED_SHARED
 
 
 class RunStatusReader:
@@ -33,6 +58,7 @@ class RunStatusReader:
                 self._fill_local(view, await self._local_view(located.local))
             if located.execution_id:
                 await self._fill_execution(view, located.execution_id, located.snapshot)
+        view.done = run_is_done(view, located.shared)
         return view
 
     async def _fill_shared(self, view: RunStatusView, located: LocatedRun) -> None:

@@ -112,10 +112,14 @@ class StepRow(BaseModel):
 
 
 class RunStatusView(BaseModel):
-    """Every identity and status of one run, as its own tenant may read them."""
+    """Every identity and status of one run, as its own tenant may read them.
+
+    `done`: the run is finished for good (see `run_is_done`): poll until it is true.
+    """
 
     requested_id: str
     tenant_id: str
+    done: bool = False
     shared_run_id: str | None = None
     local_run_id: str | None = None
     execution_id: str | None = None

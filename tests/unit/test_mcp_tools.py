@@ -28,13 +28,13 @@ from mcp_runtime import (
     build_server,
     default_server_config,
 )
-from mcp_runtime._run_tools import is_done
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import ControlPlaneSettings, RunStatusView
+from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_is_done
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineCatalog, parse_pipeline
+from runtime_core.queueing import SharedRunRecord, SharedRunStatus, SubmitMode
 from runtime_core.steps import StepInvocation
 from runtime_core.storage import ForensicsRecord
 from tests.helpers import wait_until
@@ -690,8 +690,31 @@ def test_a_run_is_done_only_once_its_local_run_closed_after_the_execution_finish
     def view(**statuses: str) -> RunStatusView:
         return RunStatusView(requested_id="srun_x", tenant_id="acme", **statuses)
 
-    assert not is_done(view(execution_status="Completed", local_status="Running"))
-    assert is_done(view(execution_status="Completed", local_status="Completed"))
-    assert not is_done(view(execution_status="Running", local_status="Running"))
-    assert is_done(view(shared_status="Rejected"))
-    assert is_done(view(shared_status="Cancelled", local_status="Cancelled"))
+    assert not run_is_done(view(execution_status="Completed", local_status="Running"), None)
+    assert run_is_done(view(execution_status="Completed", local_status="Completed"), None)
+    assert not run_is_done(view(execution_status="Running", local_status="Running"), None)
+    assert run_is_done(view(shared_status="Rejected"), None)
+    assert run_is_done(view(shared_status="Cancelled", local_status="Cancelled"), None)
+
+
+def test_a_failed_attempt_of_a_shared_run_queued_again_is_not_done() -> None:
+    """Issue 13.4: `done` needs the shared run's agreement, not only the latest local attempt's."""
+    shared = SharedRunRecord(
+        shared_run_id="srun_x",
+        status=SharedRunStatus.QUEUED_GLOBALLY,
+        submit_mode=SubmitMode.QUEUE_FIRST,
+        tenant_id="acme",
+        snapshot=None,
+        pipeline=parse_pipeline({"name": "p", "steps": [{"name": "a", "stepKey": "test.noop"}]}),
+    )
+    failed = RunStatusView(
+        requested_id="srun_x", tenant_id="acme", local_run_id="lrun_1", local_status="Failed"
+    )
+    assert not run_is_done(failed, shared)
+    dispatched_elsewhere = shared.model_copy(
+        update={"status": SharedRunStatus.DISPATCHED, "local_run_id": "lrun_2"}
+    )
+    assert not run_is_done(failed, dispatched_elsewhere)
+    completed = failed.model_copy(update={"local_status": "Completed", "execution_status": "Completed"})
+    dispatched_here = dispatched_elsewhere.model_copy(update={"local_run_id": "lrun_1"})
+    assert run_is_done(completed, dispatched_here)
