@@ -1,8 +1,11 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control): runtime-instance processes use it alone.
-`RuntimeServices` adds the control plane (with runtime-instance process hosting).
+durable store, audit, execution control, the restorer of runs whose hot state Redis lost):
+runtime-instance processes use it alone. `RuntimeServices` adds the control plane (with
+runtime-instance process hosting). With the embedded default the data directory is locked
+for this process (a second one is refused) and a redis-server a killed predecessor left
+running is adopted. A Redis without `appendonly yes` is reported at start, or refused.
 """
 
 from __future__ import annotations
@@ -14,12 +17,22 @@ from types import TracebackType
 
 from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
+from runtime_core.continuity import HotStateContinuity
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
-from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.hot_state import (
+    PERSISTENCE_SETTING,
+    DataDirLock,
+    EmbeddedRedis,
+    HotState,
+    check_persistence,
+    connect_hot_state,
+)
 from runtime_core.instances import HostManagerSettings
 from runtime_core.policy import RetryEngine
+from runtime_core.queueing import SharedRunStore
 from runtime_core.steps import ExecutorRegistry, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
 
@@ -41,6 +54,7 @@ class EngineServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
+        self.restorer: HotStateContinuity
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
         self._opened = AsyncExitStack()
@@ -58,16 +72,12 @@ class EngineServices:
             raise
 
     async def _open_engine(self) -> None:
-        redis_url = self.settings.redis_url
-        if redis_url is None:
-            self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
-            self._opened.callback(self.embedded_redis.stop)
-            redis_url = self.embedded_redis.url
-            log.info("redis.embedded_started url=%s", redis_url)
+        redis_url = self.settings.redis_url or self._open_embedded_redis()
         self.redis_url = redis_url
         self.hot_state = connect_hot_state(redis_url, prefix=self.settings.redis_prefix)
         self._opened.push_async_callback(self.hot_state.close)
         await self.hot_state.ping()
+        await self._check_persistence()
         self.dag_store = DagStore(self.hot_state)
         self.executors = default_executor_registry(self.settings.data_dir)
         self.engine = DagEngine(
@@ -80,6 +90,31 @@ class EngineServices:
         await self._attach_audit()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
+        self.restorer = HotStateContinuity(SharedRunStore(self.hot_state), self.audit.replay)
+
+    def _open_embedded_redis(self) -> str:
+        """Lock the data directory, then start its redis-server (or adopt a killed owner's)."""
+        lock = DataDirLock(self.settings.data_dir).acquire()
+        self._opened.callback(lock.release)
+        self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
+        self._opened.callback(self.embedded_redis.stop)
+        event = "redis.embedded_adopted" if self.embedded_redis.adopted else "redis.embedded_started"
+        log.info("%s url=%s pid=%s", event, self.embedded_redis.url, self.embedded_redis.pid)
+        return self.embedded_redis.url
+
+    async def _check_persistence(self) -> None:
+        report = await check_persistence(self.hot_state)
+        if report.durable:
+            return
+        message = (
+            f"Redis does not persist its dataset ({report.detail}): a Redis restart loses the hot "
+            f"state of every active run. Set `{PERSISTENCE_SETTING} yes` (with appendfsync everysec)."
+        )
+        if self.settings.require_redis_persistence and report.appendonly is False:
+            raise StoreUnavailableError(
+                message, hint="Or unset MCP_RUNTIME_REQUIRE_REDIS_PERSISTENCE to start anyway."
+            )
+        log.warning("redis.not_persistent setting=%s %s", PERSISTENCE_SETTING, message)
 
     async def _attach_audit(self) -> None:
         """Durable store, payload externalization, retention, snapshots, ledger, trace, metrics."""
@@ -127,6 +162,7 @@ class RuntimeServices(EngineServices):
             workers=self.settings.workers,
             audit=self.audit,
             hosting=self.hosting_settings(),
+            restorer=self.restorer,
         )
         self._opened.push_async_callback(self.control_plane.stop)
         await self.control_plane.start()

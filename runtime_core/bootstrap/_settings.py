@@ -12,8 +12,12 @@ from runtime_core.dag import EngineSettings
 
 
 class RuntimeSettings(BaseModel):
+    """`require_redis_persistence`: refuse to start on a Redis without `appendonly yes` (by
+    default such a Redis only produces a warning at start)."""
+
     data_dir: Path = Path(".mcp-runtime")
     redis_url: str | None = None
+    require_redis_persistence: bool = False
     redis_prefix: str = "mcprt:"
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
@@ -31,6 +35,7 @@ class RuntimeSettings(BaseModel):
             "redis_prefix": os.environ.get("MCP_RUNTIME_REDIS_PREFIX"),
             "mongodb_uri": os.environ.get("MONGODB_URI"),
             "mongodb_database": os.environ.get("MONGODB_DATABASE"),
+            "require_redis_persistence": os.environ.get("MCP_RUNTIME_REQUIRE_REDIS_PERSISTENCE"),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -1,10 +1,11 @@
 """ControlPlane: the one facade MCP tools and the CLI call for shared runs and instances.
 
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
-in-process runtime instances, the background pump, the scale-out watcher and the health /
-execution recovery reconcilers, and the caller-facing operations: submit, drain,
-list_instances, pause_queue, resume_queue, and run_status / cancel (answered by
-`RunStatusReader` / `RunCanceller`).
+in-process runtime instances, the background pump, the scale-out watcher, the dataset watch
+(a lost Redis dataset is logged and discovery re-published) and the health / execution
+recovery reconcilers (a start expires the queue claims its killed predecessor left), and
+the caller-facing operations: submit, drain, list_instances, pause_queue, resume_queue, and
+run_status / cancel (answered by `RunStatusReader` / `RunCanceller`).
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runtime_core.audit import AuditServices
+from runtime_core.continuity import DatasetWatch
 from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
@@ -36,6 +38,7 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
     ExecutionCanceller,
     HostManagerSettings,
+    LostStateRestorer,
     QueueStateView,
     RuntimeInstanceSettings,
     TenantSettingsCatalog,
@@ -74,6 +77,8 @@ class ControlPlane:
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
+        self.dataset_watch = DatasetWatch(parts.hot_state, on_lost=[self._publish_discovery])
+        self._dataset_task: asyncio.Task[None] | None = None
 
     @classmethod
     def build(
@@ -87,20 +92,37 @@ class ControlPlane:
         tenants: TenantSettingsCatalog | None = None,
         audit: AuditServices | None = None,
         hosting: HostManagerSettings | None = None,
+        restorer: LostStateRestorer | None = None,
     ) -> ControlPlane:
         """`audit` (optional) receives the recovery forensics and ledger evidence; `hosting`
-        (optional) enables runtime-instance processes for HTTP / gRPC scale-out."""
+        (optional) enables runtime-instance processes for HTTP / gRPC scale-out; `restorer`
+        (optional) restores in-process instances' runs after a lost Redis dataset."""
         settings = settings or ControlPlaneSettings()
         parts = build_parts(
-            hot_state, engine, canceller, settings, tenants=tenants, audit=audit, hosting=hosting
+            hot_state,
+            engine,
+            canceller,
+            settings,
+            tenants=tenants,
+            audit=audit,
+            hosting=hosting,
+            restorer=restorer,
         )
         return cls(parts, settings, workers=workers)
 
     # Lifecycle
 
     async def start(self) -> ControlPlane:
-        """Publish discovery; start in-process instances, pump, scale-out watcher and reconcilers."""
-        await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
+        """Publish discovery; start in-process instances, pump, scale-out watcher and reconcilers.
+
+        Queue claims this control plane's previous life left (it was killed mid-dispatch) are
+        expired first, so their runs are settled and dispatched now, not after the claim lease.
+        """
+        await self.dataset_watch.join()
+        await self._publish_discovery()
+        await self.parts.queue.expire_claims_of_earlier_lives(
+            f"{self.settings.control_plane_id}/", self.parts.incarnation
+        )
         for n in range(1, self.settings.local_instances + 1):
             await self.parts.pool.start_instance(self.local_instance_settings(n))
         if self.settings.background_pump:
@@ -111,7 +133,13 @@ class ControlPlane:
         self._watcher_task = asyncio.create_task(
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
         )
+        self._dataset_task = asyncio.create_task(
+            self.dataset_watch.run_forever(self._stop, interval_ms=self.settings.health_check_interval_ms)
+        )
         return self
+
+    async def _publish_discovery(self) -> None:
+        await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
 
     def local_instance_settings(self, n: int) -> RuntimeInstanceSettings:
         s = self.settings
@@ -130,9 +158,9 @@ class ControlPlane:
         self._stop.set()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
-        if self._watcher_task is not None:
-            await asyncio.gather(self._watcher_task, return_exceptions=True)
-            self._watcher_task = None
+        background = [task for task in (self._watcher_task, self._dataset_task) if task is not None]
+        await asyncio.gather(*background, return_exceptions=True)
+        self._watcher_task = self._dataset_task = None
         if self.parts.hosts is not None:
             await self.parts.hosts.stop_all()
         await self.parts.pool.stop_all()
@@ -167,7 +195,9 @@ class ControlPlane:
         """Manual drain: pump identity is this control plane; each run's own snapshot drives admission."""
         caller = _require(snapshot)
         identity = PumpIdentity(
-            pump_runtime_instance_id=self.settings.control_plane_id, pump_worker_id=f"drain:{caller.user_id}"
+            pump_runtime_instance_id=self.settings.control_plane_id,
+            pump_worker_id=f"drain:{caller.user_id}",
+            incarnation=self.parts.incarnation,
         )
 
         async def report(done: int, result: DispatchResult) -> None:

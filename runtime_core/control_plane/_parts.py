@@ -13,6 +13,7 @@ from runtime_core.audit import AuditServices
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
 from runtime_core.hot_state import HotState
+from runtime_core.identity import new_incarnation_id
 from runtime_core.instances import (
     AdmissionController,
     ControlPlaneDiscovery,
@@ -22,6 +23,7 @@ from runtime_core.instances import (
     InstanceRegistry,
     LocalInstancePool,
     LocalInstanceScaler,
+    LostStateRestorer,
     ReservationStore,
     RunExecutionIndex,
     RuntimeHostManager,
@@ -49,6 +51,7 @@ from runtime_core.queueing import (
     SharedRuntimeController,
 )
 from runtime_core.recovery import (
+    DurableSnapshots,
     ExecutionRecoveryReconciler,
     InstanceHealthStore,
     RecoveryDependencies,
@@ -87,6 +90,8 @@ class ControlPlaneParts:
     recovery: ExecutionRecoveryReconciler
     recovery_loops: RecoveryLoops
     discovery: ControlPlaneDiscovery
+    # This start of the control plane: its pumps' claims carry it (see SharedQueue).
+    incarnation: str = ""
     hosts: RuntimeHostManager | None = None
 
 
@@ -99,17 +104,20 @@ def build_parts(
     tenants: TenantSettingsCatalog | None = None,
     audit: AuditServices | None = None,
     hosting: HostManagerSettings | None = None,
+    restorer: LostStateRestorer | None = None,
 ) -> ControlPlaneParts:
-    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes."""
+    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes;
+    `restorer` restores the runs of in-process instances after a lost Redis dataset."""
     if tenants is None:
         tenants = (
             TenantSettingsCatalog.from_file(settings.tenants_file)
             if settings.tenants_file
             else TenantSettingsCatalog()
         )
+    incarnation = new_incarnation_id()
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
-    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller))
+    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller, restorer))
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
     )
@@ -136,7 +144,11 @@ def build_parts(
     background = BackgroundPump(
         pump,
         gate,
-        PumpIdentity(pump_runtime_instance_id=settings.control_plane_id, pump_worker_id="background-pump"),
+        PumpIdentity(
+            pump_runtime_instance_id=settings.control_plane_id,
+            pump_worker_id="background-pump",
+            incarnation=incarnation,
+        ),
         batch_size=settings.pump_batch_size,
         idle_interval_ms=settings.pump_idle_interval_ms,
     )
@@ -157,6 +169,8 @@ def build_parts(
     recovery_settings = RecoverySettings(
         health_window_ms=settings.health_window_ms,
         claim_lease_ms=settings.claim_lease_ms,
+        # A dispatch reserved before a takeover is delivered within the reservation TTL.
+        predecessor_grace_ms=settings.reservation_ttl_ms,
         reconciler_id=f"{settings.control_plane_id}/recovery",
     )
     health = RuntimeHealthReconciler(InstanceHealthStore(registry), window_ms=settings.health_window_ms)
@@ -169,6 +183,7 @@ def build_parts(
             queue=queue,
             scale_out=scale_out,
             dag_store=engine.store,
+            archive=DurableSnapshots(audit.snapshots.store) if audit else None,
             evidence=RecoveryEvidence(
                 audit.forensics if audit else None,
                 audit.ledger if audit else None,
@@ -208,5 +223,6 @@ def build_parts(
             recovery_interval_ms=settings.recovery_interval_ms,
         ),
         discovery=ControlPlaneDiscovery(hot_state),
+        incarnation=incarnation,
         hosts=hosts,
     )
