@@ -70,7 +70,7 @@ from runtime_core.instances._models import (
     RuntimeInstanceSettings,
 )
 from runtime_core.instances._registry import Heartbeat, HeartbeatOutcome, RetireOutcome
-from runtime_core.instances._run_index import RunIndexRecord
+from runtime_core.instances._run_index import RecordSwap, RunIndexRecord
 
 log = logging.getLogger("runtime_core.instances")
 
@@ -251,8 +251,14 @@ class RuntimeInstance:
         if beat.outcome.fenced:
             self._fence(f"heartbeat refused: {beat.outcome.name.lower()} {beat.detail}".strip())
         elif beat.outcome is HeartbeatOutcome.NOT_REGISTERED and not self._stopping.is_set():
-            if not await self._rejoined_after_loss():
+            if await self._rejoined_after_loss():
+                return
+            # Same dataset: registered again meanwhile (a concurrent rejoin), or removed for good.
+            again = await self._incarnation.heartbeat()
+            if again.outcome is HeartbeatOutcome.NOT_REGISTERED:
                 self._fence("registration removed")
+            elif again.outcome.fenced:
+                await self._judge(again)
 
     def _fence(self, reason: str) -> None:
         """Take no more work: drop the local queue and stop every run (no index writes: their
@@ -296,7 +302,8 @@ class RuntimeInstance:
         )
         await self._incarnation.join(epoch)
         for run in live:
-            await self.deps.index.put(run.stored)
+            async with run.write_lock:  # never between a run's own swap and its bookkeeping
+                await self.deps.index.put(run.stored)
             if self.deps.restorer is not None and run.request.shared_run_id:
                 await self.deps.restorer.restore_shared_run(run.request, run.stored)
 
@@ -620,15 +627,20 @@ class RuntimeInstance:
 
     async def _swap(self, run: LocalRun, **changes: object) -> None:
         """Write the run's record by compare-and-set on the revision this incarnation wrote."""
-        swap = await self.deps.index.swap(run.stored, **changes)
-        if not swap.applied and swap.record is None and await self._rejoined_after_loss():
-            swap = await self.deps.index.swap(run.stored, **changes)  # written again by the rejoin
+        swap = await self._try_swap(run, changes)
+        if not swap.applied and swap.record is None:  # no record: the dataset may have been lost
+            await self._rejoined_after_loss()  # (or was, concurrently: the record is back then)
+            swap = await self._try_swap(run, changes)
         if not swap.applied:
-            current = swap.record
-            holder = current.taken_over_by if current is not None else None
+            holder = swap.record.taken_over_by if swap.record is not None else None
             raise TakenOver(f"run record taken over by {holder}" if holder else "run record changed")
-        assert swap.record is not None
-        run.stored = run.record = swap.record
+
+    async def _try_swap(self, run: LocalRun, changes: dict[str, object]) -> RecordSwap:
+        async with run.write_lock:
+            swap = await self.deps.index.swap(run.stored, **changes)
+            if swap.applied and swap.record is not None:
+                run.stored = run.record = swap.record
+        return swap
 
     async def _open_execution(self, engine: DagEngine, run: LocalRun) -> str:
         """Create the run's execution, or continue the recovered one it resumes (same ExecutionId).

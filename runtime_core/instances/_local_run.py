@@ -40,6 +40,8 @@ class LocalRun:
     execution_cancelled: bool = False
     fresh_execution_id: str = field(default_factory=new_execution_id)
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    # Held while the record is written (a swap, or a rewrite after a lost dataset).
+    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Set by the controller when it hands an unparked run workers again (or by `cancel_run`).
     workers_granted: asyncio.Event = field(default_factory=asyncio.Event)
 
