@@ -213,7 +213,10 @@ def _state_of(pid: int) -> str:
 
 
 def _stop_pid(pid: int) -> None:
-    """SIGTERM a server this process did not start (its AOF is flushed), SIGKILL if it hangs."""
+    """SIGTERM a server this process did not start (its AOF is flushed), SIGKILL if it hangs.
+
+    A paused (SIGSTOPped) server is continued first, or it could not act on the SIGTERM."""
+    _signal_pid(pid, signal.SIGCONT)
     _signal_pid(pid, signal.SIGTERM)
     if not _wait_gone(pid, 10):
         _signal_pid(pid, signal.SIGKILL)
