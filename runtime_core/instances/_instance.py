@@ -477,8 +477,13 @@ class RuntimeInstance:
         if run.record.status is LocalRunStatus.RUNNING:
             run.cancel_requested = True
             if run.record.execution_id:
-                await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
+                # Marked before the await: an unparked run must not take workers again meanwhile.
                 run.execution_cancelled = True
+                try:
+                    await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
+                except BaseException:
+                    run.execution_cancelled = False
+                    raise
                 run.workers_granted.set()  # a run waiting for workers again only finalizes now
         return run.view()
 
