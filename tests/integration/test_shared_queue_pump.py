@@ -38,6 +38,8 @@ from tests.integration.control_plane_support import (
     start_instance,
 )
 
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
 PUMP = PumpIdentity(pump_runtime_instance_id="rt_testhost:control-plane", pump_worker_id="test-pump")
 
 
@@ -238,12 +240,12 @@ async def test_dispatch_without_an_ambient_context_clears_the_restored_one(hot_s
 
 
 async def test_four_concurrent_pumps_dispatch_each_of_200_shared_runs_exactly_once(
-    hot_state: HotState, redis_server
+    hot_state: HotState, redis_target
 ) -> None:
     plane = control_plane(hot_state)
     sizes = {"worker_count": 200, "max_local_workers_per_execution": 1, "max_concurrent_runs": 200}
     instances = [await start_instance(plane, n=n, local_queue_capacity=200, **sizes) for n in (1, 2)]
-    connections = [connect_hot_state(redis_server.url, prefix=hot_state.prefix) for _ in range(4)]
+    connections = [connect_hot_state(redis_target.url, prefix=hot_state.prefix) for _ in range(4)]
     try:
         ids = [
             (await plane.submit(ONE_STEP, {"i": i}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
