@@ -21,7 +21,7 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import StepInvocation, default_executor_registry
-from tests.helpers import CountingExecutor, fan_out_pipeline, wait_until
+from tests.helpers import CountingExecutor, command_calls, fan_out_pipeline, wait_until
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
@@ -401,5 +401,4 @@ async def test_idle_workers_wait_for_the_local_completion_instead_of_polling(hot
 
 
 async def _script_calls(hot_state: HotState) -> int:
-    stats = await hot_state.redis.info("commandstats")
-    return sum(int(stats.get(k, {}).get("calls", 0)) for k in ("cmdstat_evalsha", "cmdstat_eval"))
+    return await command_calls(hot_state, "cmdstat_evalsha", "cmdstat_eval")

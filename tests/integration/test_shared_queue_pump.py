@@ -27,7 +27,7 @@ from runtime_core.queueing import (
     SharedRunStore,
     SubmitMode,
 )
-from tests.helpers import wait_until
+from tests.helpers import command_calls, wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
     ONE_STEP,
@@ -545,16 +545,11 @@ async def test_one_cycle_reads_the_registry_once_and_still_spreads_runs_over_ins
     try:
         for _ in range(2):
             await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
-        before = await _command_calls(hot_state, "cmdstat_smembers")
+        before = await command_calls(hot_state, "cmdstat_smembers")
         result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
-        listings = await _command_calls(hot_state, "cmdstat_smembers") - before
+        listings = await command_calls(hot_state, "cmdstat_smembers") - before
         assigned = {a.assigned_runtime_instance_id for a in result.dispatched}
         assert len(result.dispatched) == 2 and listings == 1
         assert assigned == {first.runtime_instance_id, second.runtime_instance_id}
     finally:
         await plane.stop()
-
-
-async def _command_calls(hot_state: HotState, stat: str) -> int:
-    stats = await hot_state.redis.info("commandstats")
-    return int(stats.get(stat, {}).get("calls", 0))
