@@ -247,7 +247,7 @@ class DagStore:
         """Steps in the ready set (Ready or WaitingForRetry) with their eligible-at; one read."""
         k = self.keys(execution_id)
         pipe = self.hot_state.redis.pipeline(transaction=False)
-        pipe.time()
+        self.hot_state.queue_server_time(pipe, k.meta)
         pipe.hget(k.meta, "status")
         pipe.hget(k.control, "status")
         pipe.zrangebyscore(k.ready, "-inf", "+inf", start=0, num=limit, withscores=True)
