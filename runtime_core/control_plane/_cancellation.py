@@ -15,7 +15,7 @@ from runtime_core.control_plane._views import CancelResult
 from runtime_core.errors import ConflictError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import LocalRunStatus, LocalRunView, RunIndexRecord
-from runtime_core.providers import CancelRunRequest
+from runtime_core.providers import CancelRunRequest, ProviderError
 from runtime_core.queueing import QueueOutcome, SharedRunStatus
 
 _CANCELLABLE_SHARED = (
@@ -104,14 +104,19 @@ class RunCanceller:
                 f"Runtime instance '{local.runtime_instance_id}' of run '{any_id}' is gone.",
                 hint="Its execution is recovered by the recovery reconciler; cancel it by ExecutionId.",
             )
-        view = await self.parts.providers.for_instance(entry.descriptor).cancel_run(
-            CancelRunRequest(
-                runtime_instance_id=local.runtime_instance_id,
-                local_run_id=local.local_run_id,
-                reason=reason,
-                requested_by=caller.user_id,
+        try:
+            view = await self.parts.providers.for_instance(entry.descriptor).cancel_run(
+                CancelRunRequest(
+                    runtime_instance_id=local.runtime_instance_id,
+                    local_run_id=local.local_run_id,
+                    reason=reason,
+                    requested_by=caller.user_id,
+                )
             )
-        )
+        except ProviderError:
+            if local.execution_id is None:
+                raise
+            return await self._cancel_execution_of(any_id, located, local, reason)
         return CancelResult(
             requested_id=any_id,
             shared_run_id=local.shared_run_id,
@@ -120,6 +125,24 @@ class RunCanceller:
             shared_status=located.shared.status.value if located.shared else None,
             local_status=view.status.value,
             message=_local_cancel_message(view),
+        )
+
+    async def _cancel_execution_of(
+        self, any_id: str, located: LocatedRun, local: RunIndexRecord, reason: str
+    ) -> CancelResult:
+        """The owning instance is out of reach from here (an in-process instance of another
+        control-plane process): cancel its execution through execution control in Redis; the
+        owning instance observes it and closes the local run."""
+        assert local.execution_id is not None
+        await self.parts.canceller.cancel(local.execution_id, located.snapshot, reason=reason)
+        return CancelResult(
+            requested_id=any_id,
+            shared_run_id=local.shared_run_id,
+            local_run_id=local.local_run_id,
+            execution_id=local.execution_id,
+            shared_status=located.shared.status.value if located.shared else None,
+            local_status=local.status.value,
+            message="execution cancellation requested",
         )
 
 
