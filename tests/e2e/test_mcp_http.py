@@ -142,6 +142,7 @@ def test_http_example_client_runs_the_rag_pipeline_to_completion(server_url: str
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "status     Completed" in finished.stdout and "tenant acme" in finished.stdout
+    assert "as an MCP task" in finished.stdout  # the server offers Tasks: the example uses them
 
 
 async def test_valid_token_submits_the_rag_pipeline_and_sees_it_complete(server_url: str) -> None:

@@ -214,6 +214,23 @@ async def test_modern_call_tool_follows_the_task_and_answers_its_input(servers: 
     assert [list(requests) for requests in asked] == [["hire-approval"]]
 
 
+async def test_modern_replay_runs_as_a_task_that_follows_the_execution(servers: tuple[str, str]) -> None:
+    async with tasks_client(servers[0]) as a:
+        finished = await a.call_tool("submit", RAG)  # followed to the end as a task
+        assert finished.structured_content is not None
+        execution_id = finished.structured_content["run"]["execution_id"]
+        handle = await a.session.call_tool("replay", {"execution_id": execution_id}, allow_claimed=True)
+    assert isinstance(handle, TaskHandle) and handle.meta is not None
+    assert handle.meta[RUN_META_KEY] == {"tool": "replay", "runId": execution_id}
+    async with tasks_client(servers[1]) as b:
+        done = await modern_status(b, handle.task_id, "completed")
+        result = CallToolResult.model_validate(done["result"], by_name=False)
+        await b.session.validate_tool_result("replay", result)
+    assert result.structured_content is not None
+    assert result.structured_content["already_exists"] is True
+    assert result.structured_content["run"]["execution_status"] == "Completed"
+
+
 # 2025-11-25: the experimental Tasks
 
 
