@@ -41,6 +41,7 @@ from tests.helpers import wait_until
 
 ACME_TOKEN = "acme-operator-" + secrets.token_hex(8)
 GLOBEX_TOKEN = "globex-operator-" + secrets.token_hex(8)
+VIEWER_TOKEN = "acme-viewer-" + secrets.token_hex(8)
 RAG = {"pipeline": "rag-final-test", "input": {"candidateId": "c-1", "jobId": "j-1"}}
 APPROVAL = {"pipeline": "human-approval", "input": {"candidateId": "c-1", "jobId": "j-1"}}
 UNKNOWN_TASK = "task_" + "0" * 32
@@ -48,16 +49,12 @@ INVALID_PARAMS = -32602
 
 
 def _write_config(path: Path) -> Path:
-    def principal(user: str, tenant: str, token: str) -> dict[str, Any]:
-        return {
-            "user_id": user,
-            "tenant_id": tenant,
-            "roles": ["operator"],
-            "token_sha256": [hash_token(token)],
-        }
+    def principal(user: str, tenant: str, token: str, role: str = "operator") -> dict[str, Any]:
+        return {"user_id": user, "tenant_id": tenant, "roles": [role], "token_sha256": [hash_token(token)]}
 
     principals = {"acme-operator": principal("otto", "acme", ACME_TOKEN)}
     principals["globex-operator"] = principal("gus", "globex", GLOBEX_TOKEN)
+    principals["acme-viewer"] = principal("vera", "acme", VIEWER_TOKEN, role="viewer")
     path.write_text(json.dumps({"principals": principals}), encoding="utf-8")
     return path
 
@@ -196,6 +193,27 @@ async def test_modern_task_of_another_tenant_reads_exactly_like_an_unknown_one(
                 await cancel_task(globex.session, task_id)
     assert answers[0] == answers[1] and answers[0][0] == INVALID_PARAMS
     assert answers[0][1].startswith("[not_found] Task 'ID' not found.")
+
+
+async def test_task_methods_need_the_permissions_of_what_they_do_to_the_run(servers: tuple[str, str]) -> None:
+    handle = await create_modern_task(servers[0], APPROVAL)
+    async with tasks_client(servers[1], VIEWER_TOKEN) as viewer:
+        await modern_status(viewer, handle.task_id, "input_required")  # run:read
+        refusals = []
+        for attempt in (
+            lambda: cancel_task(viewer.session, handle.task_id),  # run:cancel
+            lambda: update_task(viewer.session, handle.task_id, {"hire-approval": {"action": "decline"}}),
+        ):
+            with pytest.raises(MCPError) as refused:
+                await attempt()
+            refusals.append(refused.value.error)
+        denied_submit = await viewer.call_tool("submit", RAG)  # run:submit: an error result, no task
+    assert [error.code for error in refusals] == [-32600, -32600]
+    assert all(error.message.startswith("[permission_denied]") for error in refusals)
+    assert "'run:cancel'" in refusals[0].message and "'run:input'" in refusals[1].message
+    assert denied_submit.is_error and denied_submit.content[0].text.startswith("[permission_denied]")  # type: ignore[union-attr]
+    async with tasks_client(servers[1]) as operator:
+        await cancel_task(operator.session, handle.task_id)
 
 
 async def test_modern_call_tool_follows_the_task_and_answers_its_input(servers: tuple[str, str]) -> None:
