@@ -1,5 +1,5 @@
 """Helpers for the MCP Tasks end-to-end tests: two `mcp-runtime serve` processes on one Redis,
-SDK clients of the 2026-07-28 era, and a 2025-11-25 session spoken on the wire.
+and a 2025-11-25 session spoken on the wire.
 
 The SDK's client cannot take part in 2025-11-25 Tasks: `ClientSession.send_request`
 (mcp/client/session.py) validates every `tools/call` answer as a `CallToolResult`, so a
@@ -19,10 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
-from mcp import Client
-from mcp.client.extension import ClientExtension
-from mcp.client.streamable_http import streamable_http_client
 
 from runtime_core.hot_state import find_free_port
 from tests.e2e.mcp_support import child_process, serve_command, wait_for_health
@@ -49,22 +45,6 @@ def two_servers(config: Path, data_dir: Path, logs: Path, env: dict[str, str]) -
             wait_for_health(process, base_url, log)
             urls.append(f"{base_url}/mcp")
         yield urls[0], urls[1]
-
-
-class ModernClient:
-    """`async with ModernClient(url, token, extensions) as client`: an SDK client, bearer token."""
-
-    def __init__(self, url: str, token: str, extensions: list[ClientExtension] | None = None) -> None:
-        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        self._client = Client(streamable_http_client(url, http_client=self._http), extensions=extensions)
-
-    async def __aenter__(self) -> Client:
-        await self._http.__aenter__()
-        return await self._client.__aenter__()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._client.__aexit__(*exc)  # type: ignore[arg-type]
-        await self._http.__aexit__(*exc)  # type: ignore[arg-type]
 
 
 class WireError(Exception):

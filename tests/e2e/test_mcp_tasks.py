@@ -35,8 +35,8 @@ from mcp_runtime.tasks import (
 )
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.steps import HumanApprovalExecutor
-from tests.e2e.mcp_support import clean_environment
-from tests.e2e.tasks_support import LegacyWireSession, ModernClient, WireError, two_servers
+from tests.e2e.mcp_support import BearerClient, clean_environment
+from tests.e2e.tasks_support import LegacyWireSession, WireError, two_servers
 from tests.helpers import wait_until
 
 ACME_TOKEN = "acme-operator-" + secrets.token_hex(8)
@@ -73,8 +73,8 @@ def servers(
         yield urls
 
 
-def tasks_client(url: str, token: str = ACME_TOKEN) -> ModernClient:
-    return ModernClient(url, token, extensions=[TasksClientExtension()])
+def tasks_client(url: str, token: str = ACME_TOKEN) -> BearerClient:
+    return BearerClient(url, token, extensions=[TasksClientExtension()])
 
 
 async def create_modern_task(url: str, arguments: dict[str, Any]) -> TaskHandle:
@@ -169,7 +169,7 @@ async def test_modern_cancel_on_b_cancels_the_run_created_on_a(servers: tuple[st
 
 async def test_modern_client_without_the_extension_keeps_todays_flow(servers: tuple[str, str]) -> None:
     handle = await create_modern_task(servers[0], RAG)
-    async with ModernClient(servers[1], ACME_TOKEN) as plain:
+    async with BearerClient(servers[1], ACME_TOKEN) as plain:
         submitted = await plain.call_tool("submit", RAG)
         assert not submitted.is_error and submitted.structured_content is not None
         assert submitted.structured_content["status"] == "QueuedGlobally"
@@ -223,7 +223,7 @@ async def test_modern_call_tool_follows_the_task_and_answers_its_input(servers: 
         asked.append(requests)
         return {key: {"action": "accept", "content": {"approved": False}} for key in requests}
 
-    async with ModernClient(
+    async with BearerClient(
         servers[0], ACME_TOKEN, [TasksClientExtension(on_input=approve, timeout_s=60)]
     ) as a:
         result = await a.call_tool("submit", APPROVAL)
@@ -359,7 +359,7 @@ async def test_legacy_task_parameter_on_a_tool_without_task_support_is_method_no
 
 
 async def test_tool_errors_start_with_their_code_in_both_eras(servers: tuple[str, str]) -> None:
-    async with ModernClient(servers[0], ACME_TOKEN) as modern:
+    async with BearerClient(servers[0], ACME_TOKEN) as modern:
         result = await modern.call_tool("run.status", {"run_id": "srun_unknown"})
     async with LegacyWireSession(servers[1], ACME_TOKEN) as legacy:
         payload = await legacy.call_tool("run.status", {"run_id": "srun_unknown"})
