@@ -119,7 +119,9 @@ class TaskService:
                 raise TaskTerminalError(task_id, after.status) from None
             raise
         await self.store.transition(task_id, TaskStatus.CANCELLED)
-        log.info("task.cancelled", extra={"task_id": task_id, "tenant_id": snapshot.tenant_id})
+        log.info(
+            "task.cancelled", extra={"task_id": task_id, "run_id": record.run_id, "tenant_id": record.tenant_id}
+        )
         return await self._observe(record, snapshot)
 
     async def answer(
@@ -138,7 +140,10 @@ class TaskService:
             await self.control.submit_input(request.execution_id, request.key, answers[request.key], snapshot)
         except ConflictError:
             return await self._observe(record, snapshot)  # answered meanwhile: nothing outstanding
-        log.info("task.input_answered", extra={"task_id": task_id, "execution_id": request.execution_id})
+        log.info(
+            "task.input_answered",
+            extra={"task_id": task_id, "execution_id": request.execution_id, "tenant_id": record.tenant_id},
+        )
         return await self._observe(record, snapshot)
 
     async def _visible(self, task_id: str, snapshot: ExecutionContextSnapshot) -> TaskRecord:
