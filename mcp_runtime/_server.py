@@ -27,8 +27,9 @@ INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runt
 Typical flow: `pipelines.list` -> `submit` (returns a shared_run_id) -> `queue.drain` ->
 poll `run.status` until done -> `ledger` / `trace`. A client declaring MCP Tasks gets a task
 from `submit` / `replay` instead and follows it with tasks/get. Every call runs as your
-principal's tenant; ids of other tenants answer "not found". Errors start with a [code] and say what to do next.
-The prompt `run_pipeline` walks through it; `pipeline://<name>` resources hold definitions."""
+principal's tenant; ids of other tenants answer "not found". Errors start with a [code]
+and say what to do next. The prompt `run_pipeline` walks through it; `pipeline://<name>`
+resources hold definitions."""
 
 
 def build_server(

@@ -120,7 +120,8 @@ class TaskService:
             raise
         await self.store.transition(task_id, TaskStatus.CANCELLED)
         log.info(
-            "task.cancelled", extra={"task_id": task_id, "run_id": record.run_id, "tenant_id": record.tenant_id}
+            "task.cancelled",
+            extra={"task_id": task_id, "run_id": record.run_id, "tenant_id": record.tenant_id},
         )
         return await self._observe(record, snapshot)
 
