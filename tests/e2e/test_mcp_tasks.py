@@ -313,7 +313,8 @@ async def test_legacy_cancel_on_b_then_cancelling_again_is_invalid_params(server
 
 
 async def test_legacy_task_expires_with_its_requested_ttl(servers: tuple[str, str]) -> None:
-    task = (await create_legacy_task(servers[0], APPROVAL, ttl_ms=1_000))["task"]
+    created = await create_legacy_task(servers[0], APPROVAL, ttl_ms=1_000)
+    task = created["task"]
     assert task["ttl"] == 1_000
     async with LegacyWireSession(servers[1], ACME_TOKEN) as b:
 
@@ -326,6 +327,9 @@ async def test_legacy_task_expires_with_its_requested_ttl(servers: tuple[str, st
 
         await wait_until(expired, timeout=30, interval=0.1)
         assert task["taskId"] not in {listed["taskId"] for listed in (await b.request("tasks/list"))["tasks"]}
+        # The task is gone, its run is not: it still waits for input until cancelled.
+        cancelled = await b.call_tool("cancel", {"run_id": created["_meta"][RUN_META_KEY]["runId"]})
+        assert not cancelled.get("isError"), cancelled
 
 
 async def test_legacy_task_of_another_tenant_reads_exactly_like_an_unknown_one(

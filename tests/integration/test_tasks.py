@@ -173,6 +173,7 @@ async def test_another_tenants_task_answers_exactly_like_an_unknown_one(tasks: T
             unknown, "ID"
         )
     assert (await tasks.get(created.record.task_id, ACME)).status is not TaskStatus.CANCELLED
+    await tasks.cancel(created.record.task_id, ACME)
 
 
 async def test_a_task_expires_with_its_ttl(services: RuntimeServices) -> None:
@@ -188,6 +189,7 @@ async def test_a_task_expires_with_its_ttl(services: RuntimeServices) -> None:
     with pytest.raises(TaskNotFoundError):
         await short.get(expiring.record.task_id, ACME)
     assert expiring.record.task_id not in {view.record.task_id for view in (await short.list(ACME)).tasks}
+    await short.cancel(created.record.task_id, ACME)  # the run outlives the expired task
 
 
 async def test_a_requested_ttl_is_clamped_to_the_configured_bounds(services: RuntimeServices) -> None:
