@@ -102,13 +102,13 @@ def modern_detailed_task(view: TaskView) -> dict[str, Any]:
 
 def input_requests(request: InputRequest) -> dict[str, Any]:
     """The waiting step's question as a form elicitation, keyed by its waiting key."""
-    message = request.prompt or f"Input for step '{request.waiting_step}' (waiting key '{request.key}')."
-    return {
-        request.key: {
-            "method": "elicitation/create",
-            "params": {"mode": "form", "message": message, "requestedSchema": request.input_schema},
-        }
-    }
+    params = {"mode": "form", "message": input_message(request), "requestedSchema": request.input_schema}
+    return {request.key: {"method": "elicitation/create", "params": params}}
+
+
+def input_message(request: InputRequest) -> str:
+    """What the person asked reads: the step's prompt, else which step waits under which key."""
+    return request.prompt or f"Input for step '{request.waiting_step}' (waiting key '{request.key}')."
 
 
 def failure_error(view: TaskView) -> dict[str, Any]:

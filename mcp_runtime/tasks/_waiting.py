@@ -27,6 +27,7 @@ from mcp_types import (
 from mcp_runtime._guard import ToolGuard
 from mcp_runtime._permissions import Permission
 from mcp_runtime._rbac import PermissionDeniedError
+from mcp_runtime.tasks._shapes import input_message
 from mcp_runtime.tasks._wire import RELATED_TASK_META_KEY
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.tasks import InputRequest, TaskService, TaskView
@@ -72,10 +73,9 @@ class OutcomeWait:
         snapshot: ExecutionContextSnapshot,
         ctx: ServerRequestContext[Any, Any],
     ) -> None:
-        message = request.prompt or f"Input for step '{request.waiting_step}' (waiting key '{request.key}')."
         elicitation = ElicitRequest(
             params=ElicitRequestFormParams(
-                message=message,
+                message=input_message(request),
                 requested_schema=request.input_schema,
                 _meta={RELATED_TASK_META_KEY: {"taskId": view.record.task_id}},
             )
