@@ -343,6 +343,10 @@ class DagStore:
     async def control_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
 
+    async def waiting_key(self, execution_id: str) -> str | None:
+        """The key human input must be submitted under while the execution waits for it."""
+        return await self.hot_state.redis.hget(self.keys(execution_id).control, "waiting_key") or None
+
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)
         if not raw:

@@ -12,16 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from mcp_runtime import hash_token
 from runtime_core.hot_state import connect_hot_state, find_free_port
 from runtime_core.instances import InstanceRegistry, TenantSettingsCatalog
 from tests.conftest import REDIS_KINDS, RedisTarget
 from tests.e2e.mcp_support import (
+    BearerClient,
     child_process,
     clean_environment,
     processes_working_in,
@@ -74,20 +73,8 @@ def server_url(
         yield base_url
 
 
-class _session:
-    """An SDK client session over streamable HTTP sending `Authorization: Bearer <token>`."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-        self._client = Client(streamable_http_client(f"{base_url}/mcp", http_client=self._http))
-
-    async def __aenter__(self) -> Client:
-        await self._http.__aenter__()
-        return await self._client.__aenter__()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._client.__aexit__(*exc)  # type: ignore[arg-type]
-        await self._http.__aexit__(*exc)  # type: ignore[arg-type]
+def _session(base_url: str, token: str) -> BearerClient:
+    return BearerClient(f"{base_url}/mcp", token)
 
 
 async def _ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -145,6 +132,7 @@ def test_http_example_client_runs_the_rag_pipeline_to_completion(server_url: str
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "status     Completed" in finished.stdout and "tenant acme" in finished.stdout
+    assert "as an MCP task" in finished.stdout  # the server offers Tasks: the example uses them
 
 
 async def test_valid_token_submits_the_rag_pipeline_and_sees_it_complete(server_url: str) -> None:

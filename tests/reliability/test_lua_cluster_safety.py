@@ -41,6 +41,7 @@ from runtime_core.recovery import (
 )
 from runtime_core.retention import EVICT_POLICY
 from runtime_core.storage import SqliteDurableStore
+from runtime_core.tasks import TaskRecord, TaskStatus, TaskStore
 from tests.helpers import wait_until
 from tests.integration.audit_support import TENANT_A, make_rig
 from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
@@ -266,6 +267,31 @@ async def _recovery_scenario(
     await health.mark_recovered(rid, 60_000)
 
 
+async def _task_scenario(hot_state: HotState) -> None:
+    """task_create (new and duplicate id) / task_transition (moved, unchanged, terminal, missing)."""
+    store = TaskStore(hot_state)
+    record = TaskRecord(
+        task_id="task_" + secrets.token_hex(16),
+        tenant_id="tenant-a",
+        user_id="alice",
+        tool="submit",
+        run_id="srun_lua",
+        origin={},
+        ttl_ms=60_000,
+        poll_interval_ms=1_000,
+    )
+    assert await store.create(record) is not None
+    assert await store.create(record) is None
+    for status in (
+        TaskStatus.INPUT_REQUIRED,
+        TaskStatus.INPUT_REQUIRED,
+        TaskStatus.COMPLETED,
+        TaskStatus.WORKING,
+    ):
+        await store.transition(record.task_id, status)
+    await store.transition("task_" + "0" * 32, TaskStatus.WORKING)
+
+
 @pytest.fixture(scope="module")
 async def observed_calls(
     redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
@@ -277,6 +303,7 @@ async def observed_calls(
         await _dag_scenario(hot_state, durable)
         await _lease_scenario(hot_state)
         await _control_plane_scenario(hot_state)
+        await _task_scenario(hot_state)
     finally:
         await monitor.stop(hot_state)
         await durable.close()
