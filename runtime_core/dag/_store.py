@@ -245,7 +245,7 @@ class DagStore:
         for claim, result in completions:
             args += [claim.step_name, claim.token, canonical_json(result)]
         args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG]
-        reply = await self._scripts["advance_steps"](keys=k.advance_keys(), args=args)
+        reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
         now = int(reply[1])
         if int(reply[0]) != 1:
             missing = TransitionResult(TransitionOutcome.EXECUTION_MISSING, now)
