@@ -70,11 +70,11 @@ def retrieval(step_name: str, operation: str, inputs: dict[str, Any], provider_k
 
 
 def candidate_step(candidate_id: str) -> StepInvocation:
-    return retrieval("candidate", "candidate.byId", {"candidateId": candidate_id}, "sqlserver")
+    return retrieval("candidate", "candidate.byId", {"candidateId": candidate_id}, "default")
 
 
 def job_step(job_id: str) -> StepInvocation:
-    return retrieval("job", "job.byId", {"jobId": job_id}, "postgres")
+    return retrieval("job", "job.byId", {"jobId": job_id}, "sqlite")
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ async def test_retrieval_candidate_by_id_returns_seeded_row(registry: ExecutorRe
         },
         "operation": "candidate.byId",
         "provider": "relational",
-        "providerKey": "sqlserver",
+        "providerKey": "default",
     }
 
 
@@ -160,12 +160,12 @@ async def test_retrieval_unknown_id_is_not_retried_while_a_transient_failure_is(
 
 
 async def test_retrieval_unknown_operation_fails_permanent(registry: ExecutorRegistry) -> None:
-    failure = await fail(registry, retrieval("x", "candidate.search", {"candidateId": "c-1"}, "sqlserver"))
+    failure = await fail(registry, retrieval("x", "candidate.search", {"candidateId": "c-1"}, "default"))
     assert failure.code == "permanent"
 
 
 async def test_retrieval_missing_id_input_fails_permanent(registry: ExecutorRegistry) -> None:
-    failure = await fail(registry, retrieval("candidate", "candidate.byId", {}, "sqlserver"))
+    failure = await fail(registry, retrieval("candidate", "candidate.byId", {}, "default"))
     assert failure.code == "permanent"
 
 
