@@ -25,11 +25,14 @@ from starlette.routing import Route
 
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.errors import InvalidPipelineError
-from runtime_core.hot_state import EmbeddedRedis
+from runtime_core.hot_state import EmbeddedRedis, HotState
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances import HostTransport, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.policy import RetryEngine
+from runtime_core.queueing import SubmitMode
 from runtime_core.steps import (
+    AiPromptExecutor,
     ExecutorRegistry,
     StepFailure,
     StepInvocation,
@@ -37,6 +40,8 @@ from runtime_core.steps import (
     StepProviderSettings,
     default_executor_registry,
 )
+from tests.integration.control_plane_support import DEFAULT_TENANT
+from tests.integration.remote_support import hosted_control_plane, start_shared_host, wait_local_status
 from tests.loopback import serving
 
 API_KEY = f"sk-test-{secrets.token_hex(16)}"
@@ -530,3 +535,33 @@ async def test_the_api_key_appears_in_no_log_record_or_stored_document(
     assert logged and not [text for text in logged if API_KEY in text]
     files = [path for path in services.settings.data_dir.rglob("*") if path.is_file()]
     assert files and not [path for path in files if API_KEY.encode() in path.read_bytes()]
+
+
+async def test_a_runtime_instance_process_calls_the_provider_named_in_the_providers_file(
+    llm: LoopbackLlm,
+    loopback: tuple[LoopbackLlm, str],
+    hot_state: HotState,
+    redis_server: EmbeddedRedis,
+    tmp_path: Path,
+) -> None:
+    settings = provider_settings(loopback[1])
+    providers_file = tmp_path / "providers.json"
+    providers_file.write_text(json.dumps(settings), encoding="utf-8")
+    providers = StepProviders.build(StepProviderSettings.model_validate(settings))
+    pipeline = parse_pipeline({"name": "remote-ask", "steps": [ask("ask", "claude")]})
+    llm.then(ANTHROPIC_PATH, Reply(text="from the child", input_tokens=3, output_tokens=2))
+    async with hosted_control_plane(
+        hot_state,
+        redis_server,
+        tmp_path,
+        executors=[AiPromptExecutor(providers.llm)],  # the control plane validates `claude` at submit
+        providers_file=providers_file,
+    ) as plane:
+        await start_shared_host(plane, HostTransport.HTTP, pool_size=1)
+        submitted = await plane.submit(pipeline, {"name": "Ada"}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await plane.drain(10, DEFAULT_TENANT)
+        await wait_local_status(plane, submitted.shared_run_id, DEFAULT_TENANT, LocalRunStatus.COMPLETED)
+    await providers.aclose()
+    (seen,) = llm.seen
+    assert seen.headers["x-api-key"] == API_KEY  # the child read the key from its inherited environment
+    assert seen.body["messages"] == [{"role": "user", "content": "Rate Ada"}]

@@ -498,6 +498,31 @@ async def test_pipelines_validate_names_the_unregistered_step_key(backend: ToolB
     )
 
 
+UNCONFIGURED_PROVIDER = {
+    "name": "needs-postgres",
+    "steps": [
+        {
+            "name": "candidate",
+            "stepKey": "rag.retrieval",
+            "config": {"operation": "candidate.byId", "provider": "relational", "providerKey": "postgres"},
+        }
+    ],
+}
+
+
+async def test_pipelines_validate_and_submit_refuse_an_unconfigured_retrieval_provider(
+    backend: ToolBackend,
+) -> None:
+    async with session(backend, ACME_OPERATOR) as client:
+        checked = await ok(client, "pipelines.validate", {"definition": UNCONFIGURED_PROVIDER})
+        refused = await failed(client, "submit", {"definition": UNCONFIGURED_PROVIDER})
+    assert checked["valid"] is False
+    assert checked["problem"]["rule"] == "provider_configured"
+    assert "relational/postgres" in checked["problem"]["message"]
+    assert "providers file" in checked["problem"]["hint"]
+    assert "[invalid_pipeline]" in refused and "relational/postgres" in refused
+
+
 BAD_RETENTION = {
     "name": "bad-retention",
     "config": {"retention": ["retention.nope"]},
