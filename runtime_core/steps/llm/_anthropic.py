@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime_core.steps._executor import StepFailure
-from runtime_core.steps._http_endpoint import HttpEndpoint, json_object, secret_from_env
+from runtime_core.steps.llm._http_provider import HttpLlmProvider
 from runtime_core.steps.llm._provider import LlmReply, LlmRequest, TokenUsage
 from runtime_core.steps.llm._settings import AnthropicSettings
 
@@ -21,13 +21,7 @@ MESSAGES_PATH = "/v1/messages"
 ANTHROPIC_RESERVED_PARAMS = frozenset({"model", "messages", "system", "output_config", "stream"})
 
 
-class AnthropicProvider:
-    def __init__(self, name: str, settings: AnthropicSettings) -> None:
-        self.name = name
-        self.settings = settings
-        self.default_model = settings.model
-        self._endpoint = HttpEndpoint(settings)
-
+class AnthropicProvider(HttpLlmProvider[AnthropicSettings]):
     async def complete(self, request: LlmRequest) -> LlmReply:
         model = request.model or self.default_model
         body: dict[str, Any] = {
@@ -40,21 +34,13 @@ class AnthropicProvider:
             body["system"] = request.system
         if request.response_schema is not None:
             body["output_config"] = {"format": {"type": "json_schema", "schema": request.response_schema}}
-        response = await self._endpoint.request(
-            "POST",
+        reply = await self.post(
             MESSAGES_PATH,
+            body,
             headers={"anthropic-version": self.settings.anthropic_version},
-            secret_headers=self._api_key_header(),
-            json=body,
+            secret_headers={"x-api-key": self.api_key(self.settings.api_key_env)},
         )
-        return _reply(json_object(response, f"LLM provider {self.name!r}"), model, self.name)
-
-    def _api_key_header(self) -> dict[str, str]:
-        key = secret_from_env(self.settings.api_key_env, f"the API key of LLM provider {self.name!r}")
-        return {"x-api-key": key}
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
+        return _reply(reply, model, self.name)
 
 
 def _reply(body: dict[str, Any], model: str, name: str) -> LlmReply:
@@ -68,12 +54,5 @@ def _reply(body: dict[str, Any], model: str, name: str) -> LlmReply:
         for block in blocks
         if isinstance(block, dict) and block.get("type") == "text"
     )
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-    return LlmReply(
-        text=text,
-        model=str(body.get("model") or model),
-        usage=TokenUsage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
-    )
+    usage = TokenUsage.from_reply(body, "input_tokens", "output_tokens")
+    return LlmReply(text=text, model=str(body.get("model") or model), usage=usage)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime_core.steps._executor import StepFailure
-from runtime_core.steps._http_endpoint import HttpEndpoint, json_object, secret_from_env
+from runtime_core.steps.llm._http_provider import HttpLlmProvider
 from runtime_core.steps.llm._provider import LlmReply, LlmRequest, TokenUsage
 from runtime_core.steps.llm._settings import OpenAiCompatibleSettings
 
@@ -19,13 +19,7 @@ from runtime_core.steps.llm._settings import OpenAiCompatibleSettings
 OPENAI_RESERVED_PARAMS = frozenset({"model", "messages", "response_format", "stream"})
 
 
-class OpenAiCompatibleProvider:
-    def __init__(self, name: str, settings: OpenAiCompatibleSettings) -> None:
-        self.name = name
-        self.settings = settings
-        self.default_model = settings.model
-        self._endpoint = HttpEndpoint(settings)
-
+class OpenAiCompatibleProvider(HttpLlmProvider[OpenAiCompatibleSettings]):
     async def complete(self, request: LlmRequest) -> LlmReply:
         model = request.model or self.default_model
         body: dict[str, Any] = {**request.params, "model": model, "messages": _messages(request)}
@@ -38,22 +32,18 @@ class OpenAiCompatibleProvider:
                     "strict": request.schema_strict,
                 },
             }
-        path = self.settings.path
-        response = await self._endpoint.request(
-            "POST", path, secret_headers=self._auth_headers(), params=self.settings.query, json=body
+        reply = await self.post(
+            self.settings.path, body, secret_headers=self._auth_headers(), params=self.settings.query
         )
-        return _reply(json_object(response, f"LLM provider {self.name!r}"), model, self.name)
+        return _reply(reply, model, self.name)
 
     def _auth_headers(self) -> dict[str, str]:
         if self.settings.api_key_env is None:
             return {}
-        key = secret_from_env(self.settings.api_key_env, f"the API key of LLM provider {self.name!r}")
+        key = self.api_key(self.settings.api_key_env)
         if self.settings.api_key_header == "api-key":
             return {"api-key": key}
         return {"Authorization": f"Bearer {key}"}
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
 
 
 def _messages(request: LlmRequest) -> list[dict[str, str]]:
@@ -76,12 +66,5 @@ def _reply(body: dict[str, Any], model: str, name: str) -> LlmReply:
                 f"LLM provider {name!r}: the model refused: {str(refusal)[:200]}", code="permanent"
             )
         raise StepFailure(f"LLM provider {name!r} answered without message content", code="transient")
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-    return LlmReply(
-        text=content,
-        model=str(body.get("model") or model),
-        usage=TokenUsage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-    )
+    usage = TokenUsage.from_reply(body, "prompt_tokens", "completion_tokens")
+    return LlmReply(text=content, model=str(body.get("model") or model), usage=usage)

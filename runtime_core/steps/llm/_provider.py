@@ -22,6 +22,13 @@ class TokenUsage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
 
+    @classmethod
+    def from_reply(cls, body: dict[str, Any], input_field: str, output_field: str) -> TokenUsage:
+        """The counts in a reply's `usage` object; a missing or malformed count is 0."""
+        usage = body.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return cls(input_tokens=_count(usage.get(input_field)), output_tokens=_count(usage.get(output_field)))
+
     def record(self, provider: str, model: str) -> dict[str, Any]:
         """The `usage` entry of a step result / ledger event (camelCase like the rest of the result)."""
         return {
@@ -31,6 +38,10 @@ class TokenUsage(BaseModel):
             "outputTokens": self.output_tokens,
             "totalTokens": self.input_tokens + self.output_tokens,
         }
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class LlmRequest(BaseModel):

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from runtime_core.steps._executor import StepFailure
 from runtime_core.steps._http_endpoint import HttpEndpoint, secret_from_env
-from runtime_core.steps.retrieval._operations import bound_values, shaped
+from runtime_core.steps.retrieval._operations import bound_values, operation_spec, shaped
 from runtime_core.steps.retrieval._settings import HttpJsonSettings, HttpOperation
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -30,7 +30,7 @@ class HttpJsonRetrievalProvider:
         self._endpoint = HttpEndpoint(settings)
 
     async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | list[Any]:
-        spec = self._operation(operation)
+        spec = operation_spec(f"HTTP provider {self.name!r}", self.settings.operations, operation)
         values = bound_values(operation, spec.params, params)
         arguments: dict[str, Any] = {}
         if spec.query:
@@ -52,16 +52,6 @@ class HttpJsonRetrievalProvider:
                 code="transient",
             ) from None
         return _result(operation, _at_path(operation, reply, spec.result_path), spec, values)
-
-    def _operation(self, operation: str) -> HttpOperation:
-        spec = self.settings.operations.get(operation)
-        if spec is None:
-            raise StepFailure(
-                f"HTTP provider {self.name!r} has no operation {operation!r} "
-                f"(known: {', '.join(self.operations)})",
-                code="permanent",
-            )
-        return spec
 
     def _secret_headers(self) -> dict[str, str]:
         return {

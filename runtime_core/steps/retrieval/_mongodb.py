@@ -18,8 +18,8 @@ from pymongo.errors import ConnectionFailure, ExecutionTimeout, PyMongoError
 from runtime_core.steps._executor import StepFailure
 from runtime_core.steps._http_endpoint import secret_from_env
 from runtime_core.steps._http_failures import redact
-from runtime_core.steps.retrieval._operations import bound_values, jsonable, shaped
-from runtime_core.steps.retrieval._settings import PARAM_MARKER, MongoDbSettings, MongoOperation
+from runtime_core.steps.retrieval._operations import bound_values, jsonable, operation_spec, shaped
+from runtime_core.steps.retrieval._settings import PARAM_MARKER, MongoDbSettings
 
 
 class MongoRetrievalProvider:
@@ -31,7 +31,7 @@ class MongoRetrievalProvider:
         self._uri = ""
 
     async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | list[Any]:
-        spec = self._operation(operation)
+        spec = operation_spec(f"MongoDB provider {self.name!r}", self.settings.operations, operation)
         values = bound_values(operation, spec.params, params)
         try:
             collection = self._open()[self.settings.database][spec.collection]
@@ -42,16 +42,6 @@ class MongoRetrievalProvider:
         except PyMongoError as error:
             raise self._failure(operation, error) from None
         return shaped(operation, [jsonable(document) for document in documents], spec.result, values)
-
-    def _operation(self, operation: str) -> MongoOperation:
-        spec = self.settings.operations.get(operation)
-        if spec is None:
-            raise StepFailure(
-                f"MongoDB provider {self.name!r} has no operation {operation!r} "
-                f"(known: {', '.join(self.operations)})",
-                code="permanent",
-            )
-        return spec
 
     def _open(self) -> AsyncMongoClient[dict[str, Any]]:
         if self._client is None:

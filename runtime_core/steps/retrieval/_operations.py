@@ -1,9 +1,10 @@
 """What every configured retrieval operation shares: bound inputs, JSON-safe rows, one-or-many results.
 
-Owns taking an operation's named inputs from the step's resolved inputs (only scalars or
-lists of scalars, so an input can never smuggle a query fragment or an operator document),
-turning driver values (Decimal, datetime, UUID, ObjectId, ...) into JSON values, and the
-`result: one | many` shape (`one` with no row is `not_found`). Must not talk to a source.
+Owns looking up a configured operation by name, taking its named inputs from the step's
+resolved inputs (only scalars or lists of scalars, so an input can never smuggle a query
+fragment or an operator document), turning driver values (Decimal, datetime, UUID,
+ObjectId, ...) into JSON values, and the `result: one | many` shape (`one` with no row is
+`not_found`). Must not talk to a source.
 """
 
 from __future__ import annotations
@@ -12,12 +13,22 @@ import base64
 import datetime as dt
 import decimal
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from runtime_core.steps._executor import StepFailure
 
 ResultShape = Literal["one", "many"]
+SpecT = TypeVar("SpecT")
 _SCALARS = (str, int, float, bool, type(None))
+
+
+def operation_spec(source: str, operations: Mapping[str, SpecT], operation: str) -> SpecT:
+    """The configured operation named `operation`; an unknown name is permanent, listing the known ones."""
+    spec = operations.get(operation)
+    if spec is None:
+        known = ", ".join(sorted(operations)) or "none"
+        raise StepFailure(f"{source} has no operation {operation!r} (known: {known})", code="permanent")
+    return spec
 
 
 def bound_values(operation: str, names: Iterable[str], params: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from psycopg_pool import AsyncConnectionPool
 from runtime_core.steps._executor import StepFailure
 from runtime_core.steps._http_endpoint import secret_from_env
 from runtime_core.steps._http_failures import redact
-from runtime_core.steps.retrieval._operations import bound_values, jsonable, shaped
-from runtime_core.steps.retrieval._settings import PostgresSettings, SqlOperation
+from runtime_core.steps.retrieval._operations import bound_values, jsonable, operation_spec, shaped
+from runtime_core.steps.retrieval._settings import PostgresSettings
 
 
 class PostgresRetrievalProvider:
@@ -36,7 +36,7 @@ class PostgresRetrievalProvider:
         self._secrets: tuple[str, ...] = ()
 
     async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | list[Any]:
-        sql = self._operation(operation)
+        sql = operation_spec(f"PostgreSQL provider {self.name!r}", self.settings.operations, operation)
         values = bound_values(operation, sql.params, params)
         try:
             pool = await self._open()
@@ -46,16 +46,6 @@ class PostgresRetrievalProvider:
         except psycopg.Error as error:
             raise self._failure(operation, error) from None
         return shaped(operation, [_decoded(row, sql.json_columns) for row in rows], sql.result, values)
-
-    def _operation(self, operation: str) -> SqlOperation:
-        sql = self.settings.operations.get(operation)
-        if sql is None:
-            raise StepFailure(
-                f"PostgreSQL provider {self.name!r} has no operation {operation!r} "
-                f"(known: {', '.join(self.operations)})",
-                code="permanent",
-            )
-        return sql
 
     async def _open(self) -> AsyncConnectionPool:
         async with self._opening:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime_core.steps._executor import StepFailure
+from runtime_core.steps.retrieval._operations import operation_spec
 
 SEED_SQL_PATH = Path(__file__).parent / "data" / "seed.sql"
 EMBEDDED_DATABASE_NAME = "retrieval.sqlite3"
@@ -84,12 +85,7 @@ class SqliteRelationalProvider:
             connection.executescript(script)
 
     async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        lookup = _RELATIONAL_OPERATIONS.get(operation)
-        if lookup is None:
-            raise StepFailure(
-                f"relational provider has no operation {operation!r} (known: {', '.join(self.operations)})",
-                code="permanent",
-            )
+        lookup = operation_spec("the embedded relational provider", _RELATIONAL_OPERATIONS, operation)
         key = params.get(lookup.param)
         if not isinstance(key, str | int) or isinstance(key, bool) or key == "":
             raise StepFailure(f"operation {operation!r} needs input {lookup.param!r}", code="permanent")
