@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -427,8 +428,9 @@ async def test_postgres_statement_timeout_is_a_timeout(pg_conninfo: str) -> None
 
 
 async def test_postgres_unreachable_is_transient_and_never_shows_the_password(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     monkeypatch.setenv(PASSWORD_ENV, PG_PASSWORD)
     conninfo = f"host=127.0.0.1 port={closed_port()} user=postgres dbname=nowhere"
     settings = pg_settings(conninfo, password_env=PASSWORD_ENV, connect_timeout_s=1)
@@ -439,6 +441,9 @@ async def test_postgres_unreachable_is_transient_and_never_shows_the_password(
         await provider.aclose()
     assert failure.code == "transient"
     assert PG_PASSWORD not in failure.message
+    assert caplog.records and not [
+        r for r in caplog.records if PG_PASSWORD in f"{r.getMessage()} {r.__dict__}"
+    ]
 
 
 # HTTP JSON
