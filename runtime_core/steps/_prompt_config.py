@@ -57,5 +57,6 @@ def check_prompt_provider(config: PromptConfig, providers: LlmProviders) -> None
         raise StepConfigError(
             providers.unknown_message(config.provider),
             hint=f"Add an 'llm' entry named '{config.provider}' to the providers file "
-            f"(MCP_RUNTIME_PROVIDERS_FILE), or use the offline provider '{TEMPLATE_PROVIDER}'.",
+            "(--providers-file / MCP_RUNTIME_PROVIDERS_FILE), "
+            f"or use the offline provider '{TEMPLATE_PROVIDER}'.",
         )

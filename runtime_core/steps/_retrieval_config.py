@@ -27,8 +27,8 @@ def check_retrieval_provider(config: RetrievalConfig, providers: RetrievalProvid
         raise StepConfigError(
             providers.unknown_message(config.provider, config.provider_key),
             hint=f"Add a 'retrieval' entry named '{config.provider_key}' (provider_type "
-            f"'{config.provider}') to the providers file (MCP_RUNTIME_PROVIDERS_FILE), or use "
-            "providerKey 'default' for the embedded demo database.",
+            f"'{config.provider}') to the providers file (--providers-file / "
+            "MCP_RUNTIME_PROVIDERS_FILE), or use providerKey 'default' for the embedded demo database.",
         )
     if config.operation not in provider.operations:
         raise StepConfigError(
