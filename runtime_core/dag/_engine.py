@@ -56,7 +56,14 @@ from runtime_core.pipeline import (
     resolve_inputs,
     validate_pipeline,
 )
-from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
+from runtime_core.steps import (
+    ExecutorRegistry,
+    StepExecutor,
+    StepFailure,
+    StepInvocation,
+    StepParked,
+    check_step_configs,
+)
 
 log = logging.getLogger("runtime_core.dag")
 
@@ -252,10 +259,12 @@ class DagEngine:
 
     def validate(self, pipeline: PipelineDefinition) -> None:
         """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
-        concurrency policies. Submit and `pipelines.validate` call it so a bad pipeline is refused
-        before it is queued; the first broken rule raises InvalidPipelineError."""
+        concurrency policies, and each step's config against its step type's config model. Submit
+        and `pipelines.validate` call it so a bad pipeline is refused before it is queued; the first
+        broken rule raises InvalidPipelineError."""
         validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
+        check_step_configs(pipeline.steps, self.executors)
 
     async def reassign_execution(
         self, execution_id: str, snapshot: ExecutionContextSnapshot | None, attributes: dict[str, str]

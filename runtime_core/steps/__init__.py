@@ -1,12 +1,16 @@
 """Built-in step executors, the executor registry, and the retrieval / LLM provider interfaces.
 
 Owns what one step does once it has been claimed: read its resolved inputs and config,
-return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked. Must not
-coordinate: claiming, retries, parking and persistence belong to the DAG engine.
+return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked; the public step
+API every step (built-in or plug-in) is written with (`runtime_core.steps.api`); and the
+submit-time check of each step's config against its step's config model. Must not
+coordinate: claiming, retries, parking and persistence belong to the DAG engine; plug-in
+discovery belongs to `runtime_core.plugins`.
 """
 
 from runtime_core.steps._compose import ComposeConfig, RagComposeExecutor
-from runtime_core.steps._config import StepConfig, parse_config
+from runtime_core.steps._config import StepConfig, StepConfigError, parse_config, validation_problems
+from runtime_core.steps._config_checks import PROVIDER_RULE, STEP_CONFIG_RULE, check_step_configs
 from runtime_core.steps._decision import DecisionScoreExecutor, ScoreConfig
 from runtime_core.steps._defaults import default_executor_registry
 from runtime_core.steps._executor import StepExecutor, StepFailure, StepInvocation, StepParked
@@ -38,6 +42,14 @@ from runtime_core.steps._test_steps import (
     WaitForFileConfig,
     WaitForFileExecutor,
 )
+from runtime_core.steps.api import (
+    BUILTIN_SOURCE,
+    STEP_ENTRY_POINT_GROUP,
+    FunctionStep,
+    StepDefinitionError,
+    StepDescription,
+    step,
+)
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Executor contract and registry
@@ -47,9 +59,21 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepParked",
     "ExecutorRegistry",
     "default_executor_registry",
+    # The public step API (all of it in runtime_core.steps.api)
+    "step",
+    "FunctionStep",
+    "StepDefinitionError",
+    "StepDescription",
+    "STEP_ENTRY_POINT_GROUP",
+    "BUILTIN_SOURCE",
     # Step config and results
     "StepConfig",
+    "StepConfigError",
     "parse_config",
+    "validation_problems",
+    "check_step_configs",
+    "STEP_CONFIG_RULE",
+    "PROVIDER_RULE",
     "canonical",
     "canonical_json",
     "step_result",

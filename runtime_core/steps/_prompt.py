@@ -31,6 +31,7 @@ class AiPromptExecutor:
 
     step_key = "ai.prompt"
     config_model = PromptConfig
+    description = "Render a prompt template from the inputs and complete it with a named LLM provider."
 
     def __init__(self, providers: LlmProviders) -> None:
         self._providers = providers
