@@ -261,9 +261,10 @@ class DagEngine:
 
     def validate(self, pipeline: PipelineDefinition) -> None:
         """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
-        concurrency policies, and that step configs name providers configured here. Submit and
-        `pipelines.validate` call it so a bad pipeline is refused before it is queued; the first
-        broken rule raises InvalidPipelineError."""
+        concurrency policies, each step's config against its step type's config model, and that
+        step configs name providers configured here. Submit and `pipelines.validate` call it so a
+        bad pipeline is refused before it is queued; the first broken rule raises
+        InvalidPipelineError."""
         validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
         check_step_configs(pipeline.steps, self.executors)

@@ -1,10 +1,12 @@
 """Built-in step executors, the executor registry, and the retrieval / LLM providers they call.
 
 Owns what one step does once it has been claimed: read its resolved inputs and config,
-return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked; and the
-submit-time check that a step's config names providers this runtime has. Providers live in
-the `llm` and `retrieval` sub-packages, configured by name in the providers file. Must not
-coordinate: claiming, retries, parking and persistence belong to the DAG engine.
+return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked; the public step
+API every step (built-in or plug-in) is written with (`runtime_core.steps.api`); and the
+submit-time check of each step's config against its step's config model and of the
+providers it names. Providers live in the `llm` and `retrieval` sub-packages, configured by
+name in the providers file. Must not coordinate: claiming, retries, parking and persistence
+belong to the DAG engine; plug-in discovery belongs to `runtime_core.plugins`.
 """
 
 from runtime_core.steps._compose import ComposeConfig, RagComposeExecutor
@@ -43,6 +45,14 @@ from runtime_core.steps._test_steps import (
     WaitForFileConfig,
     WaitForFileExecutor,
 )
+from runtime_core.steps.api import (
+    BUILTIN_SOURCE,
+    STEP_ENTRY_POINT_GROUP,
+    FunctionStep,
+    StepDefinitionError,
+    StepDescription,
+    step,
+)
 from runtime_core.steps.llm import LlmProvider, LlmProviders, TemplateLlmProvider
 from runtime_core.steps.retrieval import (
     EMBEDDED_RELATIONAL_KEYS,
@@ -60,6 +70,13 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepParked",
     "ExecutorRegistry",
     "default_executor_registry",
+    # The public step API (all of it in runtime_core.steps.api)
+    "step",
+    "FunctionStep",
+    "StepDefinitionError",
+    "StepDescription",
+    "STEP_ENTRY_POINT_GROUP",
+    "BUILTIN_SOURCE",
     # Step config and results
     "StepConfig",
     "StepConfigError",

@@ -40,6 +40,7 @@ class HttpToolExecutor:
 
     step_key = "tool.http"
     config_model = HttpToolConfig
+    description = "Call an HTTP(S) endpoint with the step's inputs; failures are classified for retries."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(HttpToolConfig, invocation)

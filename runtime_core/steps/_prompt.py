@@ -26,6 +26,7 @@ _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]
 class AiPromptExecutor:
     step_key = "ai.prompt"
     config_model = PromptConfig
+    description = "Render a prompt template from the inputs and complete it with a named LLM provider."
 
     def __init__(self, providers: LlmProviders) -> None:
         self._providers = providers

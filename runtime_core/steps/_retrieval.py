@@ -20,6 +20,7 @@ class RagRetrievalExecutor:
 
     step_key = "rag.retrieval"
     config_model = RetrievalConfig
+    description = "Run a named retrieval operation on a configured provider, the inputs as parameters."
 
     def __init__(self, providers: RetrievalProviders) -> None:
         self._providers = providers
