@@ -59,7 +59,16 @@ from runtime_core.pipeline import (
     resolve_inputs,
     validate_pipeline,
 )
-from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
+from runtime_core.steps import (
+    ExecutorRegistry,
+    StepExecutor,
+    StepFailure,
+    StepInvocation,
+    StepParked,
+    check_step_configs,
+    result_usage,
+    usage_attributes,
+)
 
 log = logging.getLogger("runtime_core.dag")
 
@@ -202,8 +211,16 @@ class _Idle:
     wake_at_ms: int | None = None
 
 
-# A step that ran and the result to store for it, reported with the worker's next claim.
-Completion = tuple[StepClaim, Any]
+@dataclass(frozen=True)
+class Completion:
+    """A step that ran, reported with the worker's next claim: the result to store and the
+    extra attributes of its `step.completed` event (token usage)."""
+
+    claim: StepClaim
+    stored: Any
+    attributes: dict[str, Any]
+
+
 ParkHandler = Callable[[StepClaim, StepParked, ExecutionContextSnapshot | None], Awaitable[None]]
 InputReader = Callable[[str, str], Awaitable[dict[str, Any] | None]]
 # (execution id, observed control status) -> the status it settled into, or None.
@@ -260,10 +277,13 @@ class DagEngine:
 
     def validate(self, pipeline: PipelineDefinition) -> None:
         """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
-        concurrency policies. Submit and `pipelines.validate` call it so a bad pipeline is refused
-        before it is queued; the first broken rule raises InvalidPipelineError."""
+        concurrency policies, each step's config against its step type's config model, and that
+        step configs name providers configured here. Submit and `pipelines.validate` call it so a
+        bad pipeline is refused before it is queued; the first broken rule raises
+        InvalidPipelineError."""
         validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
+        check_step_configs(pipeline.steps, self.executors)
 
     async def reassign_execution(
         self, execution_id: str, snapshot: ExecutionContextSnapshot | None, attributes: dict[str, str]
@@ -426,7 +446,7 @@ class DagEngine:
         def call() -> Awaitable[AdvanceResult]:
             return self.store.advance(
                 run.execution_id,
-                done,
+                [(completion.claim, completion.stored) for completion in done],
                 max_claim=claim_count,
                 lease_ms=self.settings.lease_ms,
                 token_prefix=token_prefix,
@@ -445,10 +465,17 @@ class DagEngine:
         """Emit each completion's event, wake idle workers for what became claimable, and
         finalize once the execution converged with nothing left to run."""
         released = 0
-        for (claim, _stored), result in zip(done, advanced.completed, strict=True):
+        for completion, result in zip(done, advanced.completed, strict=True):
             released += result.released
             await self._after_transition(
-                run, claim, result.outcome, False, "step.completed", worker_id, wake=0
+                run,
+                completion.claim,
+                result.outcome,
+                False,
+                "step.completed",
+                worker_id,
+                wake=0,
+                **completion.attributes,
             )
         others = released - len(advanced.claims.claims)
         if others > 0:
@@ -629,7 +656,7 @@ class DagEngine:
             run.execution_id,
             step=step.name,
         )
-        return claim, stored
+        return Completion(claim, stored, usage_attributes(result_usage(result)))
 
     @contextlib.asynccontextmanager
     async def _lease_kept(self, claim: StepClaim) -> AsyncIterator[None]:
@@ -721,7 +748,9 @@ class DagEngine:
         self, run: _ExecutionRun, step: StepDefinition, claim: StepClaim, failure: StepFailure, worker_id: str
     ) -> None:
         seed = f"{run.execution_id}:{step.name}:{claim.retry_count}"
-        decision = self.retry.decide(step.config, failure.code, claim.retry_count, seed)
+        decision = self.retry.decide(
+            step.config, failure.code, claim.retry_count, seed, retry_after_ms=failure.retry_after_ms
+        )
         error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
         result = await self._until_available(
             lambda: self.store.fail_step(
@@ -743,6 +772,7 @@ class DagEngine:
             error=failure.message,
             retry_count=result.retry_count,
             next_retry_at_ms=result.next_retry_at_ms,
+            **usage_attributes(failure.usage),
         )
 
     async def _park(
