@@ -227,6 +227,5 @@ def _lifecycle(
     if audit is None:
         return build_lifecycle(stores, settings.lifecycle)
     lifecycle = build_lifecycle(stores, settings.lifecycle, durable=audit.store, snapshots=audit.snapshots)
-    if settings.lifecycle.hot.enabled:
-        audit.replay.on_restored = lifecycle.schedule.restored
+    audit.replay.on_restored = lifecycle.schedule.restored
     return lifecycle

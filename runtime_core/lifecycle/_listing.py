@@ -104,6 +104,6 @@ def decode_cursor(cursor: str) -> ListingKey:
         return int(at_ms), shared_run_id
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgumentError(
-            f"cursor {cursor[:40]!r} is not a cursor this listing returned.",
+            "The cursor is not one this listing returned.",
             hint="Pass back `next_cursor` unchanged, or omit `cursor` for the newest runs.",
         ) from exc

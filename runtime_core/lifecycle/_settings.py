@@ -28,7 +28,8 @@ class HotStateRetention(BaseModel):
     run-index and dispatch-attempt records then expire after `record_retention_ms`.
     `evidence_wait_ms`: how long the sweeper waits for a finished run's ledger and trace to
     become durable (a process that died before flushing never writes them) before it archives
-    the run anyway, with a warning.
+    the run anyway, with a warning. `enabled=False` keeps the background sweeper from
+    starting (finished runs then stay in Redis until something sweeps).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
