@@ -27,9 +27,8 @@ def lifecycle_runtime(
         redis_prefix=f"lc{secrets.token_hex(4)}:",
         data_dir=data_dir,
         control_plane=ControlPlaneSettings(
-            workers_per_instance=4,
+            **{"workers_per_instance": 4, **control_plane},
             lifecycle=LifecycleSettings(hot=hot, durable=DurableRetention()),
-            **control_plane,
         ),
     )
 
