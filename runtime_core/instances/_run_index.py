@@ -175,7 +175,11 @@ class RunExecutionIndex:
         """The records that exist among `local_run_ids`, by LocalRunId (one round trip)."""
         if not local_run_ids:
             return {}
-        raws = await self.hot_state.redis.mget([self._local_key(i) for i in local_run_ids])
+        # One GET per key in a pipeline (not MGET): the keys live in different Cluster slots.
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for local_run_id in local_run_ids:
+            pipe.get(self._local_key(local_run_id))
+        raws = await pipe.execute()
         records = (RunIndexRecord.model_validate_json(raw) for raw in raws if raw)
         return {record.local_run_id: record for record in records}
 
