@@ -7,9 +7,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from mcp_runtime._run_tools import is_done
 from runtime_core.bootstrap import RuntimeSettings
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, RunStatusView
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, RunStatusView, run_is_done
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.lifecycle import DurableRetention, HotStateRetention, LifecycleSettings
@@ -47,7 +46,7 @@ async def finish(
     async def done() -> bool:
         if not plane.settings.background_pump:
             await plane.drain(50, snapshot)
-        return is_done(await plane.run_status(shared_run_id, snapshot))
+        return run_is_done(await plane.run_status(shared_run_id, snapshot))
 
     await wait_until(done, timeout=30, interval=0.02)
     return await plane.run_status(shared_run_id, snapshot)
