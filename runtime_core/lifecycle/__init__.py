@@ -25,6 +25,7 @@ from runtime_core.lifecycle._listing import (
     epoch_ms,
     from_epoch_ms,
 )
+from runtime_core.lifecycle._periodic import PeriodicPass
 from runtime_core.lifecycle._purge import DurablePurge
 from runtime_core.lifecycle._records import run_record
 from runtime_core.lifecycle._schedule import LifecycleSchedule
@@ -54,6 +55,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "HotStateSweeper",
     # Durable retention
     "DurablePurge",
+    # Background loop
+    "PeriodicPass",
     # Run listing
     "RunCatalog",
     "RunListQuery",

@@ -1,20 +1,17 @@
 """DurablePurge: the background loop that expires durable records older than their window.
 
 Owns one purge pass (for each record kind with a window, delete batches of records older
-than now minus the window until a batch comes back short) and the loop that runs it every
-`purge_interval_ms`, backing off while the durable store is unavailable. Several control
-planes purging the same store only repeat deletes. Must not choose the windows.
+than now minus the window until a batch comes back short), run every `purge_interval_ms` by
+a PeriodicPass. Several control planes purging the same store only repeat deletes. Must not
+choose the windows.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import datetime
 
-from runtime_core.errors import StoreUnavailableError
-from runtime_core.hot_state import StoreOutage
+from runtime_core.lifecycle._periodic import PeriodicPass
 from runtime_core.lifecycle._settings import DurableRetention
 from runtime_core.storage import DurableRecordKind, DurableStore, utc_now
 
@@ -25,19 +22,14 @@ class DurablePurge:
     def __init__(self, store: DurableStore, settings: DurableRetention) -> None:
         self.store = store
         self.settings = settings
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = PeriodicPass("lifecycle.purge", self.purge_once, settings.purge_interval_ms, log)
 
     def start(self) -> None:
-        if self._task is None and self.settings.windows():
-            self._stop.clear()
-            self._task = asyncio.create_task(self._loop(), name="durable-retention-purge")
+        if self.settings.windows():
+            self._loop.start()
 
     async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
     async def purge_once(self, now: datetime | None = None) -> dict[DurableRecordKind, int]:
         """Delete every record older than its kind's window at `now`; returns the counts."""
@@ -49,24 +41,9 @@ class DurablePurge:
             while True:
                 deleted = await self.store.purge(kind, now - window, batch)
                 total += deleted
-                if deleted < batch or self._stop.is_set():
+                if deleted < batch or self._loop.stopping.is_set():
                     break
             purged[kind] = total
         if any(purged.values()):
             log.info("lifecycle.durable_purged", extra={kind.value: n for kind, n in purged.items()})
         return purged
-
-    async def _loop(self) -> None:
-        outage = StoreOutage("lifecycle.purge", logger=log)
-        while not self._stop.is_set():
-            try:
-                await self.purge_once()
-            except StoreUnavailableError as exc:
-                await outage.wait(exc)
-                continue
-            except Exception:  # a bug in one pass must not stop retention: log, try next interval
-                log.exception("lifecycle.purge_failed")
-            else:
-                outage.recovered()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.settings.purge_interval_ms / 1000)

@@ -1,24 +1,22 @@
 """HotStateSweeper: the background loop that retires finished runs' hot state after the grace.
 
 Owns one sweep (claim the due members of the three schedules: ended local runs, shared runs
-that ended before dispatch, executions a replay restored; archive or drop each) and the loop
-that sweeps every `sweep_interval_ms`, backing off while Redis or the durable store is
-unavailable instead of dying. One failing run is logged and left to its lease (it comes back
-later); it never stops the sweep. Must not decide what is finished: the archiver does.
+that ended before dispatch, executions a replay restored; archive or drop each), run every
+`sweep_interval_ms` by a PeriodicPass. One failing run is logged and left to its lease (it
+comes back later); it never stops the sweep. Must not decide what is finished: the archiver
+does.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from runtime_core.errors import StoreUnavailableError
-from runtime_core.hot_state import StoreOutage
 from runtime_core.instances import RunExecutionIndex
 from runtime_core.lifecycle._archiver import ArchiveOutcome, RunArchiver
+from runtime_core.lifecycle._periodic import PeriodicPass
 from runtime_core.lifecycle._schedule import LifecycleSchedule
 from runtime_core.lifecycle._settings import HotStateRetention
 from runtime_core.queueing import SharedQueueKeys
@@ -39,19 +37,14 @@ class HotStateSweeper:
         self.settings = settings
         self._ended_local_runs = index.ended_key
         self._ended_shared_runs = SharedQueueKeys(schedule.hot_state).ended
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = PeriodicPass("lifecycle.sweep", self.sweep_once, settings.sweep_interval_ms, log)
 
     def start(self) -> None:
-        if self._task is None and self.settings.enabled:
-            self._stop.clear()
-            self._task = asyncio.create_task(self._loop(), name="hot-state-sweeper")
+        if self.settings.enabled:
+            self._loop.start()
 
     async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
     async def sweep_once(self) -> Counter[str]:
         """Handle every due member once; returns how many ended in each outcome."""
@@ -76,7 +69,7 @@ class HotStateSweeper:
             )
             for member in due:
                 outcomes[(await self._handle(handle, member)).value] += 1
-            if len(due) < s.sweep_batch or self._stop.is_set():
+            if len(due) < s.sweep_batch or self._loop.stopping.is_set():
                 return
 
     @staticmethod
@@ -88,18 +81,3 @@ class HotStateSweeper:
         except Exception:  # one broken run must not stop the sweep: it comes back after its lease
             log.exception("lifecycle.archive_failed", extra={"member": member})
             return ArchiveOutcome.WAITING
-
-    async def _loop(self) -> None:
-        outage = StoreOutage("lifecycle.sweep", logger=log)
-        while not self._stop.is_set():
-            try:
-                await self.sweep_once()
-            except StoreUnavailableError as exc:
-                await outage.wait(exc)
-                continue
-            except Exception:  # a bug in one sweep must not stop the next: log, try next interval
-                log.exception("lifecycle.sweep_failed")
-            else:
-                outage.recovered()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.settings.sweep_interval_ms / 1000)
