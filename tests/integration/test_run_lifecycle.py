@@ -18,7 +18,7 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import DropOutcome
 from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.hot_state import EmbeddedRedis
-from runtime_core.lifecycle import ArchiveOutcome, HotStateRetention, HotStateSweeper, Lifecycle
+from runtime_core.lifecycle import ArchiveOutcome, HotStateRetention, HotStateSweeper, Lifecycle, RunListQuery
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import RetireOutcome, SharedQueueKeys
 from runtime_core.storage import RunRecordQuery
@@ -32,6 +32,7 @@ from tests.integration.lifecycle_support import (
     run_to_end,
     submit_queued,
 )
+from tests.redis_cluster import RedisClusterServer
 
 RETENTION_MS = 400
 TWO_STEPS = parse_pipeline(
@@ -333,3 +334,25 @@ async def test_the_background_sweeper_archives_runs_after_the_grace(
         await wait_until(archived, timeout=15, interval=0.05)
         answered: Any = await plane.run_status(view.shared_run_id or "", TENANT_A)
         assert comparable(answered) == comparable(view)
+
+
+async def test_archiving_and_listing_work_on_a_redis_cluster(
+    redis_cluster: RedisClusterServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every lifecycle script stays in one slot; the index and listing reads span slots."""
+    hot = HotStateRetention(enabled=False, grace_ms=0, record_retention_ms=RETENTION_MS)
+    settings = lifecycle_runtime(
+        redis_cluster.url, tmp_path_factory.mktemp("cluster-lifecycle"), hot, background_pump=False
+    )
+    async with RuntimeServices(settings) as started:
+        plane = started.control_plane
+        before = await run_to_end(plane, TWO_STEPS, TENANT_A)
+        hot_listing = await plane.list_runs(RunListQuery(), TENANT_A)
+        assert await sweep(plane.parts.lifecycle) == {ArchiveOutcome.ARCHIVED.value: 1}
+        assert (
+            await existing_keys(plane.parts.hot_state, execution_keys(plane, before.execution_id or "")) == []
+        )
+        assert comparable(await plane.run_status(before.shared_run_id or "", TENANT_A)) == comparable(before)
+        archived_listing = await plane.list_runs(RunListQuery(), TENANT_A)
+    assert [(r.shared_run_id, r.archived) for r in hot_listing.runs] == [(before.shared_run_id, False)]
+    assert [(r.shared_run_id, r.archived) for r in archived_listing.runs] == [(before.shared_run_id, True)]
