@@ -65,6 +65,12 @@ class FinalizeOutcome(Enum):
     NOT_CONVERGED = -3
 
 
+class DropOutcome(Enum):
+    DROPPED = 1
+    STILL_RUNNING = 0
+    MISSING = -1
+
+
 class ReassignOutcome(Enum):
     REASSIGNED = 1
     UNCHANGED = 0
@@ -437,6 +443,12 @@ class DagStore:
             for s in meta.pipeline.steps
         ]
         return ExecutionView(meta, steps, control)
+
+    async def drop_finished(self, execution_id: str) -> DropOutcome:
+        """Remove the hot state of a terminal execution (its durable copies answer for it now)."""
+        keys = self.keys(execution_id)
+        reply = await self._scripts["drop_execution"](keys=keys.all(), args=[])
+        return DropOutcome(int(reply[0]))
 
     async def delete_execution(self, execution_id: str) -> int:
         """Remove all hot state of an execution (retention eviction, replay tests)."""
