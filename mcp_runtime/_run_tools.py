@@ -1,9 +1,9 @@
 """Tools `submit`, `queue.drain`, `instances.list`, `run.status` and `cancel`: the control plane.
 
 Owns resolving the pipeline argument (catalog name or inline definition), forwarding drain
-progress to the MCP client, and shaping ControlPlane answers (`done` included, decided by
-the control plane) into tool answers. Must not queue, dispatch or look runs up itself: the ControlPlane
-does, tenant-checked against the runs' stored snapshots.
+progress to the MCP client, and shaping ControlPlane answers into tool answers (`done` is the
+control plane's terminal rule, `run_is_done`). Must not queue, dispatch or look runs up
+itself: the ControlPlane does, tenant-checked against the runs' stored snapshots.
 """
 
 from __future__ import annotations
@@ -21,11 +21,17 @@ from mcp_runtime._outputs import (
     SubmitOutput,
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
-from runtime_core.control_plane import ControlPlane, InstanceView
+from runtime_core.control_plane import ControlPlane, InstanceView, RunStatusView, run_is_done
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SubmitMode, SubmitResult
+
+
+def run_status_output(view: RunStatusView, *, include_steps: bool = True) -> RunStatusOutput:
+    """The `run.status` answer for a run's view (`done` decided by the runtime's terminal rule)."""
+    body = view.model_dump(exclude=set() if include_steps else {"steps"})
+    return RunStatusOutput.model_validate({**body, "done": run_is_done(view)})
 
 
 def _next_step(result: SubmitResult) -> str:
@@ -120,8 +126,7 @@ class RunTools:
 
     async def status(self, request: RunStatusInput, call: ToolCall) -> RunStatusOutput:
         view = await self._control_plane.run_status(request.run_id, call.snapshot)
-        body = view.model_dump(exclude=set() if request.include_steps else {"steps"})
-        return RunStatusOutput.model_validate(body)
+        return run_status_output(view, include_steps=request.include_steps)
 
     async def cancel(self, request: CancelInput, call: ToolCall) -> CancelOutput:
         result = await self._control_plane.cancel(request.run_id, call.snapshot)

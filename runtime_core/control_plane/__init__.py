@@ -10,7 +10,7 @@ from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._control_plane import ControlPlane, DrainProgress
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
-from runtime_core.control_plane._run_status import TERMINAL_STATUSES, RunStatusReader, run_is_done
+from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
     CancelResult,
@@ -19,6 +19,8 @@ from runtime_core.control_plane._views import (
     InstanceView,
     RunStatusView,
     StepRow,
+    run_final_status,
+    run_is_done,
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -35,11 +37,11 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "InstanceView",
     "RunStatusView",
     "StepRow",
+    "run_is_done",
+    "run_final_status",
     # Run lookup and the queries / actions on one run
     "RunLocator",
     "LocatedRun",
     "RunStatusReader",
-    "run_is_done",
-    "TERMINAL_STATUSES",
     "RunCanceller",
 ]

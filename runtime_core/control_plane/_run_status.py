@@ -2,8 +2,10 @@
 
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
-hot state (steps, control status, sink results), and deciding `done` (`run_is_done`). Must
-not change any state.
+hot state (steps, control status, sink results), marking an older local attempt than the one
+the shared run is dispatched to (so it is not `done`); or, for a finished run whose hot state was
+retired (also when that happens while it is being read), from its durable RunRecord, so the
+answer is the same before and after the cleanup. Must not change any state.
 """
 
 from __future__ import annotations
@@ -18,30 +20,16 @@ from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import LocalRunView, RunIndexRecord
 from runtime_core.providers import RunRef
-from runtime_core.queueing import SharedRunRecord, SharedRunStatus
-
-TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Cancelled", "Rejected"})
-_ENDED_SHARED = frozenset({SharedRunStatus.REJECTED, SharedRunStatus.CANCELLED, SharedRunStatus.FAILED})
+from runtime_core.queueing import SharedRunStatus
+from runtime_core.storage import RunRecord
 
 
-def run_is_done(view: RunStatusView, shared: SharedRunRecord | None) -> bool:
-    """True only once the run is finished for good.
-
-    The most advanced identity shown must be terminal (the execution, else the local run, else
-    the shared run) and the local run closed (the instance closes it after the engine's
-    observers wrote the ledger, trace and snapshot). And the shared run must agree: a shared
-    run queued again (recovery requeued it, its pump died mid-dispatch) or dispatched to
-    another local run than the one shown is not done, whatever an older attempt says.
-    """
-    status = view.execution_status or view.local_status or view.shared_status
-    local_open = view.local_status is not None and view.local_status not in TERMINAL_STATUSES
-    if status not in TERMINAL_STATUSES or local_open:
+def _superseded(located: LocatedRun) -> bool:
+    """The local run shown is not the one its shared run is dispatched to (an older attempt)."""
+    shared, local = located.shared, located.local
+    if shared is None or local is None or shared.status is not SharedRunStatus.DISPATCHED:
         return False
-    if shared is None:
-        return True
-    if shared.status is SharedRunStatus.DISPATCHED:
-        return view.local_run_id is not None and view.local_run_id == shared.local_run_id
-    return shared.status in _ENDED_SHARED
+    return shared.local_run_id is not None and shared.local_run_id != local.local_run_id
 
 
 class RunStatusReader:
@@ -51,14 +39,53 @@ class RunStatusReader:
 
     async def read(self, any_id: str, caller: ExecutionContextSnapshot) -> RunStatusView:
         located = await self.locator.locate(any_id, caller)
+        if located.archived is not None:
+            return await self._archived_view(any_id, located.archived, located.snapshot)
         with restored_snapshot(located.snapshot):
             view = RunStatusView(requested_id=any_id, tenant_id=located.snapshot.tenant_id)
             await self._fill_shared(view, located)
             if located.local is not None:
                 self._fill_local(view, await self._local_view(located.local))
-            if located.execution_id:
-                await self._fill_execution(view, located.execution_id, located.snapshot)
-        view.done = run_is_done(view, located.shared)
+                if _superseded(located):
+                    view.mark_attempt_superseded()
+            if located.execution_id and not await self._fill_execution(
+                view, located.execution_id, located.snapshot
+            ):
+                # The execution's keys went after this run was located: it was archived meanwhile.
+                archived = await self.locator.archived(located.execution_id, caller)
+                if archived is not None:
+                    return await self._archived_view(any_id, archived, located.snapshot)
+        return view
+
+    async def _archived_view(
+        self, any_id: str, record: RunRecord, snapshot: ExecutionContextSnapshot
+    ) -> RunStatusView:
+        with restored_snapshot(snapshot):
+            view = RunStatusView(
+                requested_id=any_id,
+                tenant_id=record.tenant_id,
+                **record.model_dump(
+                    include={
+                        "shared_run_id",
+                        "local_run_id",
+                        "execution_id",
+                        "shared_status",
+                        "queue_status",
+                        "submit_mode",
+                        "assigned_runtime_instance_id",
+                        "pump_runtime_instance_id",
+                        "pump_worker_id",
+                        "scale_out_request_id",
+                        "local_status",
+                        "execution_status",
+                        "control_status",
+                        "failure_reason",
+                    }
+                ),
+                steps=[StepRow.model_validate(step.model_dump()) for step in record.steps],
+            )
+            if record.result and record.execution_id:
+                view.result = await self._decoded(record.execution_id, record.result, snapshot)
         return view
 
     async def _fill_shared(self, view: RunStatusView, located: LocatedRun) -> None:
@@ -111,13 +138,16 @@ class RunStatusReader:
 
     async def _fill_execution(
         self, view: RunStatusView, execution_id: str, snapshot: ExecutionContextSnapshot
-    ) -> None:
+    ) -> bool:
+        """False when the execution has no hot state."""
         execution = await self.parts.dag_store.read_execution(execution_id)
         view.execution_id = execution_id
         if execution is None:
-            return
+            return False
         view.execution_status = execution.meta.status
         view.control_status = execution.control_status
+        if execution.control_status == "WaitingForInput":
+            view.waiting_key = await self.parts.dag_store.waiting_key(execution_id)
         view.steps = [
             StepRow(
                 name=s.name,
@@ -130,9 +160,16 @@ class RunStatusReader:
         ]
         if execution.meta.status != "Running":
             view.result = await self._sink_results(execution, snapshot)
+        return True
 
     async def _sink_results(self, execution: ExecutionView, snapshot: ExecutionContextSnapshot) -> Any:
-        feeding = {dep for step in execution.meta.pipeline.steps for dep in step.depends_on}
-        sinks = {s.name: s.result for s in execution.steps if s.name not in feeding and s.result is not None}
-        decoded = await self.parts.engine.results.decode(execution.meta.execution_id, sinks, snapshot)
+        sink_names = execution.meta.pipeline.sink_step_names()
+        sinks = {s.name: s.result for s in execution.steps if s.name in sink_names and s.result is not None}
+        return await self._decoded(execution.meta.execution_id, sinks, snapshot)
+
+    async def _decoded(
+        self, execution_id: str, sinks: dict[str, Any], snapshot: ExecutionContextSnapshot
+    ) -> Any:
+        """The sink results as values (payload references resolved); one sink gives its value alone."""
+        decoded = await self.parts.engine.results.decode(execution_id, sinks, snapshot)
         return next(iter(decoded.values())) if len(decoded) == 1 else decoded

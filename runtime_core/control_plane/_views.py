@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from runtime_core.instances import InstanceEntry, InstanceHealth, IsolationMode
 
@@ -114,12 +114,12 @@ class StepRow(BaseModel):
 class RunStatusView(BaseModel):
     """Every identity and status of one run, as its own tenant may read them.
 
-    `done`: the run is finished for good (see `run_is_done`): poll until it is true.
+    `attempt_superseded` (set by the reader, not part of the answer): the local run shown is
+    not the one the shared run is dispatched to now (an older attempt, asked for by its id).
     """
 
     requested_id: str
     tenant_id: str
-    done: bool = False
     shared_run_id: str | None = None
     local_run_id: str | None = None
     execution_id: str | None = None
@@ -134,9 +134,47 @@ class RunStatusView(BaseModel):
     effective_workers: int | None = None
     execution_status: str | None = None
     control_status: str | None = None
+    waiting_key: str | None = None
     failure_reason: str | None = None
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None
+    _attempt_superseded: bool = PrivateAttr(default=False)
+
+    def mark_attempt_superseded(self) -> None:
+        self._attempt_superseded = True
+
+    @property
+    def attempt_superseded(self) -> bool:
+        return self._attempt_superseded
+
+
+TERMINAL_RUN_STATUSES = frozenset({"Completed", "Failed", "Cancelled", "Rejected"})
+
+
+def run_final_status(view: RunStatusView) -> str | None:
+    """The status of the most advanced identity: the execution, else the local run, else the shared run."""
+    return view.execution_status or view.local_status or view.shared_status
+
+
+# Shared run statuses of a run that waits to be dispatched (again): whatever an earlier local
+# attempt says, the run is not finished.
+AWAITING_DISPATCH_STATUSES = frozenset({"Submitted", "QueuedGlobally", "ScaleOutRequested"})
+
+
+def run_is_done(view: RunStatusView) -> bool:
+    """Terminal by its most advanced identity, its local run (if any) closed, and the shared run
+    agreeing: finished for good.
+
+    A finished execution whose local run is not closed yet is not done: the instance closes
+    the local run only after the engine's observers ran, so once done the run's ledger,
+    trace and snapshot are all written. A local attempt that ended while its shared run was
+    queued again (recovery requeued it, its pump died mid-dispatch) or dispatched to another
+    local run is not done either.
+    """
+    if view.shared_status in AWAITING_DISPATCH_STATUSES or view.attempt_superseded:
+        return False
+    local_open = view.local_status is not None and view.local_status not in TERMINAL_RUN_STATUSES
+    return run_final_status(view) in TERMINAL_RUN_STATUSES and not local_open
 
 
 class CancelResult(BaseModel):

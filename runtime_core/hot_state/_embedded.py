@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from runtime_core.errors import StoreUnavailableError
@@ -43,11 +44,20 @@ class EmbeddedRedis:
     needs so a Redis restart does not lose acknowledged transitions.
     """
 
-    def __init__(self, data_dir: Path, *, port: int | None = None, appendonly: bool = True) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        appendonly: bool = True,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        """`extra_args` are more `redis-server` options, e.g. a Redis Cluster node's."""
         self.data_dir = Path(data_dir)
         self._requested_port = port
         self.port = port or find_free_port()
         self.appendonly = appendonly
+        self.extra_args = tuple(extra_args)
         self._process: subprocess.Popen[bytes] | None = None
         self._adopted_pid: int | None = None  # a predecessor's server this object now owns
 
@@ -94,6 +104,7 @@ class EmbeddedRedis:
             "yes" if self.appendonly else "no",
             "--appendfsync",
             "everysec",
+            *self.extra_args,
         ]
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait_until_accepting(timeout_s)

@@ -10,12 +10,14 @@ SharedRunId = NewType("SharedRunId", str)
 LocalRunId = NewType("LocalRunId", str)
 ExecutionId = NewType("ExecutionId", str)
 RuntimeInstanceId = NewType("RuntimeInstanceId", str)
+TaskId = NewType("TaskId", str)
 
 SHARED_RUN_PREFIX = "srun_"
 LOCAL_RUN_PREFIX = "lrun_"
 EXECUTION_PREFIX = "exec_"
 RUNTIME_INSTANCE_PREFIX = "rt_"
 INCARNATION_PREFIX = "inc_"
+TASK_PREFIX = "task_"
 
 
 def _sortable_suffix() -> str:
@@ -43,6 +45,11 @@ def new_runtime_instance_id(prefix: str = "") -> RuntimeInstanceId:
 def new_incarnation_id() -> str:
     """One start of a runtime instance (or control plane): its registration, never its identity."""
     return INCARNATION_PREFIX + _sortable_suffix()
+
+
+def new_task_id() -> TaskId:
+    """An MCP task id: 128 random bits and no clock part, so it cannot be guessed or enumerated."""
+    return TaskId(TASK_PREFIX + secrets.token_hex(16))
 
 
 def new_claim_token() -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime_core.control_plane import run_is_done
 from runtime_core.hot_state import HotState
 from runtime_core.instances import InstanceHealth, RuntimeInstance
 from runtime_core.queueing import SharedRunStatus
@@ -172,9 +173,9 @@ async def test_a_failed_attempt_of_a_requeued_run_is_not_done(rig: Rig) -> None:
 
     between = await rig.plane.run_status(in_flight.shared_run_id, TENANT_C)
     assert between.shared_status == SharedRunStatus.QUEUED_GLOBALLY.value
-    assert between.local_status == "Failed" and not between.done
+    assert between.local_status == "Failed" and not run_is_done(between)
 
     rig.gate.release()
     await wait_completed(rig, [in_flight.shared_run_id])
     after = await rig.plane.run_status(in_flight.shared_run_id, TENANT_C)
-    assert after.done and after.execution_status == "Completed" and after.local_status == "Completed"
+    assert run_is_done(after) and after.execution_status == "Completed" and after.local_status == "Completed"

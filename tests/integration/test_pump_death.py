@@ -14,7 +14,7 @@ import asyncio
 
 import pytest
 
-from runtime_core.control_plane import ControlPlane
+from runtime_core.control_plane import ControlPlane, run_is_done
 from runtime_core.errors import ConflictError
 from runtime_core.hot_state import HotState
 from runtime_core.instances import LocalRunStatus, RuntimeInstance
@@ -94,7 +94,7 @@ async def test_the_next_pump_records_a_run_the_dead_pump_got_accepted_and_never_
         assert final.status is LocalRunStatus.COMPLETED
         assert await _local_runs_of(instance, submitted.shared_run_id) == [accepted.local_run_id]
         view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
-        assert view.done and view.local_run_id == accepted.local_run_id
+        assert run_is_done(view) and view.local_run_id == accepted.local_run_id
     finally:
         await plane.stop()
 

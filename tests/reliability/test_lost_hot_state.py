@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import ControlPlaneSettings, RunStatusView
+from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_is_done
 from runtime_core.errors import NotFoundError, StoreUnavailableError
 from runtime_core.hot_state import EmbeddedRedis, connect_hot_state
 from runtime_core.instances import HOT_STATE_LOST, LocalRunStatus
@@ -135,7 +135,7 @@ async def lost(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LostSt
                     views[:] = [await plane.run_status(s, DEFAULT_TENANT) for s in shared]
                 except (StoreUnavailableError, NotFoundError):  # until its instance restored it
                     return False
-                return all(view.done for view in views)
+                return all(run_is_done(view) for view in views)
 
             await wait_until(all_ended, timeout=BOUND_S, interval=0.1)
             yield LostState(services, shared, list(views), plane.dataset_watch.losses)
@@ -170,7 +170,7 @@ async def test_the_instance_registered_again_and_takes_new_runs(lost: LostState)
 
     async def completed() -> bool:
         view = await plane.run_status(submitted.shared_run_id, DEFAULT_TENANT)
-        return view.done and view.execution_status == "Completed"
+        return run_is_done(view) and view.execution_status == "Completed"
 
     await wait_until(completed, timeout=20, interval=0.05)
 
@@ -199,7 +199,7 @@ async def test_without_a_durable_copy_a_run_fails_with_hot_state_lost_never_comp
         assert final.status is LocalRunStatus.FAILED
         assert (final.failure_reason or "").startswith(HOT_STATE_LOST)
         view = await plane.run_status(local_run_id, DEFAULT_TENANT)
-        assert view.done and view.local_status == "Failed" and view.execution_status is None
+        assert run_is_done(view) and view.local_status == "Failed" and view.execution_status is None
     finally:
         await plane.stop()
         await hot_state.close()

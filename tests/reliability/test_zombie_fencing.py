@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from runtime_core.audit import build_audit_services
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, run_is_done
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import (
     HostedProcess,
@@ -256,7 +256,7 @@ async def zombie(
         _open(gate)
 
         async def both_done() -> bool:
-            return all([(await plane.run_status(s, DEFAULT_TENANT)).done for s in shared])
+            return all([run_is_done(await plane.run_status(s, DEFAULT_TENANT)) for s in shared])
 
         await wait_until(both_done, timeout=30, interval=0.05)
         await plane.parts.hosts.stop_host(process.host_id)  # SIGTERM: its ledger is flushed

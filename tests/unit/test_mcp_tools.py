@@ -33,8 +33,8 @@ from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.lifecycle import HotStateRetention, LifecycleSettings
 from runtime_core.pipeline import PipelineCatalog, parse_pipeline
-from runtime_core.queueing import SharedRunRecord, SharedRunStatus, SubmitMode
 from runtime_core.steps import StepInvocation
 from runtime_core.storage import ForensicsRecord
 from tests.helpers import wait_until
@@ -73,7 +73,12 @@ async def services(
         redis_prefix=f"mcp{secrets.token_hex(4)}:",
         data_dir=tmp_path_factory.mktemp("mcp-tools"),
         control_plane=ControlPlaneSettings(
-            background_pump=False, workers_per_instance=8, max_local_workers_per_execution=2
+            background_pump=False,
+            workers_per_instance=8,
+            max_local_workers_per_execution=2,
+            # Some tests here read the live hot state of runs finished earlier in the module
+            # (replay of a live execution): keep finished runs in Redis for the module's life.
+            lifecycle=LifecycleSettings(hot=HotStateRetention(grace_ms=3_600_000)),
         ),
     )
     async with RuntimeServices(settings) as started:
@@ -498,6 +503,18 @@ async def test_pipelines_validate_names_the_unregistered_step_key(backend: ToolB
     )
 
 
+UNCONFIGURED_PROVIDER = {
+    "name": "needs-postgres",
+    "steps": [
+        {
+            "name": "candidate",
+            "stepKey": "rag.retrieval",
+            "config": {"operation": "candidate.byId", "provider": "relational", "providerKey": "postgres"},
+        }
+    ],
+}
+
+
 BAD_RETENTION = {
     "name": "bad-retention",
     "config": {"retention": ["retention.nope"]},
@@ -505,15 +522,24 @@ BAD_RETENTION = {
 }
 
 
-async def test_pipelines_validate_and_submit_refuse_an_unknown_retention_policy(backend: ToolBackend) -> None:
+@pytest.mark.parametrize(
+    ("definition", "rule", "named", "hinted"),
+    [
+        (BAD_RETENTION, "retention_valid", "retention.nope", "retention.hybrid.default"),
+        (UNCONFIGURED_PROVIDER, "provider_configured", "relational/postgres", "providers file"),
+    ],
+)
+async def test_pipelines_validate_and_submit_refuse_what_this_runtime_cannot_run(
+    backend: ToolBackend, definition: dict[str, Any], rule: str, named: str, hinted: str
+) -> None:
     async with session(backend, ACME_OPERATOR) as client:
-        checked = await ok(client, "pipelines.validate", {"definition": BAD_RETENTION})
-        refused = await failed(client, "submit", {"definition": BAD_RETENTION})
+        checked = await ok(client, "pipelines.validate", {"definition": definition})
+        refused = await failed(client, "submit", {"definition": definition})
     assert checked["valid"] is False
-    assert checked["problem"]["rule"] == "retention_valid"
-    assert "retention.nope" in checked["problem"]["message"]
-    assert "retention.hybrid.default" in checked["problem"]["hint"]
-    assert "[invalid_pipeline]" in refused and "retention.nope" in refused
+    assert checked["problem"]["rule"] == rule
+    assert named in checked["problem"]["message"]
+    assert hinted in checked["problem"]["hint"]
+    assert "[invalid_pipeline]" in refused and named in refused
 
 
 async def test_the_engine_refuses_an_unknown_retention_policy_at_create_time(
@@ -690,31 +716,21 @@ def test_a_run_is_done_only_once_its_local_run_closed_after_the_execution_finish
     def view(**statuses: str) -> RunStatusView:
         return RunStatusView(requested_id="srun_x", tenant_id="acme", **statuses)
 
-    assert not run_is_done(view(execution_status="Completed", local_status="Running"), None)
-    assert run_is_done(view(execution_status="Completed", local_status="Completed"), None)
-    assert not run_is_done(view(execution_status="Running", local_status="Running"), None)
-    assert run_is_done(view(shared_status="Rejected"), None)
-    assert run_is_done(view(shared_status="Cancelled", local_status="Cancelled"), None)
+    assert not run_is_done(view(execution_status="Completed", local_status="Running"))
+    assert run_is_done(view(execution_status="Completed", local_status="Completed"))
+    assert not run_is_done(view(execution_status="Running", local_status="Running"))
+    assert run_is_done(view(shared_status="Rejected"))
+    assert run_is_done(view(shared_status="Cancelled", local_status="Cancelled"))
 
 
-def test_a_failed_attempt_of_a_shared_run_queued_again_is_not_done() -> None:
+def test_a_failed_attempt_of_a_shared_run_queued_again_or_superseded_is_not_done() -> None:
     """Issue 13.4: `done` needs the shared run's agreement, not only the latest local attempt's."""
-    shared = SharedRunRecord(
-        shared_run_id="srun_x",
-        status=SharedRunStatus.QUEUED_GLOBALLY,
-        submit_mode=SubmitMode.QUEUE_FIRST,
-        tenant_id="acme",
-        snapshot=None,
-        pipeline=parse_pipeline({"name": "p", "steps": [{"name": "a", "stepKey": "test.noop"}]}),
-    )
-    failed = RunStatusView(
-        requested_id="srun_x", tenant_id="acme", local_run_id="lrun_1", local_status="Failed"
-    )
-    assert not run_is_done(failed, shared)
-    dispatched_elsewhere = shared.model_copy(
-        update={"status": SharedRunStatus.DISPATCHED, "local_run_id": "lrun_2"}
-    )
-    assert not run_is_done(failed, dispatched_elsewhere)
-    completed = failed.model_copy(update={"local_status": "Completed", "execution_status": "Completed"})
-    dispatched_here = dispatched_elsewhere.model_copy(update={"local_run_id": "lrun_1"})
-    assert run_is_done(completed, dispatched_here)
+    failed = {"local_run_id": "lrun_1", "local_status": "Failed"}
+    for waiting in ("QueuedGlobally", "ScaleOutRequested", "Submitted"):
+        assert not run_is_done(
+            RunStatusView(requested_id="srun_x", tenant_id="acme", shared_status=waiting, **failed)
+        )
+    older = RunStatusView(requested_id="lrun_1", tenant_id="acme", shared_status="Dispatched", **failed)
+    assert run_is_done(older)
+    older.mark_attempt_superseded()  # the shared run is dispatched to another local run now
+    assert not run_is_done(older)
