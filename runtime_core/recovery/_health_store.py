@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from runtime_core.hot_state import HotState, time_reply_ms
+from runtime_core.hot_state import HotState
 from runtime_core.instances import InstanceDescriptor, InstanceHealth, InstanceRegistry
 from runtime_core.recovery._keys import recovery_claims_key
 
@@ -101,9 +101,8 @@ class InstanceHealthStore:
         pipe = self.hot_state.redis.pipeline(transaction=False)
         for rid, _fields in rows:
             pipe.hgetall(self.registry.keys(rid).predecessors)
-        pipe.time()
-        *predecessors, time_reply = await pipe.execute()
-        now = time_reply_ms(time_reply)
+        predecessors = await pipe.execute()
+        now = await self.hot_state.server_time_ms()  # (TIME cannot be pipelined on a Cluster)
         dead = []
         for (rid, (health, unsafe_at, descriptor, incarnation)), superseded in zip(
             rows, predecessors, strict=True

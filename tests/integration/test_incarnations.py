@@ -38,6 +38,8 @@ from tests.integration.recovery_support import (
     wait_completed,
 )
 
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
 
 @pytest.fixture
 async def durable(tmp_path: Path) -> AsyncIterator[SqliteDurableStore]:

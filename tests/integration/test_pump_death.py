@@ -31,6 +31,9 @@ NEXT_PUMP = PumpIdentity(
 )
 
 
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
+
 class DyingPumpProvider(LocalRuntimeProvider):
     """Hands each dispatch to the instance (or, with `deliver=False`, keeps it in transit), then
     never answers: the pump waiting on it is killed there."""
