@@ -19,7 +19,7 @@ from runtime_core.errors import ConflictError
 from runtime_core.hot_state import HotState
 from runtime_core.instances import LocalRunStatus, RuntimeInstance
 from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider
-from runtime_core.queueing import DispatchOutcome, PumpIdentity, SharedRunStatus, SubmitMode
+from runtime_core.queueing import DispatchOutcome, DispatchResult, PumpIdentity, SharedRunStatus, SubmitMode
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
 
@@ -62,6 +62,21 @@ async def _kill_pump_mid_dispatch(plane: ControlPlane, provider: DyingPumpProvid
     await asyncio.gather(dying, return_exceptions=True)
 
 
+async def _next_pump_until(plane: ControlPlane, outcome: DispatchOutcome | None) -> DispatchResult:
+    """Dispatch with the next pump (the dead claim's lease lapses first) until it returns
+    `outcome` (None: anything but EMPTY)."""
+    plane.parts.providers.add(LocalRuntimeProvider(plane.parts.pool))
+    results: list[DispatchResult] = []
+
+    async def reached() -> bool:
+        results.append(await plane.parts.dispatcher.dispatch_next(NEXT_PUMP))
+        got = results[-1].outcome
+        return got is outcome if outcome is not None else got is not DispatchOutcome.EMPTY
+
+    await wait_until(reached, timeout=10, interval=0.02)
+    return results[-1]
+
+
 async def _local_runs_of(instance: RuntimeInstance, shared_run_id: str) -> list[str]:
     return [v.local_run_id for v in instance.local_runs() if v.shared_run_id == shared_run_id]
 
@@ -79,15 +94,7 @@ async def test_the_next_pump_records_a_run_the_dead_pump_got_accepted_and_never_
         [accepted] = provider.accepted
         assert (await plane.parts.runs.get(submitted.shared_run_id)).status is SharedRunStatus.QUEUED_GLOBALLY  # type: ignore[union-attr]
 
-        plane.parts.providers.add(LocalRuntimeProvider(plane.parts.pool))
-        results = []
-
-        async def recorded() -> bool:  # the dead claim's lease lapses first
-            results.append(await plane.parts.dispatcher.dispatch_next(NEXT_PUMP))
-            return results[-1].outcome is not DispatchOutcome.EMPTY
-
-        await wait_until(recorded, timeout=10, interval=0.02)
-        result = results[-1]
+        result = await _next_pump_until(plane, None)
         run = await plane.parts.runs.get(submitted.shared_run_id)
         assert result.success and result.local_run_id == accepted.local_run_id
         assert run is not None and run.status is SharedRunStatus.DISPATCHED
@@ -114,17 +121,10 @@ async def test_an_attempt_the_dead_pump_never_delivered_is_abandoned_and_refused
         await _kill_pump_mid_dispatch(plane, provider)
         [in_transit] = provider.in_transit
 
-        plane.parts.providers.add(LocalRuntimeProvider(plane.parts.pool))
-        results = []
-
-        async def dispatched() -> bool:
-            results.append(await plane.parts.dispatcher.dispatch_next(NEXT_PUMP))
-            return results[-1].success
-
-        await wait_until(dispatched, timeout=10, interval=0.02)
+        dispatched = await _next_pump_until(plane, DispatchOutcome.DISPATCHED)
         with pytest.raises(ConflictError, match="already settled"):
             await LocalRuntimeProvider(plane.parts.pool).dispatch(in_transit)
-        assert await _local_runs_of(instance, submitted.shared_run_id) == [results[-1].local_run_id]
+        assert await _local_runs_of(instance, submitted.shared_run_id) == [dispatched.local_run_id]
     finally:
         await plane.stop()
 

@@ -29,6 +29,23 @@ TOKEN = "restart-operator-" + secrets.token_hex(8)
 TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
 
 
+def gated_pipeline(name: str) -> dict[str, Any]:
+    """`a -> gate -> z`: `gate` waits until the file named by the run input's `gate` exists."""
+    return {
+        "name": name,
+        "steps": [
+            {"name": "a", "stepKey": "test.noop"},
+            {
+                "name": "gate",
+                "stepKey": "test.wait_for_file",
+                "dependsOn": ["a"],
+                "config": {"pathFromState": "gate", "maxPollMs": 20},
+            },
+            {"name": "z", "stepKey": "test.noop", "dependsOn": ["gate"]},
+        ],
+    }
+
+
 def write_config(path: Path) -> Path:
     principal = {
         "user_id": "rita",

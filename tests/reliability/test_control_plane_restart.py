@@ -37,6 +37,7 @@ from tests.reliability.restart_support import (
     McpSession,
     ServedControlPlane,
     executions_per_shared_run,
+    gated_pipeline,
     served,
     step_completions,
 )
@@ -44,19 +45,7 @@ from tests.reliability.restart_support import (
 RUNS = 100
 OPEN_AT_ONCE = 30
 DRAIN_BOUND_S = 120.0
-PIPELINE = {
-    "name": "restart-gated",
-    "steps": [
-        {"name": "a", "stepKey": "test.noop"},
-        {
-            "name": "gate",
-            "stepKey": "test.wait_for_file",
-            "dependsOn": ["a"],
-            "config": {"pathFromState": "gate", "maxPollMs": 50},
-        },
-        {"name": "z", "stepKey": "test.noop", "dependsOn": ["gate"]},
-    ],
-}
+PIPELINE = gated_pipeline("restart-gated")
 
 
 def _open(gate: Path) -> None:

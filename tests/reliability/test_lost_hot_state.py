@@ -31,24 +31,11 @@ from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, control_plane, start_instance
+from tests.reliability.restart_support import gated_pipeline
 
 RUNS = 10
 BOUND_S = 60.0
-GATED = parse_pipeline(
-    {
-        "name": "lost-state",
-        "steps": [
-            {"name": "a", "stepKey": "test.noop"},
-            {
-                "name": "gate",
-                "stepKey": "test.wait_for_file",
-                "dependsOn": ["a"],
-                "config": {"pathFromState": "gate", "maxPollMs": 20},
-            },
-            {"name": "z", "stepKey": "test.noop", "dependsOn": ["gate"]},
-        ],
-    }
-)
+GATED = parse_pipeline(gated_pipeline("lost-state"))
 
 
 class Records(logging.Handler):

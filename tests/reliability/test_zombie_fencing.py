@@ -43,23 +43,11 @@ from runtime_core.queueing import PumpIdentity, SubmitMode
 from runtime_core.storage import LedgerEntry, SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, EXAMPLE_TENANTS, make_engine
-from tests.reliability.restart_support import executions_per_shared_run
+from tests.reliability.restart_support import executions_per_shared_run, gated_pipeline
 
 HEARTBEAT_MS = 100
 HEALTH_WINDOW_MS = 1_500
-GATED = {
-    "name": "zombie-gated",
-    "steps": [
-        {"name": "a", "stepKey": "test.noop"},
-        {
-            "name": "gate",
-            "stepKey": "test.wait_for_file",
-            "dependsOn": ["a"],
-            "config": {"pathFromState": "gate", "maxPollMs": 20},
-        },
-        {"name": "z", "stepKey": "test.noop", "dependsOn": ["gate"]},
-    ],
-}
+GATED = gated_pipeline("zombie-gated")
 
 
 @dataclass
