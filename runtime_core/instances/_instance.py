@@ -53,14 +53,12 @@ from runtime_core.errors import (
 from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import new_local_run_id, restored_snapshot
 from runtime_core.instances._dependencies import InstanceDependencies
+from runtime_core.instances._descriptors import InstanceLoad, instance_capacity, instance_descriptor
 from runtime_core.instances._incarnation import Incarnation
 from runtime_core.instances._local_run import LocalRun, TakenOver, resume_target_missing, run_outcome
 from runtime_core.instances._models import (
     HOT_STATE_LOST,
-    PROVIDER_NAME_KEY,
     TARGET_INCARNATION_KEY,
-    TRANSPORT_ENDPOINT_KEY,
-    TRANSPORT_NAME_KEY,
     CapacityDescriptor,
     InstanceDescriptor,
     LocalRunRequest,
@@ -167,65 +165,22 @@ class RuntimeInstance:
     def _describe(self) -> tuple[InstanceDescriptor, CapacityDescriptor]:
         return self.descriptor(), self.capacity()
 
-    def descriptor(self) -> InstanceDescriptor:
-        s = self.settings
-        return InstanceDescriptor(
-            runtime_instance_id=s.runtime_instance_id,
+    def _load(self) -> InstanceLoad:
+        return InstanceLoad(
             incarnation=self.incarnation,
-            role=s.role,
-            status="Stopping" if self._stopping.is_set() else ("Paused" if self._paused else "Ready"),
-            host=s.host,
-            isolation_mode=s.isolation_mode,
-            tenant_id=s.tenant_id,
-            tenant_group_id=s.tenant_group_id,
-            prefer_dedicated_capacity=s.prefer_dedicated_capacity,
-            allow_shared_fallback=s.allow_shared_fallback,
-            runtime_instance_id_prefix=s.runtime_instance_id_prefix,
-            metadata={
-                **s.metadata,
-                PROVIDER_NAME_KEY: s.provider_name,
-                TRANSPORT_NAME_KEY: s.transport_name,
-                TRANSPORT_ENDPOINT_KEY: s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
-            },
+            queued=len(self._queue),
+            running=len(self._tasks),
+            active_workers=self._active_workers,
+            paused=self._paused,
+            stopping=self._stopping.is_set(),
+            fenced=self._fenced is not None,
         )
 
+    def descriptor(self) -> InstanceDescriptor:
+        return instance_descriptor(self.settings, self._load())
+
     def capacity(self) -> CapacityDescriptor:
-        s = self.settings
-        queued, running = len(self._queue), len(self._tasks)
-        available_workers = s.worker_count - self._active_workers
-        slots = max(0, s.max_concurrent_runs - queued - running)
-        can_accept = (
-            not self._paused
-            and self._fenced is None
-            and queued < s.local_queue_capacity
-            and slots > 0
-            and available_workers > 0
-        )
-        return CapacityDescriptor(
-            runtime_instance_id=s.runtime_instance_id,
-            incarnation=self.incarnation,
-            worker_count=s.worker_count,
-            active_workers=self._active_workers,
-            available_workers=available_workers,
-            max_local_workers_per_execution=s.max_local_workers_per_execution,
-            queued=queued,
-            running=running,
-            active_runs=queued + running,
-            queue_capacity=s.local_queue_capacity,
-            max_concurrent_runs=s.max_concurrent_runs,
-            available_run_slots=slots,
-            queue_paused=self._paused,
-            can_accept_run=can_accept and not self._stopping.is_set(),
-            tenant_id=s.tenant_id,
-            tenant_group_id=s.tenant_group_id,
-            isolation_mode=s.isolation_mode,
-            prefer_dedicated_capacity=s.prefer_dedicated_capacity,
-            allow_shared_fallback=s.allow_shared_fallback,
-            runtime_instance_id_prefix=s.runtime_instance_id_prefix,
-            provider_name=s.provider_name,
-            transport_name=s.transport_name,
-            provider_endpoint=s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
-        )
+        return instance_capacity(self.settings, self._load())
 
     def queue_state(self) -> QueueStateView:
         return QueueStateView(
