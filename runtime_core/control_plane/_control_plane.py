@@ -114,6 +114,18 @@ class ControlPlane:
         )
         return self
 
+    def background_loops(self) -> dict[str, bool]:
+        """Each background loop this control plane is configured to run: alive or not."""
+        loops = {
+            "scale_out_watcher": self._watcher_task is not None and not self._watcher_task.done(),
+            "runtime_instances": self.parts.pool.loops_alive(),
+        }
+        if self.settings.background_pump:
+            loops["pump"] = self.parts.background_pump.alive
+        if self.settings.recovery_enabled:
+            loops.update(self.parts.recovery_loops.alive())
+        return loops
+
     def local_instance_settings(self, n: int) -> RuntimeInstanceSettings:
         s = self.settings
         workers = s.workers_per_instance or self.workers
