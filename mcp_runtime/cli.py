@@ -61,7 +61,6 @@ async def _run_pipeline(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("casbin").setLevel(logging.WARNING)
     options = ServeOptions(
         transport=args.transport,
         host=args.host,
