@@ -23,6 +23,8 @@ from runtime_core.hosting._options import (
     build_arg_parser,
     options_from_args,
     parse_options,
+    port_number,
+    positive_int,
 )
 from runtime_core.hosting._process import RuntimeInstanceHost, main, run_runtime_instance_process
 from runtime_core.hosting._uvicorn import EndpointBindError, UvicornEndpoint
@@ -38,6 +40,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "add_process_arguments",
     "options_from_args",
     "parse_options",
+    "positive_int",
+    "port_number",
     "CONTROL_PLANE_ID_KEY",
     "HOST_ID_KEY",
     # Command endpoints
