@@ -1,7 +1,8 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog. Must not call them: the tool groups do.
+calls, plus the pipeline catalog and the task service behind MCP Tasks (None: no Tasks).
+Must not call them: the tool groups do.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
+from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class ToolBackend:
     control: ExecutionControlService
     replay: ReplayService
     audit: AuditQueries
+    tasks: TaskService | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -40,6 +43,13 @@ class ToolBackend:
             control=services.control,
             replay=services.audit.replay,
             audit=services.audit.queries,
+            tasks=TaskService(
+                TaskStore(services.hot_state),
+                services.control_plane,
+                services.control,
+                services.engine,
+                TaskSettings.from_env(),
+            ),
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:

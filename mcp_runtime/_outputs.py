@@ -11,6 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+ANY_JSON_VALUE: dict[str, Any] = {
+    "anyOf": [{"type": kind} for kind in ("object", "array", "string", "number", "boolean", "null")]
+}
+"""The schema of a field that holds any JSON value, spelled with one `type` per branch (strict
+schema checkers such as the MCP Inspector's `--strict` want a type on every field)."""
+
 
 class ToolOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -30,6 +36,11 @@ class SubmitOutput(ToolOutput):
     local_run_id: str | None = None
     scale_out_request_id: str | None = None
     next_step: str = Field(description="What to call next.")
+    run: RunStatusOutput | None = Field(
+        None,
+        description="Only in the result of an MCP task (the call ran as a task): the run's final "
+        "`run.status` answer.",
+    )
 
 
 class DrainedRun(ToolOutput):
@@ -119,9 +130,17 @@ class RunStatusOutput(ToolOutput):
     control_status: str | None = Field(
         None, description="Execution control: Paused, WaitingForInput (answer with input.submit), ..."
     )
+    waiting_key: str | None = Field(
+        None, description="While control_status is WaitingForInput: the key to answer with input.submit."
+    )
     failure_reason: str | None = None
     steps: list[StepRow] = []
-    result: Any = Field(None, description="The execution's result, once it completed.")
+    result: Any = Field(
+        None,
+        description="The execution's result once it finished: the sink step's data, or an object of "
+        "the sink steps' data by step name when there are several.",
+        json_schema_extra=ANY_JSON_VALUE,
+    )
 
 
 class CancelOutput(ToolOutput):
@@ -152,6 +171,11 @@ class ReplayOutput(ToolOutput):
     restored: bool = Field(description="Live state was rebuilt from the terminal snapshot or archive.")
     source: str = Field(description="Where the state came from: live, terminal_snapshot or archive.")
     status: str = Field(description="Execution status after the replay.")
+    run: RunStatusOutput | None = Field(
+        None,
+        description="Only in the result of an MCP task (the call ran as a task): the run's final "
+        "`run.status` answer.",
+    )
 
 
 class LedgerRow(ToolOutput):

@@ -1,6 +1,7 @@
 """Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
+MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
 and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
 bodies capped, unauthenticated `/livez`, `/readyz` and `/healthz`). Must not contain tool
 behaviour.
@@ -18,15 +19,18 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.tasks import TaskSupport, task_support
 from runtime_core.health import HealthService
 from runtime_core.hosting import health_endpoints
 
 SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
 Typical flow: `pipelines.list` -> `submit` (returns a shared_run_id) -> `queue.drain` ->
-poll `run.status` until done -> `ledger` / `trace`. Every call runs as your principal's tenant;
-ids of other tenants answer "not found". Errors start with a [code] and say what to do next.
-The prompt `run_pipeline` walks through it; `pipeline://<name>` resources hold definitions."""
+poll `run.status` until done -> `ledger` / `trace`. A client declaring MCP Tasks gets a task
+from `submit` / `replay` instead and follows it with tasks/get. Every call runs as your
+principal's tenant; ids of other tenants answer "not found". Errors start with a [code]
+and say what to do next. The prompt `run_pipeline` walks through it; `pipeline://<name>`
+resources hold definitions."""
 
 
 def build_server(
@@ -34,6 +38,7 @@ def build_server(
 ) -> MCPServer:
     """The MCP server; pass `token_verifier` to require bearer tokens (streamable HTTP)."""
     auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None) if token_verifier else None
+    tasks = task_support(backend.tasks, guard) if backend.tasks is not None else TaskSupport([], [])
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="MCP Runtime control plane",
@@ -42,6 +47,8 @@ def build_server(
         token_verifier=token_verifier,
         auth=auth,
         tools=[build_tool(spec, guard) for spec in backend.tool_specs()],
+        extensions=tasks.extensions,
+        middleware=tasks.middleware,
     )
     register_resources(server, backend.catalog, guard)
     return server

@@ -92,6 +92,8 @@ class RunStatusReader:
             return
         view.execution_status = execution.meta.status
         view.control_status = execution.control_status
+        if execution.control_status == "WaitingForInput":
+            view.waiting_key = await self.parts.dag_store.waiting_key(execution_id)
         view.steps = [
             StepRow(
                 name=s.name,

@@ -52,6 +52,8 @@ class ControlPlaneSettings(BaseModel):
     @classmethod
     def from_env(cls) -> ControlPlaneSettings:
         env = {
+            # Names this control plane and its local instances: give each process on one host its own.
+            "host": os.environ.get("MCP_RUNTIME_HOST"),
             "tenants_file": os.environ.get("MCP_RUNTIME_TENANTS_FILE"),
             "local_instances": os.environ.get("MCP_RUNTIME_LOCAL_INSTANCES"),
             "workers_per_instance": os.environ.get("MCP_RUNTIME_WORKERS_PER_INSTANCE"),

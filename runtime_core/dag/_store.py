@@ -247,7 +247,7 @@ class DagStore:
         """Steps in the ready set (Ready or WaitingForRetry) with their eligible-at; one read."""
         k = self.keys(execution_id)
         pipe = self.hot_state.redis.pipeline(transaction=False)
-        pipe.time()
+        self.hot_state.queue_server_time(pipe, k.meta)
         pipe.hget(k.meta, "status")
         pipe.hget(k.control, "status")
         pipe.zrangebyscore(k.ready, "-inf", "+inf", start=0, num=limit, withscores=True)
@@ -342,6 +342,10 @@ class DagStore:
 
     async def control_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
+
+    async def waiting_key(self, execution_id: str) -> str | None:
+        """The key human input must be submitted under while the execution waits for it."""
+        return await self.hot_state.redis.hget(self.keys(execution_id).control, "waiting_key") or None
 
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)

@@ -1,5 +1,6 @@
 """Helpers for the MCP end-to-end tests: clean subprocess environments, a served HTTP
-subprocess that is always terminated, and a scan for leftover embedded redis-servers."""
+subprocess that is always terminated, an SDK client sending a bearer token, and a scan for
+leftover embedded redis-servers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import httpx2
+from mcp import Client
+from mcp.client.extension import ClientExtension
+from mcp.client.streamable_http import streamable_http_client
 
 from runtime_core.hot_state import find_free_port
 
@@ -47,6 +52,23 @@ def processes_working_in(directory: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+class BearerClient:
+    """`async with BearerClient(url, token) as client`: an SDK client over streamable HTTP that
+    sends `Authorization: Bearer <token>` (optionally with client extensions)."""
+
+    def __init__(self, url: str, token: str, extensions: list[ClientExtension] | None = None) -> None:
+        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        self._client = Client(streamable_http_client(url, http_client=self._http), extensions=extensions)
+
+    async def __aenter__(self) -> Client:
+        await self._http.__aenter__()
+        return await self._client.__aenter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._client.__aexit__(*exc)  # type: ignore[arg-type]
+        await self._http.__aexit__(*exc)  # type: ignore[arg-type]
 
 
 def healthy(base_url: str) -> bool:

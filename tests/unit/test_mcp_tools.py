@@ -28,9 +28,8 @@ from mcp_runtime import (
     build_server,
     default_server_config,
 )
-from mcp_runtime._run_tools import is_done
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import ControlPlaneSettings, RunStatusView
+from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_is_done
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
@@ -690,8 +689,8 @@ def test_a_run_is_done_only_once_its_local_run_closed_after_the_execution_finish
     def view(**statuses: str) -> RunStatusView:
         return RunStatusView(requested_id="srun_x", tenant_id="acme", **statuses)
 
-    assert not is_done(view(execution_status="Completed", local_status="Running"))
-    assert is_done(view(execution_status="Completed", local_status="Completed"))
-    assert not is_done(view(execution_status="Running", local_status="Running"))
-    assert is_done(view(shared_status="Rejected"))
-    assert is_done(view(shared_status="Cancelled", local_status="Cancelled"))
+    assert not run_is_done(view(execution_status="Completed", local_status="Running"))
+    assert run_is_done(view(execution_status="Completed", local_status="Completed"))
+    assert not run_is_done(view(execution_status="Running", local_status="Running"))
+    assert run_is_done(view(shared_status="Rejected"))
+    assert run_is_done(view(shared_status="Cancelled", local_status="Cancelled"))
