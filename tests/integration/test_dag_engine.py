@@ -332,10 +332,10 @@ async def test_many_isolated_executions_run_side_by_side(hot_state: HotState) ->
     assert len(counter.calls) == 10 * 12 and set(counter.calls.values()) == {1}
 
 
-async def test_finalization_happens_exactly_once(hot_state: HotState, redis_server) -> None:
+async def test_finalization_happens_exactly_once(hot_state: HotState, redis_target) -> None:
     """Finalizers on separate connections race on each execution the moment it converges
     (its last step completed, nobody finalized yet): exactly one of them finalizes it."""
-    racers = [connect_hot_state(redis_server.url, prefix=hot_state.prefix) for _ in range(FINALIZERS)]
+    racers = [connect_hot_state(redis_target.url, prefix=hot_state.prefix) for _ in range(FINALIZERS)]
     engine = make_engine(hot_state)
     try:
         for _ in range(30):
@@ -363,10 +363,10 @@ class FinalizationCounter:
             self.finalized.append(event.execution_id)
 
 
-async def test_engines_racing_on_one_execution_finalize_it_once(hot_state: HotState, redis_server) -> None:
+async def test_engines_racing_on_one_execution_finalize_it_once(hot_state: HotState, redis_target) -> None:
     """Three engines (own connections, four workers each) advance the same wide fan-out; every
     one of them sees it converge and tries to finalize: one `execution.finalized` in all."""
-    others = [connect_hot_state(redis_server.url, prefix=hot_state.prefix) for _ in range(2)]
+    others = [connect_hot_state(redis_target.url, prefix=hot_state.prefix) for _ in range(2)]
     counter = FinalizationCounter()
     engines = [make_engine(state) for state in (hot_state, *others)]
     for engine in engines:
