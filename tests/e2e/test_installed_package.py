@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.e2e.mcp_support import processes_working_in, wait_for
 from tests.helpers import wait_until
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -125,6 +126,7 @@ def test_mcp_runtime_run_completes_a_shipped_pipeline_from_an_empty_directory(in
     assert "Status: Completed" in done.stdout, done.stdout + done.stderr
     assert list(installed.workdir.iterdir()) == []  # nothing written where it was started
     assert (installed.default_data_dir / "runtime.db").is_file()
+    assert processes_working_in(installed.default_data_dir / "redis") == []
 
 
 async def test_a_stdio_serve_session_from_an_empty_directory_runs_the_catalog_rag_pipeline(
@@ -156,3 +158,4 @@ async def test_a_stdio_serve_session_from_an_empty_directory_runs_the_catalog_ra
     assert {"rag-final-test", "fan-out", "human-approval", "flaky-retry"} <= names
     assert statuses[-1]["execution_status"] == "Completed"
     assert list(installed.workdir.iterdir()) == []
+    wait_for(lambda: processes_working_in(data_dir / "redis") == [])  # its redis-server stopped too
