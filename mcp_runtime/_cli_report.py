@@ -28,6 +28,7 @@ class AnswerContext:
     tenant: str
     user: str
     defaults: tuple[str, str]  # the CLI's default (tenant, user)
+    providers_file: Path | None = None
 
 
 def step_table(view: ExecutionView) -> str:
@@ -59,6 +60,8 @@ def answer_command(view: ExecutionView, control: ControlState, context: AnswerCo
     command += ["--payload", json.dumps({"approved": True}), "--data-dir", str(context.data_dir.resolve())]
     if (context.tenant, context.user) != context.defaults:
         command += ["--tenant", context.tenant, "--user", context.user]
+    if context.providers_file is not None:
+        command += ["--providers-file", str(context.providers_file.resolve())]
     return shlex.join(command)
 
 

@@ -63,6 +63,7 @@ environment:
   MCP_RUNTIME_CONFIG         serve: the server config file (--config wins)
   MCP_RUNTIME_REDIS_PREFIX   the prefix of every Redis key (default mcprt:)
   MCP_RUNTIME_TENANTS_FILE   tenant runtime settings (isolation, capacity) as JSON
+  MCP_RUNTIME_PROVIDERS_FILE LLM / retrieval providers as JSON (--providers-file wins)
 
 exit codes: 0 completed, 1 run failed or cancelled, 2 bad arguments or error,
 3 run waits for input (see `mcp-runtime input`), 130 interrupted.
@@ -91,7 +92,9 @@ class ProgressPrinter:
 
 
 def _settings(args: argparse.Namespace) -> RuntimeSettings:
-    return RuntimeSettings.from_env(data_dir=args.data_dir, workers=args.workers)
+    return RuntimeSettings.from_env(
+        data_dir=args.data_dir, workers=args.workers, providers_file=args.providers_file
+    )
 
 
 def _snapshot(args: argparse.Namespace) -> ExecutionContextSnapshot:
@@ -107,7 +110,11 @@ async def _advance(services: EngineServices, execution_id: str, args: argparse.N
         await services.control.get(execution_id, _snapshot(args)) if status == WAITING_FOR_INPUT else None
     )
     context = AnswerContext(
-        services.settings.data_dir, args.tenant, args.user, (DEFAULT_TENANT, DEFAULT_USER)
+        services.settings.data_dir,
+        args.tenant,
+        args.user,
+        (DEFAULT_TENANT, DEFAULT_USER),
+        services.settings.providers_file,
     )
     print(outcome_report(view, status, control, context))
     if status == "Completed":
@@ -150,6 +157,7 @@ async def _serve(args: argparse.Namespace) -> int:
         config_path=args.config,
         data_dir=args.data_dir,
         principal=args.principal,
+        providers_file=args.providers_file,
     )
     await serve(options)
     return 0
@@ -171,6 +179,15 @@ async def _runtime_instance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_providers_file(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--providers-file",
+        type=Path,
+        default=None,
+        help="LLM / retrieval providers JSON (default: the server config's, or $MCP_RUNTIME_PROVIDERS_FILE)",
+    )
+
+
 def _add_run_options(command: argparse.ArgumentParser) -> None:
     """Where an execution lives and who it belongs to (shared by `run` and `input`)."""
     command.add_argument(
@@ -185,6 +202,7 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--user", default=DEFAULT_USER, help=f"user recorded as its submitter (default {DEFAULT_USER})"
     )
+    _add_providers_file(command)
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -249,6 +267,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve_cmd.add_argument(
         "--principal", default=None, help="stdio: run as this configured principal (default: the config's)"
     )
+    _add_providers_file(serve_cmd)
     serve_cmd.set_defaults(handler=_serve)
 
 

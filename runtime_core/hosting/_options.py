@@ -48,6 +48,7 @@ class RuntimeInstanceProcessOptions(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir)
     host_id: str
     tenants_file: Path | None = None
+    providers_file: Path | None = None
     heartbeat_ms: int = Field(default=2_000, ge=10)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
     parent_pid: int | None = None
@@ -165,6 +166,11 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host-id", required=True, help="this process's host id (part of instance ids)")
     parser.add_argument("--tenants-file", type=Path, help="tenant settings JSON (default: built-in defaults)")
+    parser.add_argument(
+        "--providers-file",
+        type=Path,
+        help="LLM / retrieval providers JSON (default: $MCP_RUNTIME_PROVIDERS_FILE)",
+    )
     parser.add_argument(
         "--heartbeat-ms", type=positive_int, default=2_000, help="registry heartbeat interval (default 2000)"
     )
