@@ -60,7 +60,7 @@ class DrainOutput(ToolOutput):
         description="Why the drain stopped: QueueEmpty, MaxDispatchCount, NoCapacity, DispatchFailed "
         "or Cancelled."
     )
-    pending_after: int = Field(description="Runs still queued after this drain.")
+    pending_after: int = Field(description="Runs of your tenant still queued after this drain.")
     runs: list[DrainedRun] = Field(description="Your tenant's runs handled by this drain.")
 
 

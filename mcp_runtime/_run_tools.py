@@ -168,7 +168,7 @@ class RunTools:
                     "Manually dispatch up to `max_count` queued runs: each is claimed, its own tenant "
                     "snapshot restored, admitted to a tenant-visible runtime instance with capacity, and "
                     "delivered to that instance's local queue. Reports progress per attempt. Runs with no "
-                    "capacity stay queued. Lists the outcome of your tenant's runs."
+                    "capacity stay queued. Counts, progress and the list cover only your tenant's runs."
                 ),
                 input_model=DrainInput,
                 output_model=DrainOutput,

@@ -3,15 +3,14 @@
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
 and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
-bodies capped, an unauthenticated `/healthz`). Must not contain tool behaviour.
+bodies capped, unauthenticated `/livez`, `/readyz` and `/healthz`). Must not contain tool
+behaviour.
 """
 
 from __future__ import annotations
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp
 
 from mcp_runtime._backend import ToolBackend
@@ -21,6 +20,8 @@ from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
 from mcp_runtime.tasks import TaskSupport, task_support
+from runtime_core.health import HealthService
+from runtime_core.hosting import health_endpoints
 
 SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
@@ -53,12 +54,10 @@ def build_server(
     return server
 
 
-def http_app(server: MCPServer, *, host: str) -> ASGIApp:
+def http_app(server: MCPServer, *, host: str, health: HealthService | None = None) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus an open `/healthz`."""
-
-    @server.custom_route("/healthz", methods=["GET"])
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
+    MAX_REQUEST_BYTES) plus, given `health`, open `/livez`, `/readyz` and `/healthz` (= readyz)."""
+    if health is not None:
+        for path, endpoint in health_endpoints(health).items():
+            server.custom_route(path, methods=["GET"])(endpoint)
     return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))

@@ -7,6 +7,7 @@ durable store, audit, execution control): runtime-instance processes use it alon
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -17,6 +18,15 @@ from runtime_core.bootstrap._settings import RuntimeSettings
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
+from runtime_core.health import (
+    HealthService,
+    LoopStates,
+    background_loops_alive,
+    check_data_dir_writable,
+    data_dir_accepts_a_write,
+    durable_store_accepts_a_write,
+    redis_answers,
+)
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import HostManagerSettings
 from runtime_core.policy import RetryEngine
@@ -59,6 +69,9 @@ class EngineServices:
             raise
 
     async def _open_engine(self) -> None:
+        # First: an unwritable data directory is a typed error naming it, not a traceback from
+        # whichever part (redis-server, SQLite) happens to write there first.
+        await asyncio.to_thread(check_data_dir_writable, self.settings.data_dir)
         redis_url = self.settings.redis_url
         if redis_url is None:
             self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
@@ -104,6 +117,17 @@ class EngineServices:
         self.engine.check_retention = self.audit.retention.engine.validate
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
 
+    def health(self, loops: LoopStates | None = None) -> HealthService:
+        """Liveness / readiness of this process: Redis, durable store, data directory, `loops`."""
+        checks = {
+            "redis": redis_answers(self.hot_state),
+            "durable_store": durable_store_accepts_a_write(self.durable_store),
+            "data_dir": data_dir_accepts_a_write(self.settings.data_dir),
+        }
+        if loops is not None:
+            checks["background_loops"] = background_loops_alive(loops)
+        return HealthService(checks)
+
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -133,6 +157,10 @@ class RuntimeServices(EngineServices):
         )
         self._opened.push_async_callback(self.control_plane.stop)
         await self.control_plane.start()
+
+    def health(self, loops: LoopStates | None = None) -> HealthService:
+        """As the engine's, plus the control plane's background loops."""
+        return super().health(loops or self.control_plane.background_loops)
 
     def hosting_settings(self) -> HostManagerSettings:
         """Runtime-instance processes share this Redis (and prefix) and data directory."""

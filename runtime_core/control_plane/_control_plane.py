@@ -55,6 +55,7 @@ from runtime_core.queueing import (
 )
 
 DrainProgress = Callable[[int, int, str], Awaitable[None]]
+MANUAL_DRAIN_WORKER_ID = "drain"
 
 
 def _require(snapshot: ExecutionContextSnapshot | None) -> ExecutionContextSnapshot:
@@ -116,6 +117,18 @@ class ControlPlane:
         )
         return self
 
+    def background_loops(self) -> dict[str, bool]:
+        """Each background loop this control plane is configured to run: alive or not."""
+        loops = {
+            "scale_out_watcher": self._watcher_task is not None and not self._watcher_task.done(),
+            "runtime_instances": self.parts.pool.loops_alive(),
+        }
+        if self.settings.background_pump:
+            loops["pump"] = self.parts.background_pump.alive
+        if self.settings.recovery_enabled:
+            loops.update(self.parts.recovery_loops.alive())
+        return loops
+
     def local_instance_settings(self, n: int) -> RuntimeInstanceSettings:
         s = self.settings
         workers = s.workers_per_instance or self.workers
@@ -168,35 +181,43 @@ class ControlPlane:
         *,
         stop_on_failure: bool = False,
     ) -> DrainResult:
-        """Manual drain: pump identity is this control plane; each run's own snapshot drives admission."""
+        """Manual drain: pump identity is this control plane; each run's own snapshot drives admission.
+
+        The pump dispatches runs of every tenant, but the caller learns only of its own tenant's
+        (progress, counts, pending), and other tenants' runs never record the caller's user.
+        """
         caller = _require(snapshot)
         identity = PumpIdentity(
-            pump_runtime_instance_id=self.settings.control_plane_id, pump_worker_id=f"drain:{caller.user_id}"
+            pump_runtime_instance_id=self.settings.control_plane_id,
+            pump_worker_id=MANUAL_DRAIN_WORKER_ID,
+            requested_by_tenant_id=caller.tenant_id,
+            requested_by_user_id=caller.user_id,
         )
+        reported = 0
 
-        async def report(done: int, result: DispatchResult) -> None:
-            if progress is not None:
-                await progress(done, max_count, self._progress_message(result, caller))
+        async def report(_: int, result: DispatchResult) -> None:
+            nonlocal reported
+            if progress is not None and result.tenant_id == caller.tenant_id:
+                reported += 1
+                await progress(reported, max_count, self._progress_message(result))
 
         result = await self.parts.pump.pump(
             PumpRequest(max_dispatch_count=max_count, stop_on_failure=stop_on_failure, pump=identity),
             progress=report,
         )
-        attempts = result.attempts
+        own = [a for a in result.attempts if a.tenant_id == caller.tenant_id and a.shared_run_id]
         return DrainResult(
-            attempted=len(attempts),
-            dispatched=len(result.dispatched),
-            failed=sum(a.outcome is DispatchOutcome.FAILED for a in attempts),
-            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in attempts),
+            attempted=len(own),
+            dispatched=sum(a.success for a in own),
+            failed=sum(a.outcome is DispatchOutcome.FAILED for a in own),
+            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in own),
             stop_reason=result.stop_reason.value,
-            pending_after=await self.parts.queue.pending_count(),
-            runs=[self._drained(a) for a in attempts if a.tenant_id == caller.tenant_id and a.shared_run_id],
+            pending_after=await self.parts.queue.pending_count_of_tenant(caller.tenant_id),
+            runs=[self._drained(a) for a in own],
         )
 
     @staticmethod
-    def _progress_message(result: DispatchResult, caller: ExecutionContextSnapshot) -> str:
-        if result.tenant_id != caller.tenant_id:
-            return result.outcome.value
+    def _progress_message(result: DispatchResult) -> str:
         return (
             f"{result.outcome.value} {result.shared_run_id} -> {result.assigned_runtime_instance_id or '-'}"
         )

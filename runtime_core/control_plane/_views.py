@@ -92,7 +92,8 @@ class DrainedRun(BaseModel):
 
 
 class DrainResult(BaseModel):
-    """One manual drain. `runs` lists only the caller tenant's runs; counts cover every attempt."""
+    """One manual drain, as the caller's tenant sees it: counts, pending and `runs` cover only the
+    caller tenant's runs (the pump may also have dispatched other tenants' runs)."""
 
     attempted: int
     dispatched: int

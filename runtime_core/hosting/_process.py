@@ -55,6 +55,7 @@ class RuntimeInstanceHost:
             InstanceDependencies(services.engine, self.registry, index, services.control)
         )
         self.commands = RuntimeCommands(self.pool)
+        self.health = services.health(loops=self._loops)
         self.endpoint = self._endpoint()
         self.control_plane: ControlPlaneDescriptor | None = None
 
@@ -62,15 +63,11 @@ class RuntimeInstanceHost:
         o = self.options
         if o.transport is HostTransport.HTTP:
             return HttpCommandEndpoint(build_http_app(self.commands, self.health), o.bind_host, o.port)
-        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port)
+        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port, self.health)
 
-    def health(self) -> dict[str, object]:
-        return {
-            "status": "ok",
-            "host_id": self.options.host_id,
-            "control_plane_id": self.control_plane.control_plane_id if self.control_plane else None,
-            "runtime_instance_ids": [i.runtime_instance_id for i in self.pool.instances()],
-        }
+    def _loops(self) -> dict[str, bool]:
+        """Hosting instances is this process's job: ready only once they run, and while they do."""
+        return {"runtime_instances": bool(self.pool.instances()) and self.pool.loops_alive()}
 
     async def start(self) -> None:
         discovery = ControlPlaneDiscovery(self.services.hot_state)

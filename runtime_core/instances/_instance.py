@@ -134,6 +134,11 @@ class RuntimeInstance:
     def runtime_instance_id(self) -> str:
         return self.settings.runtime_instance_id
 
+    @property
+    def loops_alive(self) -> bool:
+        """Controller and heartbeat started and neither ended (readiness reads this)."""
+        return bool(self._loops) and not any(loop.done() for loop in self._loops)
+
     # Lifecycle
 
     async def start(self) -> RuntimeInstance:

@@ -181,14 +181,30 @@ class QueueItem(BaseModel):
 
 
 class PumpIdentity(BaseModel):
-    """WHO drains the queue; never, by itself, who receives the run."""
+    """WHO drains the queue; never, by itself, who receives the run.
+
+    A pump cycle dispatches runs of every tenant, so its identity names no user. The caller of
+    a manual drain (`requested_by_*`) is recorded only on runs of the caller's own tenant.
+    """
 
     pump_runtime_instance_id: str
     pump_worker_id: str
+    requested_by_tenant_id: str | None = None
+    requested_by_user_id: str | None = None
 
     @property
     def claimer(self) -> str:
         return f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+
+    def attributes_for(self, run_tenant_id: str | None) -> dict[str, str]:
+        """What a run of `run_tenant_id` records about who drained it (never another tenant's user)."""
+        attributes = {
+            "pump.runtime.instance.id": self.pump_runtime_instance_id,
+            "pump.worker.id": self.pump_worker_id,
+        }
+        if self.requested_by_user_id and run_tenant_id == self.requested_by_tenant_id:
+            attributes["pump.requested_by"] = self.requested_by_user_id
+        return attributes
 
 
 class QueueClaim(BaseModel):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
+from runtime_core.instances import admission_group_tenant
 from runtime_core.queueing._keys import SharedQueueKeys
 from runtime_core.queueing._models import (
     PumpIdentity,
@@ -27,6 +28,7 @@ _EXPIRED_CLAIMS_PER_CALL = 16
 # How many Pending items one claim may pass over (items of skipped groups) before it reports
 # nothing claimable; the cycle ends and the next cycle starts from the queue head again.
 _CLAIM_SCAN_LIMIT = 5_000
+_COUNT_BATCH = 500
 
 
 class QueueOutcome(Enum):
@@ -151,3 +153,12 @@ class SharedQueue:
 
     async def pending_count(self) -> int:
         return int(await self.hot_state.redis.zcard(self.keys.pending))
+
+    async def pending_count_of_tenant(self, tenant_id: str) -> int:
+        """Pending items of one tenant's runs (a read, in batches: one tenant never learns another's)."""
+        redis, count = self.hot_state.redis, 0
+        pending = await redis.zrange(self.keys.pending, 0, -1)
+        for start in range(0, len(pending), _COUNT_BATCH):
+            for raw in await redis.hmget(self.keys.items, pending[start : start + _COUNT_BATCH]):
+                count += raw is not None and admission_group_tenant(json.loads(raw).get("group")) == tenant_id
+        return count
