@@ -1,12 +1,14 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog and the task service behind MCP Tasks (None: no Tasks).
+calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
+registered step types' descriptions (`steps.list`, the `step://` resource).
 Must not call them: the tool groups do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +17,14 @@ from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
+from mcp_runtime._step_tools import StepTools
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
+from runtime_core.steps import StepDescription
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
@@ -33,6 +37,7 @@ class ToolBackend:
     replay: ReplayService
     audit: AuditQueries
     tasks: TaskService | None = None
+    describe_steps: Callable[[], list[StepDescription]] = list
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -50,6 +55,7 @@ class ToolBackend:
                 services.engine,
                 TaskSettings.from_env(),
             ),
+            describe_steps=services.executors.describe,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
@@ -59,4 +65,5 @@ class ToolBackend:
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),
+            *StepTools(self.describe_steps).specs(),
         ]

@@ -1,4 +1,4 @@
-"""The MCP server's configuration file: principals, token hashes, RBAC and catalog paths.
+"""The MCP server's configuration file: principals, token hashes, RBAC and catalog paths, step plug-ins.
 
 Owns the JSON format, its loading (relative paths resolve against the file's folder) and
 the embedded default (one local admin principal in tenant `default`, no tokens). Must not
@@ -65,6 +65,9 @@ class ServerConfig(BaseModel):
     rbac_model: Path = DEFAULT_RBAC_MODEL
     rbac_policy: Path = DEFAULT_RBAC_POLICY
     pipelines_dir: Path = DEFAULT_PIPELINES_DIR
+    steps: tuple[str, ...] = Field(
+        (), description="step plug-in `module:attr` references loaded besides installed entry points"
+    )
 
     @model_validator(mode="after")
     def _stdio_principal_exists(self) -> ServerConfig:

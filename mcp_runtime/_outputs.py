@@ -244,6 +244,22 @@ class PipelinesListOutput(ToolOutput):
     pipelines: list[PipelineSummary]
 
 
+class StepTypeInfo(ToolOutput):
+    step_key: str = Field(description="The `stepKey` pipelines use.")
+    source: str = Field(description="builtin, or the plug-in entry point / module:attr reference.")
+    description: str
+    config_schema: dict[str, Any] = Field(
+        description="JSON Schema of its `config` (camelCase), checked at submit and pipelines.validate."
+    )
+    input_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the human input the step waits for (input.submit), if any."
+    )
+
+
+class StepsListOutput(ToolOutput):
+    steps: list[StepTypeInfo] = Field(description="Registered step types, by stepKey.")
+
+
 class ValidationProblem(ToolOutput):
     rule: str
     message: str

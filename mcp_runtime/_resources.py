@@ -1,13 +1,16 @@
-"""MCP resources and prompts: pipeline definitions (`pipeline://{name}`) and `run_pipeline`.
+"""MCP resources and prompts: pipeline definitions (`pipeline://{name}`), step types
+(`step://{step_key}`) and `run_pipeline`.
 
-Owns the resource template that serves catalog pipelines as JSON (RBAC-checked like the
-`pipelines.*` tools), argument completion for pipeline names, and the prompt explaining
-how to run a pipeline end to end. Must not run anything.
+Owns the resources that serve catalog pipelines and the registered step types (description,
+source and config JSON Schema) as JSON (RBAC-checked like the `pipelines.*` tools), argument
+completion for pipeline names, and the prompt explaining how to run a pipeline end to end.
+Must not run anything.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -25,6 +28,7 @@ from mcp_runtime._pipeline_tools import pipeline_resource_uri
 from mcp_runtime._rbac import PermissionDeniedError
 from runtime_core.errors import NotFoundError
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, effective_step_inputs, parse_binding
+from runtime_core.steps import StepDescription
 
 DEFAULT_PROMPT_PIPELINE = "rag-final-test"
 
@@ -63,7 +67,39 @@ Initial state fields its bindings read: {fields}.
 Every tool answers errors as text starting with a [code] and saying what to do next."""
 
 
-def register_resources(server: MCPServer, catalog: PipelineCatalog, guard: ToolGuard) -> None:
+def _authorize_read(guard: ToolGuard, ctx: Context) -> None:
+    try:
+        guard.authorize(Permission.PIPELINE_READ, ctx)
+    except (AuthenticationRequiredError, PermissionDeniedError) as exc:
+        raise ResourceError(str(exc)) from exc
+
+
+def register_step_resources(
+    server: MCPServer, describe_steps: Callable[[], list[StepDescription]], guard: ToolGuard
+) -> None:
+    @server.resource(
+        "step://{step_key}",
+        name="step",
+        title="Step type",
+        description="One step type: its description, source and the JSON Schema of its `config`.",
+        mime_type="application/json",
+    )
+    async def step_type(step_key: str, ctx: Context) -> str:
+        _authorize_read(guard, ctx)
+        described = [d for d in describe_steps() if d.step_key == step_key]
+        if not described:
+            raise ResourceNotFoundError(f"No step type '{step_key}'; the steps.list tool lists them.")
+        return json.dumps(described[0].model_dump(mode="json"), indent=2)
+
+
+def register_resources(
+    server: MCPServer,
+    catalog: PipelineCatalog,
+    guard: ToolGuard,
+    describe_steps: Callable[[], list[StepDescription]] = list,
+) -> None:
+    register_step_resources(server, describe_steps, guard)
+
     @server.resource(
         "pipeline://{name}",
         name="pipeline",
@@ -72,10 +108,7 @@ def register_resources(server: MCPServer, catalog: PipelineCatalog, guard: ToolG
         mime_type="application/json",
     )
     async def pipeline_definition(name: str, ctx: Context) -> str:
-        try:
-            guard.authorize(Permission.PIPELINE_READ, ctx)
-        except (AuthenticationRequiredError, PermissionDeniedError) as exc:
-            raise ResourceError(str(exc)) from exc
+        _authorize_read(guard, ctx)
         try:
             pipeline = catalog.get(name)
         except NotFoundError as exc:

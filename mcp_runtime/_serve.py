@@ -27,6 +27,7 @@ from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.pipeline import PipelineCatalog
+from runtime_core.plugins import StepPluginSettings
 
 log = logging.getLogger("mcp_runtime.serve")
 
@@ -98,6 +99,7 @@ class ServeOptions(BaseModel):
     config_path: Path | None = None
     data_dir: Path | None = None
     principal: str | None = None
+    steps: tuple[str, ...] = ()
 
 
 def resolve_config(options: ServeOptions) -> ServerConfig:
@@ -108,7 +110,8 @@ async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
-    settings = RuntimeSettings.from_env(data_dir=options.data_dir)
+    plugins = StepPluginSettings.from_env().with_references([*config.steps, *options.steps])
+    settings = RuntimeSettings.from_env(data_dir=options.data_dir, plugins=plugins)
     with _ShutdownSignals() as shutdown:
         async with RuntimeServices(settings) as services:
             backend = ToolBackend.from_services(services, catalog)

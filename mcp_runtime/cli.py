@@ -1,4 +1,5 @@
-"""The `mcp-runtime` command line: `run` a pipeline locally, `serve` the MCP server, `hash-token`.
+"""The `mcp-runtime` command line: `run` a pipeline locally, `serve` the MCP server, list `steps`,
+`hash-token`.
 
 Owns argument parsing, progress output and exit codes. Must not contain runtime logic.
 """
@@ -23,6 +24,7 @@ from runtime_core.errors import RuntimeCoreError
 from runtime_core.hosting import add_process_arguments, options_from_args, run_runtime_instance_process
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
+from runtime_core.plugins import StepPluginSettings, describe_steps, split_references
 
 
 class ProgressPrinter:
@@ -43,7 +45,7 @@ def _step_table(view: ExecutionView) -> str:
 async def _run_pipeline(args: argparse.Namespace) -> int:
     pipeline = parse_pipeline(await asyncio.to_thread(Path(args.pipeline).read_text, encoding="utf-8"))
     state: dict[str, Any] = json.loads(args.input)
-    settings = RuntimeSettings.from_env(data_dir=args.data_dir, workers=args.workers)
+    settings = RuntimeSettings.from_env(data_dir=args.data_dir, workers=args.workers, plugins=_plugins(args))
     snapshot = ExecutionContextSnapshot(user_id=args.user, tenant_id=args.tenant, context_key="cli")
     async with RuntimeServices(settings, observer=ProgressPrinter()) as services:
         execution_id = await services.engine.create_execution(pipeline, state, snapshot)
@@ -69,9 +71,36 @@ async def _serve(args: argparse.Namespace) -> int:
         config_path=args.config,
         data_dir=args.data_dir,
         principal=args.principal,
+        steps=split_references(args.steps or ()),
     )
     await serve(options)
     return 0
+
+
+def _plugins(args: argparse.Namespace) -> StepPluginSettings:
+    return StepPluginSettings.from_env().with_references(args.steps or ())
+
+
+async def _list_steps(args: argparse.Namespace) -> int:
+    described = await asyncio.to_thread(describe_steps, _plugins(args), args.step_key)
+    if args.json or args.step_key:
+        print(json.dumps([d.model_dump(mode="json") for d in described], indent=2))
+        return 0
+    rows = [("stepKey", "source", "description"), *((d.step_key, d.source, d.description) for d in described)]
+    width = [max(len(row[i]) for row in rows) for i in (0, 1)]
+    for key, source, description in rows:
+        print(f"{key.ljust(width[0])}  {source.ljust(width[1])}  {description}")
+    return 0
+
+
+def _add_steps_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--steps",
+        action="append",
+        metavar="MODULE:ATTR",
+        help="load step plug-ins from this reference too (repeat or comma-separate); installed entry "
+        "points (group mcp_runtime.steps) and $MCP_RUNTIME_STEPS always load",
+    )
 
 
 async def _hash_token(args: argparse.Namespace) -> int:
@@ -100,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", default=None, help="data directory (default .mcp-runtime)")
     run.add_argument("--tenant", default="default")
     run.add_argument("--user", default="cli")
+    _add_steps_option(run)
     run.set_defaults(handler=_run_pipeline)
 
     serve_cmd = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)")
@@ -116,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=None, help="data directory (default .mcp-runtime)"
     )
     serve_cmd.add_argument("--principal", default=None, help="stdio: run as this configured principal")
+    _add_steps_option(serve_cmd)
     serve_cmd.set_defaults(handler=_serve)
 
     instance_cmd = commands.add_parser(
@@ -124,6 +155,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_process_arguments(instance_cmd)
     instance_cmd.set_defaults(handler=_runtime_instance)
+
+    steps_cmd = commands.add_parser(
+        "steps", help="list the step types (built-in and plug-in) with their config schemas"
+    )
+    steps_cmd.add_argument("step_key", nargs="?", help="print this step type's description and config schema")
+    steps_cmd.add_argument("--json", action="store_true", help="print every description as JSON")
+    _add_steps_option(steps_cmd)
+    steps_cmd.set_defaults(handler=_list_steps)
 
     hash_cmd = commands.add_parser("hash-token", help="print the sha256 to store in the config for a token")
     hash_cmd.add_argument("token", nargs="?", help="the token (omit to read it from stdin / a prompt)")

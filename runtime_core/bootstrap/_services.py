@@ -19,6 +19,7 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import HostManagerSettings
+from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
@@ -70,6 +71,7 @@ class EngineServices:
         await self.hot_state.ping()
         self.dag_store = DagStore(self.hot_state)
         self.executors = default_executor_registry(self.settings.data_dir)
+        load_step_plugins(self.executors, self.settings.plugins)
         self.engine = DagEngine(
             self.dag_store,
             self.executors,
@@ -139,5 +141,6 @@ class RuntimeServices(EngineServices):
             data_dir=self.settings.data_dir,
             host_name=self.settings.control_plane.host,
             tenants_file=self.settings.control_plane.tenants_file,
+            step_plugins=self.settings.plugins,
             heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
         )

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
+from runtime_core.plugins import StepPluginSettings
 
 
 class RuntimeSettings(BaseModel):
@@ -18,6 +19,7 @@ class RuntimeSettings(BaseModel):
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
     workers: int = 4
+    plugins: StepPluginSettings = Field(default_factory=StepPluginSettings.from_env)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
 

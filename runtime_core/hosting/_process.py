@@ -103,7 +103,10 @@ async def run_runtime_instance_process(
         for signum in _STOP_SIGNALS:
             loop.add_signal_handler(signum, stop.set)
     settings = RuntimeSettings(
-        data_dir=options.data_dir, redis_url=options.redis_url, redis_prefix=options.redis_prefix
+        data_dir=options.data_dir,
+        redis_url=options.redis_url,
+        redis_prefix=options.redis_prefix,
+        plugins=options.step_plugins(),
     )
     try:
         async with EngineServices(settings) as services:
