@@ -65,7 +65,7 @@ def register_source(registry: ExecutorRegistry, source: PluginSource) -> list[st
                 f"registered by {registry.source(executor.step_key)}.",
                 hint="Give the plug-in's step another step_key (e.g. prefixed with its package name).",
             )
-        registry.register(executor, source=source.describe)
+        registry.register(executor, source=source.name)
         keys.append(executor.step_key)
     return keys
 

@@ -23,8 +23,10 @@ _REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 @dataclass(frozen=True)
 class PluginSource:
-    """One place step plug-ins are loaded from; `describe` is how messages and registries name it."""
+    """One place step plug-ins are loaded from: `name` is how registries show it (a step's source),
+    `describe` how messages name it in full."""
 
+    name: str
     describe: str
     hint: str
     _load: Callable[[], Any]
@@ -45,10 +47,11 @@ def entry_point_sources(group: str = STEP_ENTRY_POINT_GROUP) -> list[PluginSourc
 
 
 def _entry_point_source(point: EntryPoint) -> PluginSource:
-    dist = f", distribution {point.dist.name} {point.dist.version}" if point.dist is not None else ""
-    describe = f"entry point '{point.name} = {point.value}' (group {point.group}{dist})"
+    dist = f"{point.dist.name} {point.dist.version}" if point.dist is not None else "unknown distribution"
+    name = f"entry point '{point.name}' ({dist})"
+    describe = f"entry point '{point.name} = {point.value}' (group {point.group}, distribution {dist})"
     uninstall = f"`pip uninstall {point.dist.name}`" if point.dist is not None else "uninstall it"
-    return PluginSource(describe, f"Fix the plug-in package, or {uninstall}.", point.load)
+    return PluginSource(name, describe, f"Fix the plug-in package, or {uninstall}.", point.load)
 
 
 def reference_source(reference: str) -> PluginSource:
@@ -59,7 +62,7 @@ def reference_source(reference: str) -> PluginSource:
         raise PluginLoadError(
             f"Step plug-in {describe} is not of the form 'package.module:attribute'.", hint=hint
         )
-    return PluginSource(describe, hint, lambda: _resolve(reference))
+    return PluginSource(describe, describe, hint, lambda: _resolve(reference))
 
 
 def _resolve(reference: str) -> Any:
