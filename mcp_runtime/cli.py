@@ -14,17 +14,19 @@ import logging
 import os
 import secrets
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mcp_runtime import ServeOptions, hash_token, serve
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.dag import EngineEvent, ExecutionView
+from runtime_core.dag import EngineEvent, ExecutionView, failure_summary
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.hosting import add_process_arguments, options_from_args, run_runtime_instance_process
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.plugins import StepPluginSettings, describe_steps, split_references
+from runtime_core.steps import ExecutorRegistry
 
 
 class ProgressPrinter:
@@ -42,6 +44,36 @@ def _step_table(view: ExecutionView) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
 
 
+def _explanation(view: ExecutionView, executors: ExecutorRegistry) -> list[str]:
+    """Why the run stopped: the step that failed it, each failed or retrying step's last error
+    (code, message, retries, when, next retry), or the input it waits for."""
+    lines = []
+    failed = view.failed_step if view.meta.status == "Failed" else None
+    if failed is not None:
+        lines.append(f"Failed: {failure_summary(failed)}")
+    for step in view.steps:
+        error = step.last_error
+        if error is None or step.status not in ("Failed", "WaitingForRetry"):
+            continue
+        retry = f", next retry at {_clock(step.next_retry_at_ms)}" if step.next_retry_at_ms else ""
+        lines.append(
+            f"  {step.name} ({step.status}): [{error.code}] {error.message} "
+            f"(retries {step.retry_count}, failed at {_clock(error.at_ms)}{retry})"
+        )
+    if view.waiting is not None:
+        step_key = next((s.step_key for s in view.steps if s.name == view.waiting.step), "")
+        lines.append(f"Waiting for input under key '{view.waiting.key}' (step '{view.waiting.step}'):")
+        lines += [f"  {view.waiting.prompt}"] if view.waiting.prompt else []
+        lines.append(f"  expected input: {json.dumps(executors.expected_input(step_key), sort_keys=True)}")
+    return lines
+
+
+def _clock(milliseconds: int | None) -> str:
+    if milliseconds is None:
+        return "an unknown time"
+    return datetime.fromtimestamp(milliseconds / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
 async def _run_pipeline(args: argparse.Namespace) -> int:
     pipeline = parse_pipeline(await asyncio.to_thread(Path(args.pipeline).read_text, encoding="utf-8"))
     state: dict[str, Any] = json.loads(args.input)
@@ -53,7 +85,8 @@ async def _run_pipeline(args: argparse.Namespace) -> int:
         status = await services.engine.run(execution_id, workers=settings.workers)
         view = await services.dag_store.read_execution(execution_id)
     assert view is not None
-    print(f"ExecutionId: {execution_id}\nStatus: {status}\n")
+    print(f"ExecutionId: {execution_id}\nStatus: {status}")
+    print("\n".join([*_explanation(view, services.executors), ""]))
     print(_step_table(view))
     final = view.steps[-1]
     print(f"\nFinal result ({final.name}):")

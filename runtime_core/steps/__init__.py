@@ -24,7 +24,7 @@ from runtime_core.steps._llm_providers import (
 )
 from runtime_core.steps._merge import MergeConfig, RagMergeExecutor
 from runtime_core.steps._prompt import AiPromptExecutor, PromptConfig, render_template
-from runtime_core.steps._registry import ExecutorRegistry
+from runtime_core.steps._registry import ANY_INPUT_SCHEMA, ExecutorRegistry
 from runtime_core.steps._results import canonical, canonical_json, step_result, unwrap_result
 from runtime_core.steps._retrieval import RagRetrievalExecutor, RetrievalConfig
 from runtime_core.steps._retrieval_providers import (
@@ -58,6 +58,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepFailure",
     "StepParked",
     "ExecutorRegistry",
+    "ANY_INPUT_SCHEMA",
     "default_executor_registry",
     # The public step API (all of it in runtime_core.steps.api)
     "step",

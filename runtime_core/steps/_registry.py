@@ -21,6 +21,9 @@ from runtime_core.steps.api import (
     describe_step,
 )
 
+ANY_INPUT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+"""The expected input of a waiting step whose executor declares no `input_schema`."""
+
 
 class ExecutorRegistry:
     def __init__(self, executors: Iterable[StepExecutor] = ()) -> None:
@@ -46,10 +49,10 @@ class ExecutorRegistry:
         executor = self._executors.get(step_key)
         return None if executor is None else config_model_of(executor)
 
-    def input_schema(self, step_key: str) -> dict[str, Any] | None:
-        """The JSON Schema of the human input the step waits for, when it declares one."""
+    def expected_input(self, step_key: str) -> dict[str, Any]:
+        """JSON Schema of the human input the step waits for: its `input_schema`, else any object."""
         schema = getattr(self._executors.get(step_key), "input_schema", None)
-        return dict(schema) if isinstance(schema, dict) else None
+        return dict(schema) if isinstance(schema, dict) else dict(ANY_INPUT_SCHEMA)
 
     def describe(self) -> list[StepDescription]:
         return [describe_step(self._executors[key], self._sources[key]) for key in self.keys()]
