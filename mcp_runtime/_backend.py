@@ -8,7 +8,6 @@ Must not call them: the tool groups do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +16,13 @@ from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
-from mcp_runtime._step_tools import StepTools
+from mcp_runtime._step_tools import StepDescriber, StepTools, no_steps
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
-from runtime_core.steps import StepDescription
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
@@ -37,7 +35,7 @@ class ToolBackend:
     replay: ReplayService
     audit: AuditQueries
     tasks: TaskService | None = None
-    describe_steps: Callable[[], list[StepDescription]] = list
+    describe_steps: StepDescriber = no_steps
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:

@@ -10,7 +10,6 @@ Must not run anything.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -26,9 +25,9 @@ from mcp_runtime._guard import AuthenticationRequiredError, ToolGuard
 from mcp_runtime._permissions import Permission
 from mcp_runtime._pipeline_tools import pipeline_resource_uri
 from mcp_runtime._rbac import PermissionDeniedError
+from mcp_runtime._step_tools import StepDescriber, no_steps
 from runtime_core.errors import NotFoundError
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, effective_step_inputs, parse_binding
-from runtime_core.steps import StepDescription
 
 DEFAULT_PROMPT_PIPELINE = "rag-final-test"
 
@@ -74,9 +73,7 @@ def _authorize_read(guard: ToolGuard, ctx: Context) -> None:
         raise ResourceError(str(exc)) from exc
 
 
-def register_step_resources(
-    server: MCPServer, describe_steps: Callable[[], list[StepDescription]], guard: ToolGuard
-) -> None:
+def register_step_resources(server: MCPServer, describe_steps: StepDescriber, guard: ToolGuard) -> None:
     @server.resource(
         "step://{step_key}",
         name="step",
@@ -86,17 +83,18 @@ def register_step_resources(
     )
     async def step_type(step_key: str, ctx: Context) -> str:
         _authorize_read(guard, ctx)
-        described = [d for d in describe_steps() if d.step_key == step_key]
-        if not described:
-            raise ResourceNotFoundError(f"No step type '{step_key}'; the steps.list tool lists them.")
-        return json.dumps(described[0].model_dump(mode="json"), indent=2)
+        try:
+            [described] = describe_steps(step_key)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        return json.dumps(described.model_dump(mode="json"), indent=2)
 
 
 def register_resources(
     server: MCPServer,
     catalog: PipelineCatalog,
     guard: ToolGuard,
-    describe_steps: Callable[[], list[StepDescription]] = list,
+    describe_steps: StepDescriber = no_steps,
 ) -> None:
     register_step_resources(server, describe_steps, guard)
 

@@ -12,23 +12,23 @@ from typing import Any
 from mcp_runtime._inputs import StepsListInput
 from mcp_runtime._outputs import StepsListOutput, StepTypeInfo
 from mcp_runtime._registration import ToolCall, ToolSpec
-from runtime_core.errors import NotFoundError
 from runtime_core.steps import StepDescription
+
+StepDescriber = Callable[[str | None], list[StepDescription]]
+"""The registered step types' descriptions, or one's (NotFoundError when unknown)."""
+
+
+def no_steps(step_key: str | None = None) -> list[StepDescription]:
+    """The describer of a backend built without a runtime (schema snapshots): no step types."""
+    return []
 
 
 class StepTools:
-    def __init__(self, describe_steps: Callable[[], list[StepDescription]]) -> None:
+    def __init__(self, describe_steps: StepDescriber) -> None:
         self._describe_steps = describe_steps
 
     async def list(self, request: StepsListInput, call: ToolCall) -> StepsListOutput:
-        described = self._describe_steps()
-        if request.step_key is not None:
-            described = [d for d in described if d.step_key == request.step_key]
-            if not described:
-                raise NotFoundError(
-                    f"No step type '{request.step_key}' is registered.",
-                    hint="Call steps.list without step_key for the registered step types.",
-                )
+        described = self._describe_steps(request.step_key)
         return StepsListOutput(steps=[StepTypeInfo.model_validate(d.model_dump()) for d in described])
 
     def specs(self) -> list[ToolSpec[Any, Any]]:

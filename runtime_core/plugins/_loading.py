@@ -14,7 +14,6 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from runtime_core.errors import NotFoundError
 from runtime_core.plugins._errors import PluginLoadError
 from runtime_core.plugins._settings import StepPluginSettings
 from runtime_core.plugins._sources import PluginSource, entry_point_sources, reference_source
@@ -44,13 +43,7 @@ def describe_steps(settings: StepPluginSettings, step_key: str | None = None) ->
     """The built-in and plug-in steps this process would run (just `step_key`'s when given)."""
     registry = default_executor_registry()
     load_step_plugins(registry, settings)
-    if step_key is None:
-        return registry.describe()
-    if step_key not in registry:
-        raise NotFoundError(
-            f"No step type '{step_key}' is registered.", hint="Registered: " + ", ".join(registry.keys())
-        )
-    return [d for d in registry.describe() if d.step_key == step_key]
+    return registry.describe(step_key)
 
 
 def register_source(registry: ExecutorRegistry, source: PluginSource) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from runtime_core.errors import NotFoundError
 from runtime_core.steps._executor import StepExecutor
 from runtime_core.steps.api import (
     BUILTIN_SOURCE,
@@ -54,8 +55,14 @@ class ExecutorRegistry:
         schema = getattr(self._executors.get(step_key), "input_schema", None)
         return dict(schema) if isinstance(schema, dict) else dict(ANY_INPUT_SCHEMA)
 
-    def describe(self) -> list[StepDescription]:
-        return [describe_step(self._executors[key], self._sources[key]) for key in self.keys()]
+    def describe(self, step_key: str | None = None) -> list[StepDescription]:
+        """Every step type's description, or just `step_key`'s (NotFoundError when unknown)."""
+        if step_key is not None and step_key not in self._executors:
+            raise NotFoundError(
+                f"No step type '{step_key}' is registered.", hint="Registered: " + ", ".join(self.keys())
+            )
+        keys = self.keys() if step_key is None else [step_key]
+        return [describe_step(self._executors[key], self._sources[key]) for key in keys]
 
     def __contains__(self, step_key: object) -> bool:
         return step_key in self._executors

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from runtime_core.hot_state import EmbeddedRedis, find_free_port
+from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.steps import STEP_ENTRY_POINT_GROUP
+from tests.helpers import runtime_instance_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "examples" / "step-plugin" / "pipelines" / "slug-and-stats.json"
@@ -83,22 +83,7 @@ def test_a_plugin_that_fails_to_import_stops_a_runtime_instance_process_naming_i
     redis_server: EmbeddedRedis, tmp_path: Path, broken_plugin: Path
 ) -> None:
     done = _cli(
-        "runtime-instance",
-        "--transport",
-        "http",
-        "--port",
-        str(find_free_port()),
-        "--tenant",
-        "tenant-a",
-        "--redis-url",
-        redis_server.url,
-        "--redis-prefix",
-        f"plug{secrets.token_hex(3)}:",
-        "--data-dir",
-        str(tmp_path),
-        "--host-id",
-        "plugin-host",
-        extra_path=broken_plugin,
+        *runtime_instance_argv(redis_server.url, str(tmp_path), "plugin-host"), extra_path=broken_plugin
     )
 
     assert done.returncode == 2

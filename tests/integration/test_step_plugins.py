@@ -150,8 +150,10 @@ async def test_steps_list_and_the_step_resource_publish_plugin_config_schemas(cl
     by_key = {entry["step_key"]: entry for entry in listed["steps"]}
     slugify = (await ok(client, "steps.list", {"step_key": "example.slugify"}))["steps"]
     resource = await client.read_resource("step://example.word_stats")
+    unknown = await failed(client, "steps.list", {"step_key": "nope.nothing"})
 
     assert {"example.slugify", "example.word_stats", "plugin.whoami", "rag.retrieval"} <= set(by_key)
+    assert "[not_found] No step type 'nope.nothing' is registered." in unknown
     assert slugify == [by_key["example.slugify"]]
     schema = slugify[0]["config_schema"]
     assert schema["required"] == ["textInput"]
