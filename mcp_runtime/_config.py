@@ -1,4 +1,5 @@
-"""The MCP server's configuration file: principals, token hashes, RBAC and catalog paths, step plug-ins.
+"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths,
+step plug-ins.
 
 Owns the JSON format, its loading (relative paths resolve against the file's folder) and
 the embedded default (one local admin principal in tenant `default`, no tokens). Must not
@@ -68,6 +69,9 @@ class ServerConfig(BaseModel):
     steps: tuple[str, ...] = Field(
         (), description="step plug-in `module:attr` references loaded besides installed entry points"
     )
+    providers_file: Path | None = Field(
+        None, description="LLM / retrieval providers JSON (named entries; API keys only as env var names)"
+    )
 
     @model_validator(mode="after")
     def _stdio_principal_exists(self) -> ServerConfig:
@@ -100,5 +104,6 @@ def load_server_config(path: Path) -> ServerConfig:
             "rbac_model": base / raw.rbac_model,
             "rbac_policy": base / raw.rbac_policy,
             "pipelines_dir": base / raw.pipelines_dir,
+            "providers_file": base / raw.providers_file if raw.providers_file else None,
         }
     )

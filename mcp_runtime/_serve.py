@@ -100,6 +100,7 @@ class ServeOptions(BaseModel):
     data_dir: Path | None = None
     principal: str | None = None
     steps: tuple[str, ...] = ()
+    providers_file: Path | None = None
 
 
 def resolve_config(options: ServeOptions) -> ServerConfig:
@@ -111,7 +112,11 @@ async def serve(options: ServeOptions) -> None:
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
     plugins = StepPluginSettings.from_env().with_references([*config.steps, *options.steps])
-    settings = RuntimeSettings.from_env(data_dir=options.data_dir, plugins=plugins)
+    settings = RuntimeSettings.from_env(
+        data_dir=options.data_dir,
+        providers_file=options.providers_file or config.providers_file,
+        plugins=plugins,
+    )
     with _ShutdownSignals() as shutdown:
         async with RuntimeServices(settings) as services:
             backend = ToolBackend.from_services(services, catalog)

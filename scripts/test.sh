@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is needed, lint, then run every test against a real
-# redis-server that the tests start themselves on a free loopback port.
+# redis-server that the tests start themselves on a free loopback port and the PostgreSQL server
+# on 127.0.0.1:5432 (started, or installed from Debian's packages, when none answers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
 # The example step plug-in (its entry points register example.* steps); tests run its steps.
 python3 -m pip install -q --disable-pip-version-check --no-deps -e examples/step-plugin 2>&1 \
   | grep -v -E "^WARNING|Running pip as the 'root'" || true
+bash scripts/ensure-postgres.sh
 python3 -m ruff check .
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -21,7 +21,7 @@ from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import HostManagerSettings
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
-from runtime_core.steps import ExecutorRegistry, default_executor_registry
+from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
 
 log = logging.getLogger("runtime_core.bootstrap")
@@ -37,6 +37,7 @@ class EngineServices:
         self.redis_url: str
         self.hot_state: HotState
         self.dag_store: DagStore
+        self.step_providers: StepProviders
         self.executors: ExecutorRegistry
         self.engine: DagEngine
         self.durable_store: DurableStore
@@ -70,7 +71,9 @@ class EngineServices:
         self._opened.push_async_callback(self.hot_state.close)
         await self.hot_state.ping()
         self.dag_store = DagStore(self.hot_state)
-        self.executors = default_executor_registry(self.settings.data_dir)
+        self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
+        self._opened.push_async_callback(self.step_providers.aclose)
+        self.executors = default_executor_registry(providers=self.step_providers)
         load_step_plugins(self.executors, self.settings.plugins)
         self.engine = DagEngine(
             self.dag_store,
@@ -142,5 +145,6 @@ class RuntimeServices(EngineServices):
             host_name=self.settings.control_plane.host,
             tenants_file=self.settings.control_plane.tenants_file,
             step_plugins=self.settings.plugins,
+            providers_file=self.settings.providers_file,
             heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
         )

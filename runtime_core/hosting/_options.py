@@ -50,6 +50,7 @@ class RuntimeInstanceProcessOptions(BaseModel):
     tenants_file: Path | None = None
     steps: tuple[str, ...] = ()
     step_entry_points: bool = True
+    providers_file: Path | None = None
     heartbeat_ms: int = Field(default=2_000, ge=10)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
     parent_pid: int | None = None
@@ -137,6 +138,11 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
         dest="step_entry_points",
         action="store_false",
         help="do not load step plug-ins from installed entry points (group mcp_runtime.steps)",
+    )
+    parser.add_argument(
+        "--providers-file",
+        type=Path,
+        help="LLM / retrieval providers JSON (default: $MCP_RUNTIME_PROVIDERS_FILE)",
     )
     parser.add_argument("--heartbeat-ms", type=int, default=2_000)
     parser.add_argument(

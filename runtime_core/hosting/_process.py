@@ -34,6 +34,7 @@ from runtime_core.instances import (
     LocalInstancePool,
     RunExecutionIndex,
 )
+from runtime_core.steps import PROVIDERS_FILE_ENV
 
 log = logging.getLogger("runtime_core.hosting")
 
@@ -107,6 +108,7 @@ async def run_runtime_instance_process(
         redis_url=options.redis_url,
         redis_prefix=options.redis_prefix,
         plugins=options.step_plugins(),
+        providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
     try:
         async with EngineServices(settings) as services:

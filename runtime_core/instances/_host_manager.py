@@ -61,6 +61,7 @@ class HostManagerSettings(BaseModel):
     host_name: str = "localhost"
     tenants_file: Path | None = None
     step_plugins: StepPluginSettings = Field(default_factory=StepPluginSettings)
+    providers_file: Path | None = None
     heartbeat_interval_ms: int = Field(default=2_000, ge=10)
     registration_timeout_s: float = Field(default=30.0, gt=0)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
@@ -212,6 +213,8 @@ class RuntimeHostManager:
             args["--max-local-workers-per-execution"] = str(launch.max_local_workers_per_execution)
         if s.tenants_file:
             args["--tenants-file"] = str(s.tenants_file)
+        if s.providers_file:
+            args["--providers-file"] = str(s.providers_file)
         if s.step_plugins.references:
             args["--steps"] = ",".join(s.step_plugins.references)
         flags = [] if s.step_plugins.entry_points else ["--no-step-entry-points"]
