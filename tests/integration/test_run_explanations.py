@@ -42,8 +42,14 @@ async def client(
 
 
 async def _submit(client: Client, pipeline: dict[str, Any]) -> str:
+    """Submit, then drain until the run is dispatched (a finishing earlier run may hold the workers)."""
     run_id: str = (await ok(client, "submit", {"definition": pipeline}))["shared_run_id"]
-    await ok(client, "queue.drain", {"max_count": 10})
+
+    async def dispatched() -> bool:
+        await ok(client, "queue.drain", {"max_count": 10})
+        return (await ok(client, "run.status", {"run_id": run_id}))["shared_status"] == "Dispatched"
+
+    await wait_until(dispatched, timeout=30, interval=0.05)
     return run_id
 
 
@@ -54,7 +60,10 @@ async def _status_when(client: Client, run_id: str, reached: Any) -> dict[str, A
         status.update(await ok(client, "run.status", {"run_id": run_id}))
         return bool(reached(status))
 
-    await wait_until(check, timeout=30, interval=0.05)
+    try:
+        await wait_until(check, timeout=30, interval=0.05)
+    except AssertionError:
+        raise AssertionError(f"run {run_id} never reached the expected state: {status}") from None
     return status
 
 
@@ -81,7 +90,9 @@ async def test_a_retrying_step_shows_its_error_retry_count_failure_time_and_next
         client, run_id, lambda s: _rows(s).get("flaky", {}).get("status") == "WaitingForRetry"
     )
     await ok(client, "cancel", {"run_id": run_id})
+    cancelled = await _status_when(client, run_id, lambda s: s["done"])
 
+    assert cancelled["execution_status"] == "Cancelled"
     row = _rows(status)["flaky"]
     assert row["retry_count"] == 1
     assert row["last_error"]["code"] == "transient"
