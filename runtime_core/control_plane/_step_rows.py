@@ -7,7 +7,7 @@ the failure summary. Must not read any store: the reader passes the execution an
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from runtime_core.control_plane._views import RunStatusView, StepErrorView, StepRow, WaitingInputView
 from runtime_core.dag import ExecutionView, StepView, failure_summary
@@ -55,5 +55,9 @@ def _waiting_input(execution: ExecutionView, executors: ExecutorRegistry) -> Wai
     )
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _moment(milliseconds: int | None) -> datetime | None:
-    return None if milliseconds is None else datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
+    """Exact to the millisecond (no float rounding), like the durable run record's times."""
+    return None if milliseconds is None else _EPOCH + timedelta(milliseconds=milliseconds)

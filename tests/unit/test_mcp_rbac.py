@@ -20,6 +20,7 @@ from mcp_runtime import (
 
 READ_TOOLS = {
     "run.status",
+    "runs.list",
     "ledger",
     "trace",
     "forensics",
