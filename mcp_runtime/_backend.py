@@ -1,7 +1,8 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog and the task service behind MCP Tasks (None: no Tasks).
+calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
+registered step types' descriptions (`steps.list`, the `step://` resource).
 Must not call them: the tool groups do.
 """
 
@@ -16,6 +17,7 @@ from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
+from mcp_runtime._step_tools import StepDescriber, StepTools, no_steps
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
@@ -34,6 +36,7 @@ class ToolBackend:
     replay: ReplayService
     audit: AuditQueries
     tasks: TaskService | None = None
+    describe_steps: StepDescriber = no_steps
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -51,6 +54,7 @@ class ToolBackend:
                 services.engine,
                 TaskSettings.from_env(),
             ),
+            describe_steps=services.executors.describe,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
@@ -61,4 +65,5 @@ class ToolBackend:
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),
+            *StepTools(self.describe_steps).specs(),
         ]

@@ -1,4 +1,5 @@
-"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths.
+"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths,
+step plug-ins.
 
 Owns the JSON format, its loading (relative paths resolve against the file's folder) and
 the embedded default (one local admin principal in tenant `default`, no tokens). Must not
@@ -67,6 +68,9 @@ class ServerConfig(BaseModel):
     rbac_model: Path = DEFAULT_RBAC_MODEL
     rbac_policy: Path = DEFAULT_RBAC_POLICY
     pipelines_dir: Path = DEFAULT_PIPELINES_DIR
+    steps: tuple[str, ...] = Field(
+        (), description="step plug-in `module:attr` references loaded besides installed entry points"
+    )
     providers_file: Path | None = Field(
         None, description="LLM / retrieval providers JSON (named entries; API keys only as env var names)"
     )

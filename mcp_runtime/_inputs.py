@@ -151,6 +151,15 @@ class PipelinesListInput(ToolInput):
     pass
 
 
+class StepsListInput(ToolInput):
+    step_key: str | None = Field(
+        None,
+        max_length=200,
+        pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$",
+        description="Only this step type (e.g. 'rag.retrieval'); omit for all of them.",
+    )
+
+
 class PipelinesValidateInput(ToolInput):
     definition: dict[str, Any] | None = Field(
         None, description="The pipeline definition to check, as a JSON object. Give this or `pipeline`."

@@ -100,12 +100,32 @@ class InstancesListOutput(ToolOutput):
     instances: list[RuntimeInstanceInfo]
 
 
+class StepError(ToolOutput):
+    code: str = Field(description="Failure code: transient, timeout, permanent, not_found, exception, ...")
+    message: str
+    reason: str = Field("", description="What the retry policy decided and why.")
+    at: datetime | None = Field(None, description="When the step failed (server time).")
+
+
 class StepRow(ToolOutput):
     name: str
     step_key: str
-    status: str
-    retry_count: int
-    recovery_count: int
+    status: str = Field(description="Pending, Ready, Running, WaitingForRetry, Completed or Failed.")
+    retry_count: int = Field(description="Retries used so far.")
+    recovery_count: int = Field(description="Times the step was taken back from a dead worker.")
+    last_error: StepError | None = Field(
+        None, description="The step's last failure (kept after a later successful retry)."
+    )
+    next_retry_at: datetime | None = Field(None, description="While WaitingForRetry: when it runs again.")
+
+
+class WaitingInput(ToolOutput):
+    key: str = Field(description="The waiting key: pass it to input.submit.")
+    step: str | None = Field(None, description="The step that asked for input.")
+    prompt: str = Field("", description="What the step asks.")
+    expected_input: dict[str, Any] = Field(
+        description="JSON Schema of the payload input.submit should carry for this step."
+    )
 
 
 class RunStatusOutput(ToolOutput):
@@ -133,7 +153,15 @@ class RunStatusOutput(ToolOutput):
     waiting_key: str | None = Field(
         None, description="While control_status is WaitingForInput: the key to answer with input.submit."
     )
-    failure_reason: str | None = None
+    waiting_input: WaitingInput | None = Field(
+        None,
+        description="While control_status is WaitingForInput: the key, the step, its prompt and the "
+        "input it expects.",
+    )
+    failure_reason: str | None = Field(
+        None, description="Why the run failed or was rejected; for a failed step: its name, code and message."
+    )
+    failed_step: str | None = Field(None, description="The step whose failure failed the run.")
     steps: list[StepRow] = []
     result: Any = Field(
         None,
@@ -242,6 +270,22 @@ class PipelineSummary(ToolOutput):
 
 class PipelinesListOutput(ToolOutput):
     pipelines: list[PipelineSummary]
+
+
+class StepTypeInfo(ToolOutput):
+    step_key: str = Field(description="The `stepKey` pipelines use.")
+    source: str = Field(description="builtin, or the plug-in entry point / module:attr reference.")
+    description: str
+    config_schema: dict[str, Any] = Field(
+        description="JSON Schema of its `config` (camelCase), checked at submit and pipelines.validate."
+    )
+    input_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the human input the step waits for (input.submit), if any."
+    )
+
+
+class StepsListOutput(ToolOutput):
+    steps: list[StepTypeInfo] = Field(description="Registered step types, by stepKey.")
 
 
 class ValidationProblem(ToolOutput):

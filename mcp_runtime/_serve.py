@@ -26,6 +26,7 @@ from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.health import HealthService
 from runtime_core.hosting import UvicornEndpoint
 from runtime_core.pipeline import PipelineCatalog
+from runtime_core.plugins import StepPluginSettings
 
 log = logging.getLogger("mcp_runtime.serve")
 
@@ -82,6 +83,7 @@ class ServeOptions(BaseModel):
     config_path: Path | None = None
     data_dir: Path | None = None
     principal: str | None = None
+    steps: tuple[str, ...] = ()
     providers_file: Path | None = None
 
 
@@ -93,8 +95,11 @@ async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
+    plugins = StepPluginSettings.from_env().with_references([*config.steps, *options.steps])
     settings = RuntimeSettings.from_env(
-        data_dir=options.data_dir, providers_file=options.providers_file or config.providers_file
+        data_dir=options.data_dir,
+        providers_file=options.providers_file or config.providers_file,
+        plugins=plugins,
     )
     with _ShutdownSignals() as shutdown:
         async with RuntimeServices(settings) as services:

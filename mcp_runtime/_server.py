@@ -30,7 +30,8 @@ poll `run.status` until done -> `ledger` / `trace`. A client declaring MCP Tasks
 from `submit` / `replay` instead and follows it with tasks/get. Every call runs as your
 principal's tenant; ids of other tenants answer "not found". Errors start with a [code]
 and say what to do next. The prompt `run_pipeline` walks through it; `pipeline://<name>`
-resources hold definitions."""
+resources hold definitions; `steps.list` (or `step://<stepKey>`) shows each step type and
+the JSON Schema of its `config`."""
 
 
 def build_server(
@@ -50,7 +51,7 @@ def build_server(
         extensions=tasks.extensions,
         middleware=tasks.middleware,
     )
-    register_resources(server, backend.catalog, guard)
+    register_resources(server, backend.catalog, guard, backend.describe_steps)
     return server
 
 

@@ -1,4 +1,5 @@
-"""The `mcp-runtime` command line: run pipelines locally, answer their input gates, serve MCP.
+"""The `mcp-runtime` command line: run pipelines locally, answer their input gates, serve MCP,
+list the registered `steps` (built-ins and plug-ins).
 
 Owns argument parsing (every option validated and explained), progress output and exit
 codes: 0 completed / served, 1 the run failed or was cancelled, 2 bad arguments or a typed
@@ -35,6 +36,7 @@ from runtime_core.hosting import (
 )
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
+from runtime_core.plugins import StepPluginSettings, describe_steps, split_references
 
 DEFAULT_TENANT, DEFAULT_USER = "default", "cli"
 EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_INTERRUPTED = 1, 2, 3, 130
@@ -93,8 +95,15 @@ class ProgressPrinter:
 
 def _settings(args: argparse.Namespace) -> RuntimeSettings:
     return RuntimeSettings.from_env(
-        data_dir=args.data_dir, workers=args.workers, providers_file=args.providers_file
+        data_dir=args.data_dir,
+        workers=args.workers,
+        providers_file=args.providers_file,
+        plugins=_plugins(args),
     )
+
+
+def _plugins(args: argparse.Namespace) -> StepPluginSettings:
+    return StepPluginSettings.from_env().with_references(args.steps or ())
 
 
 def _snapshot(args: argparse.Namespace) -> ExecutionContextSnapshot:
@@ -116,7 +125,11 @@ async def _advance(services: EngineServices, execution_id: str, args: argparse.N
         (DEFAULT_TENANT, DEFAULT_USER),
         services.settings.providers_file,
     )
-    print(outcome_report(view, status, control, context))
+    expected = None
+    if control is not None and control.waiting_step is not None:
+        step_key = next((s.step_key for s in view.steps if s.name == control.waiting_step), "")
+        expected = services.executors.expected_input(step_key)
+    print(outcome_report(view, status, control, context, expected))
     if status == "Completed":
         return 0
     return EXIT_WAITING if status == WAITING_FOR_INPUT else EXIT_FAILED
@@ -157,10 +170,33 @@ async def _serve(args: argparse.Namespace) -> int:
         config_path=args.config,
         data_dir=args.data_dir,
         principal=args.principal,
+        steps=split_references(args.steps or ()),
         providers_file=args.providers_file,
     )
     await serve(options)
     return 0
+
+
+async def _list_steps(args: argparse.Namespace) -> int:
+    described = await asyncio.to_thread(describe_steps, _plugins(args), args.step_key)
+    if args.json or args.step_key:
+        print(json.dumps([d.model_dump(mode="json") for d in described], indent=2))
+        return 0
+    rows = [("stepKey", "source", "description"), *((d.step_key, d.source, d.description) for d in described)]
+    width = [max(len(row[i]) for row in rows) for i in (0, 1)]
+    for key, source, description in rows:
+        print(f"{key.ljust(width[0])}  {source.ljust(width[1])}  {description}")
+    return 0
+
+
+def _add_steps_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--steps",
+        action="append",
+        metavar="MODULE:ATTR",
+        help="load step plug-ins from this reference too (repeat or comma-separate); installed entry "
+        "points (group mcp_runtime.steps) and $MCP_RUNTIME_STEPS always load",
+    )
 
 
 async def _hash_token(args: argparse.Namespace) -> int:
@@ -202,6 +238,7 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--user", default=DEFAULT_USER, help=f"user recorded as its submitter (default {DEFAULT_USER})"
     )
+    _add_steps_option(command)
     _add_providers_file(command)
 
 
@@ -267,8 +304,22 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve_cmd.add_argument(
         "--principal", default=None, help="stdio: run as this configured principal (default: the config's)"
     )
+    _add_steps_option(serve_cmd)
     _add_providers_file(serve_cmd)
     serve_cmd.set_defaults(handler=_serve)
+
+
+def _add_steps(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    steps_cmd = commands.add_parser(
+        "steps",
+        help="list the registered step keys (built-ins and plug-ins) or describe one",
+        description="List every step key this runtime can run with where it comes from, or print one "
+        "step's description and config schema as JSON.",
+    )
+    steps_cmd.add_argument("step_key", nargs="?", help="describe this step key (config schema as JSON)")
+    steps_cmd.add_argument("--json", action="store_true", help="print every description as JSON")
+    _add_steps_option(steps_cmd)
+    steps_cmd.set_defaults(handler=_list_steps)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -282,6 +333,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run(commands)
     _add_input(commands)
     _add_serve(commands)
+    _add_steps(commands)
     instance_cmd = commands.add_parser(
         "runtime-instance",
         help="host K child runtime instances behind an HTTP or gRPC command endpoint",

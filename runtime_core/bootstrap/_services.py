@@ -29,6 +29,7 @@ from runtime_core.health import (
 )
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import HostManagerSettings
+from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
@@ -86,6 +87,7 @@ class EngineServices:
         self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)
         self.executors = default_executor_registry(providers=self.step_providers)
+        load_step_plugins(self.executors, self.settings.plugins)
         self.engine = DagEngine(
             self.dag_store,
             self.executors,
@@ -170,6 +172,7 @@ class RuntimeServices(EngineServices):
             data_dir=self.settings.data_dir,
             host_name=self.settings.control_plane.host,
             tenants_file=self.settings.control_plane.tenants_file,
+            step_plugins=self.settings.plugins,
             providers_file=self.settings.providers_file,
             heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
         )

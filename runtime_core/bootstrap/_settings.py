@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
+from runtime_core.plugins import StepPluginSettings
 from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
 
 APP_NAME = "mcp-runtime"
@@ -30,6 +31,7 @@ class RuntimeSettings(BaseModel):
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
     workers: int = 4
+    plugins: StepPluginSettings = Field(default_factory=StepPluginSettings.from_env)
     providers_file: Path | None = None
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)

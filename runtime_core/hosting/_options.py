@@ -1,7 +1,7 @@
 """Options of a runtime-instance process: one typed model and the argument parser that fills it.
 
 Owns `RuntimeInstanceProcessOptions` (transport, port, tenant scope, pool size, sizing,
-Redis, data directory, host id, timeouts) and `build_arg_parser()`, shared by
+Redis, data directory, host id, step plug-ins, timeouts) and `build_arg_parser()`, shared by
 `python -m runtime_core.hosting` and the `mcp-runtime runtime-instance` command. Must not
 start anything.
 """
@@ -23,6 +23,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     hosted_instance_ids,
 )
+from runtime_core.plugins import StepPluginSettings, split_references
 
 CONTROL_PLANE_ID_KEY = "control.plane.id"
 HOST_ID_KEY = "runtime.host.id"
@@ -48,6 +49,8 @@ class RuntimeInstanceProcessOptions(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir)
     host_id: str
     tenants_file: Path | None = None
+    steps: tuple[str, ...] = ()
+    step_entry_points: bool = True
     providers_file: Path | None = None
     heartbeat_ms: int = Field(default=2_000, ge=10)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
@@ -59,6 +62,11 @@ class RuntimeInstanceProcessOptions(BaseModel):
         if self.transport is HostTransport.HTTP:
             return f"http://{self.bind_host}:{self.port}"
         return f"{self.bind_host}:{self.port}"
+
+    def step_plugins(self) -> StepPluginSettings:
+        """The environment's plug-in settings plus `--steps`; `--no-step-entry-points` wins."""
+        from_env = StepPluginSettings.from_env().with_references(self.steps)
+        return from_env.model_copy(update={"entry_points": from_env.entry_points and self.step_entry_points})
 
     def tenant_catalog(self) -> TenantSettingsCatalog:
         if self.tenants_file is None:
@@ -167,6 +175,18 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-id", required=True, help="this process's host id (part of instance ids)")
     parser.add_argument("--tenants-file", type=Path, help="tenant settings JSON (default: built-in defaults)")
     parser.add_argument(
+        "--steps",
+        action="append",
+        type=lambda value: split_references([value]),
+        help="step plug-in `module:attr` references (repeat or comma-separate); entry points load too",
+    )
+    parser.add_argument(
+        "--no-step-entry-points",
+        dest="step_entry_points",
+        action="store_false",
+        help="do not load step plug-ins from installed entry points (group mcp_runtime.steps)",
+    )
+    parser.add_argument(
         "--providers-file",
         type=Path,
         help="LLM / retrieval providers JSON (default: $MCP_RUNTIME_PROVIDERS_FILE)",
@@ -200,6 +220,7 @@ def options_from_args(args: argparse.Namespace) -> RuntimeInstanceProcessOptions
     """The options model from parsed arguments (extra attributes of a CLI namespace are ignored)."""
     fields = RuntimeInstanceProcessOptions.model_fields
     values = {key: value for key, value in vars(args).items() if key in fields and value is not None}
+    values["steps"] = [reference for group in values.get("steps", []) for reference in group]
     return RuntimeInstanceProcessOptions.model_validate(values)
 
 

@@ -104,6 +104,7 @@ async def run_runtime_instance_process(
         data_dir=options.data_dir,
         redis_url=options.redis_url,
         redis_prefix=options.redis_prefix,
+        plugins=options.step_plugins(),
         providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
     try:

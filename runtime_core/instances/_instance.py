@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from runtime_core.concurrency import parallelism_limit
 from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome
 from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError, StoreUnavailableError
 from runtime_core.hot_state import retry_while_unavailable
@@ -433,8 +434,10 @@ class RuntimeInstance:
         return self.settings.worker_count - self._active_workers
 
     def _hold_workers(self, run: _LocalRun) -> None:
+        """Hold the workers the run can use: never more than its pipeline's maxDegreeOfParallelism."""
         s = self.settings
-        run.effective_workers = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
+        usable = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
+        run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
         self._active_workers += run.effective_workers
 
     def _start(self, run: _LocalRun) -> None:

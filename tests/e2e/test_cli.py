@@ -123,9 +123,10 @@ def test_a_failed_run_prints_each_failed_steps_error_code_and_message(cli: Cli, 
     done = cli("run", str(pipeline))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Status: Failed" in done.stdout
-    failed = done.stdout.split("Failed steps:\n", 1)[1].splitlines()
-    assert len(failed) == 1 and failed[0].startswith("  flaky (test.flaky): [transient] ")
-    assert "Retries exhausted" in failed[0] and "(after 1 retry)" in failed[0]
+    assert "Failed: step 'flaky' (test.flaky) failed: [transient]" in done.stdout
+    failed = done.stdout.split("Failed or retrying steps:\n", 1)[1].splitlines()
+    assert failed[0].startswith("  flaky (test.flaky, Failed): [transient] ")
+    assert "Retries exhausted" in failed[0] and "(retries 1, failed at 20" in failed[0]
 
 
 def test_a_run_waiting_for_input_prints_the_command_that_answers_it_and_that_command_works(cli: Cli) -> None:

@@ -29,6 +29,7 @@ READ_TOOLS = {
     "forensics",
     "pipelines.list",
     "pipelines.validate",
+    "steps.list",
 }
 OPERATOR_TOOLS = READ_TOOLS | {"submit", "queue.drain", "cancel", "pause", "resume", "input.submit", "replay"}
 
