@@ -1,7 +1,8 @@
 """ControlPlaneParts: every collaborator of the control plane, and `build_parts` that wires them.
 
 Owns the assembly of the queueing, instances, providers and recovery parts from one
-`ControlPlaneSettings` (which store, which admission, which reconcilers). Must not start
+`ControlPlaneSettings` (which store, which admission, which reconcilers, the run-event
+publisher of the journal and the in-process instances, the webhook settings). Must not start
 anything nor hold operations: `ControlPlane` starts the parts, its readers answer queries.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
+from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.instances import (
     AdmissionController,
@@ -57,6 +59,7 @@ from runtime_core.recovery import (
     RecoverySettings,
     RuntimeHealthReconciler,
 )
+from runtime_core.webhooks import WebhookSettings
 
 
 @dataclass
@@ -87,6 +90,8 @@ class ControlPlaneParts:
     recovery: ExecutionRecoveryReconciler
     recovery_loops: RecoveryLoops
     discovery: ControlPlaneDiscovery
+    webhooks: WebhookSettings
+    events: RunEventPublisher | None = None
     hosts: RuntimeHostManager | None = None
 
 
@@ -99,17 +104,22 @@ def build_parts(
     tenants: TenantSettingsCatalog | None = None,
     audit: AuditServices | None = None,
     hosting: HostManagerSettings | None = None,
+    events: RunEventPublisher | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> ControlPlaneParts:
-    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes."""
+    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes;
+    `events` publishes run events; `webhooks` defaults to the tenants file's webhooks section."""
     if tenants is None:
         tenants = (
             TenantSettingsCatalog.from_file(settings.tenants_file)
             if settings.tenants_file
             else TenantSettingsCatalog()
         )
+    if webhooks is None:
+        webhooks = WebhookSettings.from_file(settings.tenants_file)
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
-    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller))
+    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller, events))
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
     )
@@ -128,7 +138,7 @@ def build_parts(
         reservations,
         providers,
         reservation_ttl_ms=settings.reservation_ttl_ms,
-        journal=SharedRunJournal(audit.ledger if audit else None),
+        journal=SharedRunJournal(audit.ledger if audit else None, events),
     )
     dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
     pump = SharedQueuePump(dispatcher)
@@ -208,5 +218,7 @@ def build_parts(
             recovery_interval_ms=settings.recovery_interval_ms,
         ),
         discovery=ControlPlaneDiscovery(hot_state),
+        webhooks=webhooks,
+        events=events,
         hosts=hosts,
     )

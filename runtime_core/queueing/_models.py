@@ -56,6 +56,7 @@ _OPTIONAL_TEXT_FIELDS = (
     "cancelled_by",
     "resume_execution_id",
     "recovered_from_runtime_instance_id",
+    "callback_url",
 )
 _OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms")
 
@@ -64,7 +65,8 @@ class SharedRunRecord(BaseModel):
     """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId).
 
     Only recovery sets `resume_execution_id`: the in-flight execution the next dispatch must
-    continue after its runtime instance became unsafe.
+    continue after its runtime instance became unsafe. `callback_url` is the submit's webhook
+    URL (already allow-listed for the tenant), if any.
     """
 
     shared_run_id: str
@@ -91,10 +93,11 @@ class SharedRunRecord(BaseModel):
     cancelled_by: str | None = None
     resume_execution_id: str | None = None
     recovered_from_runtime_instance_id: str | None = None
+    callback_url: str | None = None
 
     def creation_fields(self) -> dict[str, str]:
         """The string fields a Lua script writes when it creates the record."""
-        return {
+        fields = {
             "shared_run_id": self.shared_run_id,
             "submit_mode": self.submit_mode.value,
             "tenant_id": self.tenant_id,
@@ -103,6 +106,7 @@ class SharedRunRecord(BaseModel):
             "input": json.dumps(self.input, sort_keys=True),
             "admission_group": admission_group(self.snapshot) if self.snapshot else "",
         }
+        return fields | ({"callback_url": self.callback_url} if self.callback_url else {})
 
     @classmethod
     def from_hash(cls, raw: dict[str, str]) -> SharedRunRecord:
