@@ -1,7 +1,8 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog and the task service behind MCP Tasks (None: no Tasks).
+calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
+run-event subscriber behind run notifications and submit progress (None: neither).
 Must not call them: the tool groups do.
 """
 
@@ -15,10 +16,12 @@ from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
+from mcp_runtime.notifications import RunProgress
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
+from runtime_core.events import RunEventSubscriber
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
@@ -33,6 +36,7 @@ class ToolBackend:
     replay: ReplayService
     audit: AuditQueries
     tasks: TaskService | None = None
+    run_events: RunEventSubscriber | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -50,10 +54,12 @@ class ToolBackend:
                 services.engine,
                 TaskSettings.from_env(),
             ),
+            run_events=services.run_events,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
-        runs = RunTools(self.control_plane, self.catalog)
+        progress = RunProgress(self.run_events, self.control_plane) if self.run_events else None
+        runs = RunTools(self.control_plane, self.catalog, progress)
         return [
             *runs.specs(),
             *ControlTools(self.control).specs(),

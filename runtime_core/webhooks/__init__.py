@@ -39,6 +39,7 @@ from runtime_core.webhooks._signing import (
 )
 from runtime_core.webhooks._targets import (
     CALLBACK_TARGET,
+    MAX_CALLBACK_URL_LENGTH,
     CallbackNotAllowedError,
     WebhookTarget,
     check_callback,
@@ -57,6 +58,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "WEBHOOK_EVENTS",
     "WebhookTarget",
     "CALLBACK_TARGET",
+    "MAX_CALLBACK_URL_LENGTH",
     "check_callback",
     "event_targets",
     "CallbackNotAllowedError",
