@@ -78,6 +78,8 @@ class RunEventSubscriber:
                 await self._listen_once()
             except _LOST as exc:
                 log.warning("run_events.subscription_lost", extra={"error": str(exc)})
+            except Exception:  # the listener must outlive any failure: log it, back off, resubscribe
+                log.exception("run_events.subscription_failed")
             if self.subscribed.is_set():  # it had worked: reconnect quickly first
                 delay = 0.05
             self.subscribed.clear()
@@ -85,6 +87,7 @@ class RunEventSubscriber:
             delay = min(2.0, delay * 2)
 
     async def _listen_once(self) -> None:
+        await self.hot_state.ping()  # a cluster client learns its slots from its first command
         pubsub = self.hot_state.redis.pubsub()
         try:
             await pubsub.subscribe(self.keys.channel)
