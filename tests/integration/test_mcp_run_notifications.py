@@ -21,31 +21,20 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types import ResourceUpdatedNotification
 
-from mcp_runtime import (
-    DEFAULT_PIPELINES_DIR,
-    DEFAULT_RBAC_MODEL,
-    DEFAULT_RBAC_POLICY,
-    Authorizer,
-    FixedPrincipal,
-    Principal,
-    ToolBackend,
-    ToolGuard,
-    build_server,
-)
+from mcp_runtime import Principal, ToolBackend
 from mcp_runtime.notifications import RunSubscriptionBus, listening_as
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.events import RunEvent, RunEventType
 from runtime_core.hot_state import EmbeddedRedis
-from runtime_core.pipeline import PipelineCatalog
 from runtime_core.steps import StepInvocation
 from tests.helpers import wait_until
+from tests.reliability.mcp_rig import server_for, tool_backend
 
 RAG = {"pipeline": "rag-final-test", "input": {"candidateId": "c-1", "jobId": "j-1"}}
 APPROVAL = {"pipeline": "human-approval", "input": {"candidateId": "c-1", "jobId": "j-1"}}
 HELD = {"definition": {"name": "held", "steps": [{"name": "hold", "stepKey": "test.progress_hold"}]}}
 ACME = Principal(name="acme-operator", user_id="otto", tenant_id="acme", roles=("operator",))
 GLOBEX = Principal(name="globex-operator", user_id="gus", tenant_id="globex", roles=("operator",))
-AUTHORIZER = Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY)
 UNKNOWN_RUN = "srun_" + "0" * 24
 
 
@@ -122,11 +111,11 @@ async def backend(
     async with RuntimeServices(settings) as services:
         services.executors.register(HOLD)
         services.executors.register(STEPS)
-        yield ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
+        yield tool_backend(services)
 
 
 def client_for(backend: ToolBackend, principal: Principal = ACME, **options: Any) -> Client:
-    return Client(build_server(backend, ToolGuard(FixedPrincipal(principal), AUTHORIZER)), **options)
+    return Client(server_for(backend, principal), **options)
 
 
 async def submitted(client: Client, arguments: dict[str, Any], **options: Any) -> dict[str, Any]:

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane
 from runtime_core.events import (
     EVENT_FIELD,
     RunEvent,
     RunEventKeys,
-    RunEventObserver,
     RunEventPublisher,
     RunEventSubscriber,
     RunEventType,
@@ -24,17 +23,11 @@ from runtime_core.events import (
 )
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.instances import TenantSettingsCatalog
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from runtime_core.steps import HumanApprovalExecutor
 from tests.helpers import wait_until
-from tests.integration.control_plane_support import (
-    DEFAULT_TENANT,
-    EXAMPLE_TENANTS,
-    make_engine,
-    start_instance,
-)
+from tests.integration.control_plane_support import DEFAULT_TENANT, evented_control_plane, start_instance
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
@@ -84,17 +77,7 @@ class Rig:
 
 @pytest.fixture
 async def rig(hot_state: HotState) -> AsyncIterator[Rig]:
-    engine, control = make_engine(hot_state, HumanApprovalExecutor())
-    publisher = RunEventPublisher(hot_state)
-    engine.observer = RunEventObserver(publisher, engine.store)
-    plane = ControlPlane.build(
-        hot_state,
-        engine,
-        control,
-        ControlPlaneSettings(host="eventhost", local_instances=0, background_pump=False),
-        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
-        events=publisher,
-    )
+    plane, publisher = evented_control_plane(hot_state, HumanApprovalExecutor(), host="eventhost")
     subscriber = RunEventSubscriber(hot_state)
     heard = Heard()
     subscriber.listen(heard.events.append)

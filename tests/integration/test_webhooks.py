@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
-from runtime_core.events import RunEventObserver, RunEventPublisher, RunEventType, terminal_event_id
+from runtime_core.control_plane import ControlPlane
+from runtime_core.events import RunEventType, terminal_event_id
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.instances import TenantSettingsCatalog
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from runtime_core.webhooks import (
@@ -40,7 +39,7 @@ from runtime_core.webhooks import (
     WebhookSettings,
 )
 from tests.helpers import wait_until
-from tests.integration.control_plane_support import EXAMPLE_TENANTS, make_engine, start_instance
+from tests.integration.control_plane_support import evented_control_plane, start_instance
 from tests.integration.webhook_support import WebhookReceiver
 
 TENANT = ExecutionContextSnapshot(user_id="wendy", tenant_id="hooks-tenant", context_key="test-hooks")
@@ -115,18 +114,7 @@ async def rig_with(
     hot_state: HotState, settings: WebhookSettings, consumer: str = "test-a"
 ) -> AsyncIterator[Rig]:
     """A control plane whose runs publish events, one local instance, and the webhook loops."""
-    engine, control = make_engine(hot_state)
-    publisher = RunEventPublisher(hot_state)
-    engine.observer = RunEventObserver(publisher, engine.store)
-    plane = ControlPlane.build(
-        hot_state,
-        engine,
-        control,
-        ControlPlaneSettings(host="hookhost", local_instances=0, background_pump=False),
-        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
-        events=publisher,
-        webhooks=settings,
-    )
+    plane, publisher = evented_control_plane(hot_state, host="hookhost", webhooks=settings)
     webhooks = await WebhookService(hot_state, settings, plane.parts.runs, consumer=consumer).start()
     await start_instance(plane)
     try:
