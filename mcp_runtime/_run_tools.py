@@ -109,7 +109,7 @@ class RunTools:
         if self._progress is None or not _wants_progress(call.ctx):
             return answer
         view = await self._progress.follow(result.shared_run_id, call.snapshot, call.ctx.report_progress)
-        return answer.model_copy(update={"run": run_status_output(view)})
+        return answer.model_copy(update={"run": run_status_output(view) if view else None})
 
     @staticmethod
     def _submit_output(result: SubmitResult, pipeline: PipelineDefinition, call: ToolCall) -> SubmitOutput:

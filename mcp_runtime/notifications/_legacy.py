@@ -14,6 +14,7 @@ Must not serve the 2026-07-28 era (`subscriptions/listen`, see `_bus`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,7 @@ class ResourceSubscriptions:
         self._add(connection_of(ctx), principal.tenant_id, params.uri)
         if self._stop_hearing is None:
             self._stop_hearing = self._run_events.listen(self._on_run_event)
+        with contextlib.suppress(TimeoutError):  # Redis unreachable: it is heard once reconnected
             await self._run_events.wait_subscribed()
         return EmptyResult()
 

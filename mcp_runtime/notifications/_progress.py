@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from runtime_core.control_plane import ControlPlane, RunStatusView, run_is_done
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEvent, RunEventSubscriber
 from runtime_core.identity import ExecutionContextSnapshot
 
@@ -60,8 +61,9 @@ class RunProgress:
 
     async def follow(
         self, shared_run_id: str, snapshot: ExecutionContextSnapshot, report: ProgressReport
-    ) -> RunStatusView:
-        """Report progress until the run settles (or the wait ends); its last status."""
+    ) -> RunStatusView | None:
+        """Report progress until the run settles (or the wait ends); its last status (None when
+        Redis became unreachable meanwhile: the submit still answers, without the run)."""
         changes: asyncio.Queue[RunEvent] = asyncio.Queue()
 
         def hear(event: RunEvent) -> None:
@@ -70,8 +72,11 @@ class RunProgress:
 
         stop_hearing = self.run_events.listen(hear)
         try:
-            await self.run_events.wait_subscribed()
+            with contextlib.suppress(TimeoutError):  # no pub/sub yet: re-reading alone still ends it
+                await self.run_events.wait_subscribed()
             return await self._report_until_settled(shared_run_id, snapshot, report, changes)
+        except StoreUnavailableError:
+            return None  # the run was submitted: answer that, without its status
         finally:
             stop_hearing()
 

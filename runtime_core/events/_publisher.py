@@ -39,16 +39,16 @@ class RunEventPublisher:
         self._flusher: asyncio.Task[None] | None = None
 
     async def publish(self, event: RunEvent) -> None:
-        """Publish now (after the buffered progress); durable events also go to the stream."""
+        """Publish now (after the buffered progress); durable events go to the stream first."""
+        if event.durable:
+            await self.hot_state.redis.xadd(
+                self.keys.stream,
+                {EVENT_FIELD: event.model_dump_json()},
+                maxlen=self.stream_max_len,
+                approximate=True,
+            )
         async with self._lock:
             batch = [*self._buffer, event]
-            if event.durable:
-                await self.hot_state.redis.xadd(
-                    self.keys.stream,
-                    {EVENT_FIELD: event.model_dump_json()},
-                    maxlen=self.stream_max_len,
-                    approximate=True,
-                )
             await self._send(batch)
             del self._buffer[: len(batch) - 1]
 
