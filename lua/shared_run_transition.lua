@@ -4,14 +4,16 @@
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
 -- KEYS[2] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
--- KEYS[3] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
+-- KEYS[3] ended        ZSET  shared run id -> ended-at ms: a run moved to Rejected, Cancelled or
+--                            Failed ended before dispatch; the lifecycle sweeper retires it
+-- KEYS[4] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
 --         created_at_ms} {squeue}:idem:<tenant>:<sha256 of the key>, expires after ARGV[6]
 -- ARGV[1] shared run id
 -- ARGV[2] comma separated expected statuses ("" = the run must not exist: create it)
 -- ARGV[3] new status
 -- ARGV[4] JSON object of string fields to set
--- ARGV[5] (with KEYS[3]) fingerprint of the request (pipeline + input)
--- ARGV[6] (with KEYS[3]) idempotency window, ms
+-- ARGV[5] (with KEYS[4]) fingerprint of the request (pipeline + input)
+-- ARGV[6] (with KEYS[4]) idempotency window, ms
 -- Returns: {1, now}          applied
 --          {0, now, status}  current status not expected (or run already exists); unchanged
 --          {-1, now}         run missing (and ARGV[2] not empty); unchanged
@@ -22,8 +24,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local status = redis.call('HGET', KEYS[1], 'status')
 if ARGV[2] == '' then
-  if KEYS[3] then
-    local held = redis.call('HMGET', KEYS[3], 'shared_run_id', 'fingerprint')
+  if KEYS[4] then
+    local held = redis.call('HMGET', KEYS[4], 'shared_run_id', 'fingerprint')
     if held[1] then
       if held[2] == ARGV[5] then return {2, now, held[1]} end
       return {3, now, held[1]}
@@ -32,9 +34,9 @@ if ARGV[2] == '' then
   if status then return {0, now, status} end
   redis.call('HSET', KEYS[1], 'created_at_ms', now)
   redis.call('ZADD', KEYS[2], now, ARGV[1])
-  if KEYS[3] then
-    redis.call('HSET', KEYS[3], 'shared_run_id', ARGV[1], 'fingerprint', ARGV[5], 'created_at_ms', now)
-    redis.call('PEXPIRE', KEYS[3], ARGV[6])
+  if KEYS[4] then
+    redis.call('HSET', KEYS[4], 'shared_run_id', ARGV[1], 'fingerprint', ARGV[5], 'created_at_ms', now)
+    redis.call('PEXPIRE', KEYS[4], ARGV[6])
   end
 else
   if not status then return {-1, now} end
@@ -47,4 +49,7 @@ for field, value in pairs(fields) do
   redis.call('HSET', KEYS[1], field, value)
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'updated_at_ms', now)
+if ARGV[3] == 'Rejected' or ARGV[3] == 'Cancelled' or ARGV[3] == 'Failed' then
+  redis.call('ZADD', KEYS[3], now, ARGV[1])
+end
 return {1, now}

@@ -3,8 +3,9 @@
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
 in-process runtime instances, the background pump, the scale-out watcher and the health /
 execution recovery reconcilers, and the caller-facing operations: submit, drain,
-list_instances, pause_queue, resume_queue, and run_status / cancel (answered by
-`RunStatusReader` / `RunCanceller`).
+list_instances, pause_queue, resume_queue, run_status / cancel (answered by
+`RunStatusReader` / `RunCanceller`) and list_runs (the lifecycle's run catalog); it also
+starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -18,6 +19,7 @@ from typing import Any
 
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
 from runtime_core.control_plane._run_status import RunStatusReader
@@ -30,7 +32,7 @@ from runtime_core.control_plane._views import (
     RunStatusView,
 )
 from runtime_core.dag import DagEngine
-from runtime_core.errors import MissingSnapshotError
+from runtime_core.errors import MissingSnapshotError, NotFoundError
 from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
@@ -42,12 +44,14 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
+from runtime_core.lifecycle import RunListPage, RunListQuery
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
     DispatchOutcome,
     DispatchResult,
     IdempotencyKey,
+    IdempotentRunGoneError,
     PumpIdentity,
     PumpRequest,
     SubmitMode,
@@ -72,7 +76,7 @@ class ControlPlane:
         self.parts = parts
         self.settings = settings
         self.workers = workers
-        self.locator = RunLocator(parts.runs, parts.index, parts.dag_store)
+        self.locator = RunLocator(parts.runs, parts.index, parts.dag_store, parts.durable)
         self._status = RunStatusReader(parts, self.locator)
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
@@ -121,6 +125,7 @@ class ControlPlane:
             self.parts.background_pump.start()
         if self.settings.recovery_enabled:
             self.parts.recovery_loops.start()
+        self.parts.lifecycle.start()
         self._stop.clear()
         self._watcher_task = asyncio.create_task(
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
@@ -142,6 +147,7 @@ class ControlPlane:
 
     async def stop(self) -> None:
         self._stop.set()
+        await self.parts.lifecycle.stop()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
         if self._watcher_task is not None:
@@ -181,15 +187,22 @@ class ControlPlane:
             if idempotency_key is not None
             else None
         )
-        return await self.parts.controller.submit(
-            pipeline,
-            input,
-            mode or self.settings.default_submit_mode,
-            caller,
-            provider_hint=provider_hint,
-            idempotency=idempotency,
-            callback_url=callback_url,
-        )
+        try:
+            return await self.parts.controller.submit(
+                pipeline,
+                input,
+                mode or self.settings.default_submit_mode,
+                caller,
+                provider_hint=provider_hint,
+                idempotency=idempotency,
+                callback_url=callback_url,
+            )
+        except IdempotentRunGoneError as gone:  # finished and retired: its durable record answers
+            try:
+                view = await self._status.read(gone.shared_run_id, caller)
+            except NotFoundError:
+                raise gone from None
+            return archived_submit_result(gone, view)
 
     async def drain(
         self,
@@ -283,3 +296,7 @@ class ControlPlane:
         self, any_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""
     ) -> CancelResult:
         return await self._canceller.cancel(any_id, _require(snapshot), reason=reason)
+
+    async def list_runs(self, query: RunListQuery, snapshot: ExecutionContextSnapshot | None) -> RunListPage:
+        """The caller's tenant's runs, newest first, still running or archived alike."""
+        return await self.parts.lifecycle.catalog.list_runs(_require(snapshot), query)

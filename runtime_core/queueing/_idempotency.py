@@ -73,4 +73,5 @@ class IdempotentRunGoneError(ConflictError):
             "since been cleaned up; nothing was submitted.",
             hint=f"Read its outcome with run.status for run_id '{shared_run_id}'.",
         )
+        self.key = key
         self.shared_run_id = shared_run_id

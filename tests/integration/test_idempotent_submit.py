@@ -4,23 +4,28 @@ The key is claimed by the same Lua script that creates the shared run, so concur
 submits with one key (on one control plane, or on two control planes sharing one Redis)
 create exactly one SharedRunId and one execution; the others answer that run
 (`deduplicated`). Keys are per tenant; a key reused for another request is a typed
-conflict that submits nothing; a key is free again once its window ends.
+conflict that submits nothing; a key is free again once its window ends; a key whose run
+finished and left hot state within the window is answered from the run's durable record.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control_plane import ControlPlane
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import EmbeddedRedis, HotState
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.lifecycle import HotStateRetention
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import IdempotencyConflictError, SharedRunStatus, SubmitMode, SubmitResult
 from tests.helpers import CountingExecutor, wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, control_plane, start_instance
+from tests.integration.lifecycle_support import finish, lifecycle_runtime
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
@@ -166,3 +171,25 @@ async def test_submits_without_a_key_are_never_deduplicated(hot_state: HotState)
         assert len({result.shared_run_id for result in results}) == 3
     finally:
         await plane.stop()
+
+
+async def test_a_key_whose_finished_run_left_hot_state_is_answered_from_its_durable_record(
+    redis_server: EmbeddedRedis, tmp_path: Path
+) -> None:
+    hot = HotStateRetention(enabled=False, grace_ms=0, record_retention_ms=200)
+    settings = lifecycle_runtime(redis_server.url, tmp_path, hot, background_pump=False)
+    async with RuntimeServices(settings) as services:
+        services.executors.register(CountingExecutor())
+        plane = services.control_plane
+        first = await _submit(plane, "archived")
+        view = await finish(plane, first.shared_run_id, DEFAULT_TENANT)
+        assert plane.parts.lifecycle.sweeper is not None
+        await plane.parts.lifecycle.sweeper.sweep_once()
+
+        async def record_gone() -> bool:
+            return await plane.parts.runs.get(first.shared_run_id) is None
+
+        await wait_until(record_gone, timeout=10)
+        again = await _submit(plane, "archived")
+    assert again.deduplicated and again.shared_run_id == first.shared_run_id
+    assert again.local_run_id == view.local_run_id and again.status is SharedRunStatus.DISPATCHED
