@@ -3,8 +3,10 @@
 - `<prefix>events:runs`             pub/sub channel; each message is a JSON list of events
                                     (one publication may carry a batch);
 - `<prefix>{run-events}:stream`     STREAM of the durable events (terminal, waiting for
-                                    input), one field `event` holding the event JSON; capped
-                                    at about `stream_max_len` entries (MAXLEN ~).
+                                    input), one field `event` holding the event JSON; created
+                                    by the webhook service (events are appended only to an
+                                    existing stream), entries deleted once consumed, capped at
+                                    about `stream_max_len` entries (MAXLEN ~).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Owns how an event leaves the process. `publish` (status changes) writes now: the events
 buffered so far and this one in one PUBLISH (so subscribers see them in order), plus an
-XADD to the durable stream for terminal / waiting-for-input events; it raises
+XADD to the durable stream for terminal / waiting-for-input events (only once a webhook
+service created that stream); it raises
 `StoreUnavailableError` so a caller that must not lose the event can retry. `emit` (step
 progress) only buffers: a background task flushes the buffer in one PUBLISH per batch, so a
 step costs its worker no extra round trip; buffered progress is lost if the process dies,
@@ -39,13 +40,15 @@ class RunEventPublisher:
         self._flusher: asyncio.Task[None] | None = None
 
     async def publish(self, event: RunEvent) -> None:
-        """Publish now (after the buffered progress); durable events go to the stream first."""
+        """Publish now (after the buffered progress); durable events go to the stream first,
+        if it exists: the webhook service creates it, so without webhooks nothing accumulates."""
         if event.durable:
             await self.hot_state.redis.xadd(
                 self.keys.stream,
                 {EVENT_FIELD: event.model_dump_json()},
                 maxlen=self.stream_max_len,
                 approximate=True,
+                nomkstream=True,
             )
         async with self._lock:
             batch = [*self._buffer, event]

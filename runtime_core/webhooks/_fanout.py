@@ -1,12 +1,13 @@
 """WebhookFanout: the durable run-event stream -> one outbox delivery per event and target.
 
-Owns the `webhooks` consumer group on the run-event stream (created at the stream's end the
-first time any control plane starts, so only events from then on are delivered), reading
-new entries, resolving each event's targets (the tenant's endpoints, the run's callback
-URL from its shared run record), enqueueing their deliveries, and acknowledging the entry
-only after that. Entries a crashed control plane read but never acknowledged are claimed
-again after `claim_lease_ms` (XAUTOCLAIM); enqueueing is idempotent, so at worst an entry is
-processed twice, never lost. Must not send HTTP.
+Owns the run-event stream's `webhooks` consumer group (created, with the stream, the first
+time any webhook-enabled control plane starts: events are appended only to an existing
+stream, so only events from then on are delivered), reading new entries, resolving each
+event's targets (the tenant's endpoints, the run's callback URL from its shared run record),
+enqueueing their deliveries, and acknowledging then deleting the entry only after that.
+Entries a crashed control plane read but never acknowledged are claimed again after
+`claim_lease_ms` (XAUTOCLAIM); enqueueing is idempotent, so at worst an entry is processed
+twice, never lost. Must not send HTTP.
 """
 
 from __future__ import annotations
@@ -77,8 +78,16 @@ class WebhookFanout:
         entries = await self._abandoned() + await self._new(block_ms)
         for entry_id, fields in entries:
             await self._handle(fields)
-            await self._redis.xack(self._stream, CONSUMER_GROUP, entry_id)
+            await self._consumed(entry_id)
         return len(entries)
+
+    async def _consumed(self, entry_id: str) -> None:
+        """Acknowledged and deleted: its deliveries are in the outbox, the stream keeps only
+        what is not yet handled (one round trip; both commands address the stream's slot)."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.xack(self._stream, CONSUMER_GROUP, entry_id)
+        pipe.xdel(self._stream, entry_id)
+        await pipe.execute()
 
     async def _abandoned(self) -> list[tuple[str, dict[str, str]]]:
         reply = await self._redis.xautoclaim(

@@ -68,6 +68,11 @@ class Heard:
         return next(event for event in self.of(shared_run_id) if event.type is event_type)
 
 
+async def open_stream(hot_state: HotState) -> None:
+    """What a starting webhook service does: the durable stream exists from now on."""
+    await hot_state.redis.xgroup_create(RunEventKeys(hot_state).stream, "test", id="$", mkstream=True)
+
+
 @dataclass
 class Rig:
     plane: ControlPlane
@@ -116,9 +121,16 @@ async def test_a_runs_status_changes_reach_a_subscriber_in_order_ending_once_it_
     assert end.local_run_id == view.local_run_id and end.execution_id == view.execution_id
 
 
+async def test_without_a_webhook_service_no_durable_event_accumulates(rig: Rig, hot_state: HotState) -> None:
+    submitted = await rig.plane.submit(CHAIN, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+    await rig.heard.until(submitted.shared_run_id, RunEventType.COMPLETED)
+    assert not await hot_state.redis.exists(RunEventKeys(hot_state).stream)
+
+
 async def test_the_end_of_a_run_is_in_the_durable_stream_under_a_deterministic_id(
     rig: Rig, hot_state: HotState
 ) -> None:
+    await open_stream(hot_state)
     submitted = await rig.plane.submit(CHAIN, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
     end = await rig.heard.until(submitted.shared_run_id, RunEventType.COMPLETED)
     assert end.event_id == terminal_event_id(RunEventType.COMPLETED, submitted.shared_run_id, None)
@@ -132,6 +144,7 @@ async def test_the_end_of_a_run_is_in_the_durable_stream_under_a_deterministic_i
 async def test_a_run_waiting_for_input_is_announced_with_its_waiting_key(
     rig: Rig, hot_state: HotState
 ) -> None:
+    await open_stream(hot_state)
     submitted = await rig.plane.submit(APPROVAL, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
     waiting = await rig.heard.until(submitted.shared_run_id, RunEventType.WAITING_FOR_INPUT)
     assert waiting.waiting_key == "ok" and waiting.step == "ask" and waiting.status == "WaitingForInput"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from runtime_core.control_plane import ControlPlane
-from runtime_core.events import RunEventType, terminal_event_id
+from runtime_core.events import RunEventKeys, RunEventType, terminal_event_id
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
@@ -134,6 +134,7 @@ async def test_a_receiver_failing_twice_verifies_the_third_delivery_and_one_even
         async with rig_with(hot_state, settings_for(receiver.url)) as rig:
             run_id = await rig.run_to_end()
             delivery = await rig.delivery_of(run_id, DeliveryStatus.DELIVERED)
+            assert await hot_state.redis.xlen(RunEventKeys(hot_state).stream) == 0  # consumed, deleted
     event_id = terminal_event_id(RunEventType.COMPLETED, run_id, None)
     assert [r.event_id for r in receiver.received] == [event_id] * 3
     assert [r.headers[ATTEMPT_HEADER.lower()] for r in receiver.received] == ["1", "2", "3"]
