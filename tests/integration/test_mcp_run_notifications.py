@@ -23,6 +23,7 @@ from mcp_types import ResourceUpdatedNotification
 
 from mcp_runtime import Principal, ToolBackend
 from mcp_runtime.notifications import RunSubscriptionBus, listening_as
+from mcp_runtime.tasks import TaskHandle, TasksClientExtension
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.events import RunEvent, RunEventType
 from runtime_core.hot_state import EmbeddedRedis
@@ -208,6 +209,17 @@ async def test_a_submit_following_its_run_does_not_block_other_requests(
         held.release.set()
         answer = await asyncio.wait_for(following, 30)
     assert answer["run"]["done"] is True
+
+
+async def test_a_submit_that_becomes_a_task_answers_at_once_even_with_a_progress_token(
+    backend: ToolBackend, held: HoldExecutor
+) -> None:
+    async with client_for(backend, extensions=[TasksClientExtension()]) as client:
+        handle = await asyncio.wait_for(
+            client.session.call_tool("submit", HELD, meta={"progressToken": "p-task"}, allow_claimed=True), 30
+        )
+        assert isinstance(handle, TaskHandle) and handle.status == "working"
+        held.release.set()
 
 
 async def test_a_submit_with_a_progress_token_answers_once_the_run_waits_for_input(
