@@ -4,8 +4,8 @@ one Redis, over streamable HTTP (issue 15 items 3 and 4).
 Server A runs no runtime instance and no pump: it can execute nothing. Every run is
 submitted through server B and executed by B's runtime instance, and a client connected to
 A still hears it change, through Redis pub/sub: with `subscriptions/listen` (2026-07-28) and
-with `resources/subscribe` (2025-11-25). One idempotency key sent to both servers at once
-makes one run. A submit carrying a progress token (the SDK client sends one with a progress
+with `resources/subscribe` (2025-11-25). One idempotency key sent 50 times to both servers at
+once makes one run. A submit carrying a progress token (the SDK client sends one with a progress
 callback) reports progress over HTTP and answers once the run is done.
 """
 
@@ -143,7 +143,7 @@ async def test_one_idempotency_key_sent_to_both_servers_at_once_makes_one_run(
     key = f"e2e-{secrets.token_hex(6)}"
     async with BearerClient(servers[0], TOKEN) as a, BearerClient(servers[1], TOKEN) as b:
         answers = await asyncio.gather(
-            *(call(client, "submit", {**RAG, "idempotency_key": key}) for client in (a, b) * 5)
+            *(call(client, "submit", {**RAG, "idempotency_key": key}) for client in (a, b) * 25)
         )
     assert len({answer["shared_run_id"] for answer in answers}) == 1
     assert sum(not answer["deduplicated"] for answer in answers) == 1
