@@ -2,7 +2,8 @@
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
-registered step types' descriptions (`steps.list`, the `step://` resource).
+registered step types' descriptions (`steps.list`, the `step://` resource) and the
+run-event subscriber behind run notifications and submit progress (None: neither).
 Must not call them: the tool groups do.
 """
 
@@ -18,10 +19,12 @@ from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
 from mcp_runtime._step_tools import StepDescriber, StepTools, no_steps
+from mcp_runtime.notifications import RunProgress
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
+from runtime_core.events import RunEventSubscriber
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
@@ -37,6 +40,7 @@ class ToolBackend:
     audit: AuditQueries
     tasks: TaskService | None = None
     describe_steps: StepDescriber = no_steps
+    run_events: RunEventSubscriber | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -55,10 +59,12 @@ class ToolBackend:
                 TaskSettings.from_env(),
             ),
             describe_steps=services.executors.describe,
+            run_events=services.run_events,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
-        runs = RunTools(self.control_plane, self.catalog)
+        progress = RunProgress(self.run_events, self.control_plane) if self.run_events else None
+        runs = RunTools(self.control_plane, self.catalog, progress)
         return [
             *runs.specs(),
             *RunListTools(self.control_plane).specs(),

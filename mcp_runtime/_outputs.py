@@ -36,10 +36,15 @@ class SubmitOutput(ToolOutput):
     local_run_id: str | None = None
     scale_out_request_id: str | None = None
     next_step: str = Field(description="What to call next.")
+    deduplicated: bool = Field(
+        False,
+        description="True when idempotency_key had already submitted this run: nothing new was submitted.",
+    )
     run: RunStatusOutput | None = Field(
         None,
-        description="Only in the result of an MCP task (the call ran as a task): the run's final "
-        "`run.status` answer.",
+        description="The run's `run.status` answer once it settled: in the result of an MCP task (the "
+        "call ran as a task), or when the call carried a progress token (submit then reports progress "
+        "and answers once the run is done or waits for input).",
     )
 
 

@@ -3,8 +3,9 @@
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
 and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
-bodies capped, unauthenticated `/livez`, `/readyz` and `/healthz`). Must not contain tool
-behaviour.
+bodies capped, unauthenticated `/livez`, `/readyz` and `/healthz`); the `run://` resource
+with its subscriptions in both eras when the backend hears run events
+(`mcp_runtime.notifications`). Must not contain tool behaviour.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.notifications import notification_support
 from mcp_runtime.tasks import TaskSupport, task_support
 from runtime_core.health import HealthService
 from runtime_core.hosting import health_endpoints
@@ -27,7 +29,8 @@ SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
 Typical flow: `pipelines.list` -> `submit` (returns a shared_run_id) -> `queue.drain` ->
 poll `run.status` until done -> `ledger` / `trace`. A client declaring MCP Tasks gets a task
-from `submit` / `replay` instead and follows it with tasks/get. Every call runs as your
+from `submit` / `replay` instead and follows it with tasks/get; or subscribe to the resource
+run://<shared_run_id>, or send a progress token with `submit`. Every call runs as your
 principal's tenant; ids of other tenants answer "not found". Errors start with a [code]
 and say what to do next. The prompt `run_pipeline` walks through it; `pipeline://<name>`
 resources hold definitions; `steps.list` (or `step://<stepKey>`) shows each step type and
@@ -40,6 +43,11 @@ def build_server(
     """The MCP server; pass `token_verifier` to require bearer tokens (streamable HTTP)."""
     auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None) if token_verifier else None
     tasks = task_support(backend.tasks, guard) if backend.tasks is not None else TaskSupport([], [])
+    notifications = (
+        notification_support(backend.run_events, backend.control_plane, guard)
+        if backend.run_events is not None
+        else None
+    )
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="MCP Runtime control plane",
@@ -49,9 +57,12 @@ def build_server(
         auth=auth,
         tools=[build_tool(spec, guard) for spec in backend.tool_specs()],
         extensions=tasks.extensions,
-        middleware=tasks.middleware,
+        middleware=[*tasks.middleware, *(notifications.middleware if notifications else [])],
+        subscriptions=notifications.bus if notifications else None,
     )
     register_resources(server, backend.catalog, guard, backend.describe_steps)
+    if notifications is not None:
+        notifications.register(server)
     return server
 
 

@@ -1,14 +1,17 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control): runtime-instance processes use it alone.
-`RuntimeServices` adds the control plane (with runtime-instance process hosting).
+durable store, audit, execution control, the run-event publisher): runtime-instance
+processes use it alone. `RuntimeServices` adds the control plane (with runtime-instance
+process hosting), the webhook service (when a tenant configures webhooks) and this
+process's run-event subscriber (for MCP notifications).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -18,6 +21,7 @@ from runtime_core.bootstrap._settings import RuntimeSettings
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
+from runtime_core.events import RunEventObserver, RunEventPublisher, RunEventSubscriber
 from runtime_core.health import (
     HealthService,
     LoopStates,
@@ -33,6 +37,7 @@ from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
+from runtime_core.webhooks import WebhookService
 
 log = logging.getLogger("runtime_core.bootstrap")
 
@@ -53,6 +58,7 @@ class EngineServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
+        self.events: RunEventPublisher
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
         self._opened = AsyncExitStack()
@@ -96,6 +102,7 @@ class EngineServices:
             observer=self._observer,
         )
         await self._attach_audit()
+        self._attach_events()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
 
@@ -130,6 +137,15 @@ class EngineServices:
             checks["background_loops"] = background_loops_alive(loops)
         return HealthService(checks)
 
+    def _attach_events(self) -> None:
+        """Run events of the executions (after the audit observer: once a run is announced
+        waiting or ended, its ledger and trace are written)."""
+        self.events = RunEventPublisher(self.hot_state)
+        self._opened.push_async_callback(self.events.aclose)
+        self.engine.observer = CompositeObserver(
+            self.engine.observer, RunEventObserver(self.events, self.dag_store)
+        )
+
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -142,9 +158,11 @@ class RuntimeServices(EngineServices):
     def __init__(self, settings: RuntimeSettings, *, observer: ExecutionObserver | None = None) -> None:
         super().__init__(settings, observer=observer)
         self.control_plane: ControlPlane
+        self.webhooks: WebhookService | None = None
+        self.run_events: RunEventSubscriber
 
     async def __aenter__(self) -> RuntimeServices:
-        await self._start(self._open_engine, self._open_control_plane)
+        await self._start(self._open_engine, self._open_control_plane, self._open_notifications)
         return self
 
     async def _open_control_plane(self) -> None:
@@ -156,6 +174,7 @@ class RuntimeServices(EngineServices):
             workers=self.settings.workers,
             audit=self.audit,
             hosting=self.hosting_settings(),
+            events=self.events,
         )
         self._opened.push_async_callback(self.control_plane.stop)
         await self.control_plane.start()
@@ -163,6 +182,18 @@ class RuntimeServices(EngineServices):
     def health(self, loops: LoopStates | None = None) -> HealthService:
         """As the engine's, plus the control plane's background loops."""
         return super().health(loops or self.control_plane.background_loops)
+
+    async def _open_notifications(self) -> None:
+        """The run-event subscriber (started by its first listener) and, when a tenant
+        configures webhooks, the webhook fan-out and delivery loops."""
+        self.run_events = RunEventSubscriber(self.hot_state)
+        self._opened.push_async_callback(self.run_events.aclose)
+        parts = self.control_plane.parts
+        if parts.webhooks.enabled:
+            consumer = f"{self.settings.control_plane.control_plane_id}:{os.getpid()}"
+            self.webhooks = WebhookService(self.hot_state, parts.webhooks, parts.runs, consumer=consumer)
+            self._opened.push_async_callback(self.webhooks.stop)
+            await self.webhooks.start()
 
     def hosting_settings(self) -> HostManagerSettings:
         """Runtime-instance processes share this Redis (and prefix) and data directory."""

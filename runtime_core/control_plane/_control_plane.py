@@ -19,6 +19,7 @@ from typing import Any
 
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
 from runtime_core.control_plane._run_status import RunStatusReader
@@ -31,7 +32,8 @@ from runtime_core.control_plane._views import (
     RunStatusView,
 )
 from runtime_core.dag import DagEngine
-from runtime_core.errors import MissingSnapshotError
+from runtime_core.errors import MissingSnapshotError, NotFoundError
+from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -48,11 +50,14 @@ from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
     DispatchOutcome,
     DispatchResult,
+    IdempotencyKey,
+    IdempotentRunGoneError,
     PumpIdentity,
     PumpRequest,
     SubmitMode,
     SubmitResult,
 )
+from runtime_core.webhooks import WebhookSettings, check_callback
 
 DrainProgress = Callable[[int, int, str], Awaitable[None]]
 MANUAL_DRAIN_WORKER_ID = "drain"
@@ -90,12 +95,23 @@ class ControlPlane:
         tenants: TenantSettingsCatalog | None = None,
         audit: AuditServices | None = None,
         hosting: HostManagerSettings | None = None,
+        events: RunEventPublisher | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> ControlPlane:
         """`audit` (optional) receives the recovery forensics and ledger evidence; `hosting`
-        (optional) enables runtime-instance processes for HTTP / gRPC scale-out."""
+        (optional) enables runtime-instance processes for HTTP / gRPC scale-out; `events`
+        (optional) publishes run events; `webhooks` overrides the tenants file's section."""
         settings = settings or ControlPlaneSettings()
         parts = build_parts(
-            hot_state, engine, canceller, settings, tenants=tenants, audit=audit, hosting=hosting
+            hot_state,
+            engine,
+            canceller,
+            settings,
+            tenants=tenants,
+            audit=audit,
+            hosting=hosting,
+            events=events,
+            webhooks=webhooks,
         )
         return cls(parts, settings, workers=workers)
 
@@ -166,12 +182,40 @@ class ControlPlane:
         snapshot: ExecutionContextSnapshot | None,
         *,
         provider_hint: str | None = None,
+        idempotency_key: str | None = None,
+        callback_url: str | None = None,
     ) -> SubmitResult:
-        """Refuses an oversized or non-JSON input before anything is queued (the engine's limits)."""
+        """Refuses an oversized or non-JSON input, or a `callback_url` the tenant does not
+        allow-list, before anything is queued. An `idempotency_key` the caller's tenant used
+        within `idempotency_window_ms` returns the run it made (same pipeline and input) or an
+        `idempotency_conflict` (another request); nothing new is submitted."""
+        caller = _require(snapshot)
         self.parts.engine.check_input(input)
-        return await self.parts.controller.submit(
-            pipeline, input, mode or self.settings.default_submit_mode, snapshot, provider_hint=provider_hint
+        if callback_url is not None:
+            check_callback(self.parts.webhooks, caller.tenant_id, callback_url)
+        idempotency = (
+            IdempotencyKey.for_request(
+                idempotency_key, pipeline, input, window_ms=self.settings.idempotency_window_ms
+            )
+            if idempotency_key is not None
+            else None
         )
+        try:
+            return await self.parts.controller.submit(
+                pipeline,
+                input,
+                mode or self.settings.default_submit_mode,
+                caller,
+                provider_hint=provider_hint,
+                idempotency=idempotency,
+                callback_url=callback_url,
+            )
+        except IdempotentRunGoneError as gone:  # finished and retired: its durable record answers
+            try:
+                view = await self._status.read(gone.shared_run_id, caller)
+            except NotFoundError:
+                raise gone from None
+            return archived_submit_result(gone, view)
 
     async def drain(
         self,

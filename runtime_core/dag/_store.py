@@ -435,6 +435,11 @@ class DagStore:
             attributes=raw,
         )
 
+    async def load_attributes(self, execution_id: str, *names: str) -> dict[str, str | None]:
+        """A few attributes of the execution's metadata (one HMGET; None where absent)."""
+        values = await self.hot_state.redis.hmget(self.keys(execution_id).meta, list(names))
+        return dict(zip(names, values, strict=True))
+
     async def read_execution(self, execution_id: str) -> ExecutionView | None:
         meta = await self.load_meta(execution_id)
         if meta is None:

@@ -52,7 +52,7 @@ class RuntimeInstanceHost:
         self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
         index = RunExecutionIndex(hot_state)
         self.pool = LocalInstancePool(
-            InstanceDependencies(services.engine, self.registry, index, services.control)
+            InstanceDependencies(services.engine, self.registry, index, services.control, services.events)
         )
         self.commands = RuntimeCommands(self.pool)
         self.health = services.health(loops=self._loops)

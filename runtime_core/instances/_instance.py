@@ -6,6 +6,7 @@ a run waits for a worker instead of failing; a parked run, paused or waiting for
 gives its workers back but keeps its run slot, and takes workers again once unparked, before
 new runs start), queue pause / resume, hot enqueue, queued-run cancellation (no ExecutionId
 is ever created) and running-run cancellation bridged to execution control by ExecutionId,
+the end of each local run published as a run event once its closed record is stored,
 resuming a recovered execution by its existing ExecutionId instead of creating one (the
 execution then carries this attempt's LocalRunId and instance attributes, so ledger entries
 after the resume name it), the run-execution index records of its runs, and the heartbeat
@@ -54,6 +55,7 @@ from runtime_core.instances._models import (
     QueueStateView,
     RuntimeInstanceSettings,
 )
+from runtime_core.instances._run_events import local_run_end
 from runtime_core.instances._run_index import RunIndexRecord
 
 log = logging.getLogger("runtime_core.instances")
@@ -612,6 +614,8 @@ class RuntimeInstance:
             update={"status": status, "failure_reason": reason, "completed_at_ms": completed_at}
         )
         await self.deps.index.put(run.record)
+        if self.deps.events is not None:  # after the record: a listener reading the run finds it done
+            await self.deps.events.publish(local_run_end(run.record))
 
     def _forget_old_finished(self, run: _LocalRun) -> None:
         self._finished.append(run.record.local_run_id)

@@ -14,6 +14,7 @@ from enum import Enum
 
 from runtime_core.hot_state import HotState
 from runtime_core.instances import admission_group_tenant
+from runtime_core.queueing._idempotency import IdempotencyKey
 from runtime_core.queueing._keys import SharedQueueKeys
 from runtime_core.queueing._models import (
     PumpIdentity,
@@ -36,6 +37,8 @@ class QueueOutcome(Enum):
     REFUSED = 0
     MISSING = -1
     BUSY = -2
+    DUPLICATE = 2  # the idempotency key already made run `detail` (same request)
+    KEY_CONFLICT = 3  # the idempotency key made run `detail` for another request
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,12 @@ class SharedQueue:
         self.claim_lease_ms = claim_lease_ms
         self._scripts = hot_state.scripts
 
-    async def enqueue_new(self, record: SharedRunRecord) -> QueueTransition:
-        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally)."""
-        return await self._enqueue(record, json.dumps(record.creation_fields()), ())
+    async def enqueue_new(
+        self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+    ) -> QueueTransition:
+        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally);
+        with `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT)."""
+        return await self._enqueue(record, json.dumps(record.creation_fields()), (), idempotency)
 
     async def enqueue_existing(
         self, record: SharedRunRecord, allowed_from: tuple[SharedRunStatus, ...]
@@ -72,14 +78,19 @@ class SharedQueue:
         return await self._enqueue(record, "", allowed_from)
 
     async def _enqueue(
-        self, record: SharedRunRecord, fields_json: str, allowed_from: tuple[SharedRunStatus, ...]
+        self,
+        record: SharedRunRecord,
+        fields_json: str,
+        allowed_from: tuple[SharedRunStatus, ...],
+        idempotency: IdempotencyKey | None = None,
     ) -> QueueTransition:
         k = self.keys
-        reply = await self._scripts["shared_enqueue"](
-            keys=[k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)],
-            args=[record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)],
-        )
-        return _transition(reply)
+        keys = [k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)]
+        args = [record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)]
+        if idempotency is not None:
+            keys.append(k.idempotency(record.tenant_id, idempotency.key))
+            args += [idempotency.fingerprint, str(idempotency.window_ms)]
+        return _transition(await self._scripts["shared_enqueue"](keys=keys, args=args))
 
     async def claim_next(
         self, pump: PumpIdentity, skip_groups: frozenset[str] = frozenset()

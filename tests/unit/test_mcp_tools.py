@@ -602,6 +602,7 @@ async def test_pipeline_resource_serves_the_catalog_definition(backend: ToolBack
         content = await client.read_resource("pipeline://rag-final-test")
     assert sorted(template.uri_template for template in templates) == [
         "pipeline://{name}",
+        "run://{run_id}",
         "step://{step_key}",
     ]
     assert '"stepKey": "rag.retrieval"' in content.contents[0].text  # type: ignore[union-attr]
