@@ -1,8 +1,9 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog and the task service behind MCP Tasks (None: no Tasks).
-Must not call them: the tool groups do.
+calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
+run view reader over the same services (the MCP Apps view and the dashboard). Must not call
+them: the tool groups do.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
+from mcp_runtime.run_view import RunViewReader
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
@@ -51,6 +53,9 @@ class ToolBackend:
                 TaskSettings.from_env(),
             ),
         )
+
+    def run_view_reader(self) -> RunViewReader:
+        return RunViewReader(self.control_plane, self.audit, self.tasks)
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
         runs = RunTools(self.control_plane, self.catalog)

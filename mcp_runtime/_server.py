@@ -2,8 +2,9 @@
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
-and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
-bodies capped, an unauthenticated `/healthz`). Must not contain tool behaviour.
+the run view as an MCP App (`mcp_runtime.apps`), and the HTTP app (bearer auth via the
+SDK's token verifier, `X-API-Key` accepted, request bodies capped, an unauthenticated
+`/healthz`, the dashboard under `/ui` when given). Must not contain tool behaviour.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.apps import RunViewApps, link_run_view, register_run_view_resources
 from mcp_runtime.tasks import TaskSupport, task_support
 
 SERVER_NAME = "mcp-runtime"
@@ -45,11 +47,12 @@ def build_server(
         version="0.1.0",
         token_verifier=token_verifier,
         auth=auth,
-        tools=[build_tool(spec, guard) for spec in backend.tool_specs()],
-        extensions=tasks.extensions,
+        tools=[link_run_view(build_tool(spec, guard)) for spec in backend.tool_specs()],
+        extensions=[*tasks.extensions, RunViewApps()],
         middleware=tasks.middleware,
     )
     register_resources(server, backend.catalog, guard)
+    register_run_view_resources(server, backend.run_view_reader(), guard)
     return server
 
 
