@@ -25,6 +25,7 @@ from mcp_runtime._guard import BearerPrincipal, FixedPrincipal, ToolGuard
 from mcp_runtime._rbac import Authorizer
 from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.pipeline import PipelineCatalog
 
@@ -148,9 +149,15 @@ async def _serve_http(
     shutdown: _ShutdownSignals,
 ) -> None:
     verifier = ConfiguredTokenVerifier(config)
-    server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
-    app = http_app(server, host=options.host)
+    guard = ToolGuard(BearerPrincipal(verifier), authorizer)
+    server = build_server(backend, guard, token_verifier=verifier)
+    dashboard = dashboard_app(
+        backend, config, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
+    )
+    app = http_app(server, host=options.host, dashboard=dashboard)
     uvicorn_config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
     shutdown.http_server = _QuietUvicorn(uvicorn_config)
-    log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, options.port)
+    log.info(
+        "serving MCP over streamable HTTP on http://%s:%d/mcp (dashboard on /ui)", options.host, options.port
+    )
     await shutdown.http_server.serve()

@@ -56,12 +56,15 @@ def build_server(
     return server
 
 
-def http_app(server: MCPServer, *, host: str) -> ASGIApp:
+def http_app(server: MCPServer, *, host: str, dashboard: ASGIApp | None = None) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus an open `/healthz`."""
+    MAX_REQUEST_BYTES) plus an open `/healthz`, and the dashboard (its own sign-in) on `/ui`."""
 
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))
+    app = server.streamable_http_app(host=host)
+    if dashboard is not None:
+        app.mount("/ui", dashboard)
+    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(app))

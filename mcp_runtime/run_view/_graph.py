@@ -76,6 +76,7 @@ class RunGraph:
                 {
                     "name": node.name,
                     "status": node.status,
+                    "label": node.style.label,
                     "text": node.style.text,
                     "css_class": node.style.css_class,
                     "retry_count": node.retry_count,

@@ -17,6 +17,7 @@ LABEL_WIDTH = 200
 ROW_HEIGHT = 22
 AXIS_HEIGHT = 24
 MAX_ROWS = 300
+PARKED_OUTCOME = "step.parked"
 _TICKS = 5
 
 
@@ -31,6 +32,15 @@ class TimelineRow:
     x: float
     width: float
     y: int
+
+    @property
+    def kind(self) -> str:
+        """The bar's colour class: the whole run, a completed attempt, a parked one, a failed one."""
+        if self.step_name is None:
+            return "run"
+        if self.outcome == PARKED_OUTCOME:
+            return "parked"
+        return "ok" if self.ok else "error"
 
 
 @dataclass(frozen=True)
