@@ -96,7 +96,7 @@ class DashboardPages:
         try:
             graph = await self.reader.graph(run_id, user.admit("run.status"))
         except Exception as exc:
-            return error_page(request, "run.status", exc, user=user)
+            return error_page(request, "run.status", exc, user=user, notice=user.session.take_notice())
         evidence, evidence_error = await self._evidence(user, graph)
         may = {action: user.may(tool) for action, tool in ACTION_TOOLS.items()}
         refresh = REFRESH_HEADER in request.headers
