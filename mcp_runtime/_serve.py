@@ -99,6 +99,7 @@ class ServeOptions(BaseModel):
     config_path: Path | None = None
     data_dir: Path | None = None
     principal: str | None = None
+    providers_file: Path | None = None
 
 
 def resolve_config(options: ServeOptions) -> ServerConfig:
@@ -109,7 +110,9 @@ async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
-    settings = RuntimeSettings.from_env(data_dir=options.data_dir)
+    settings = RuntimeSettings.from_env(
+        data_dir=options.data_dir, providers_file=options.providers_file or config.providers_file
+    )
     with _ShutdownSignals() as shutdown:
         async with RuntimeServices(settings) as services:
             backend = ToolBackend.from_services(services, catalog)

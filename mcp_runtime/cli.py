@@ -43,7 +43,9 @@ def _step_table(view: ExecutionView) -> str:
 async def _run_pipeline(args: argparse.Namespace) -> int:
     pipeline = parse_pipeline(await asyncio.to_thread(Path(args.pipeline).read_text, encoding="utf-8"))
     state: dict[str, Any] = json.loads(args.input)
-    settings = RuntimeSettings.from_env(data_dir=args.data_dir, workers=args.workers)
+    settings = RuntimeSettings.from_env(
+        data_dir=args.data_dir, workers=args.workers, providers_file=args.providers_file
+    )
     snapshot = ExecutionContextSnapshot(user_id=args.user, tenant_id=args.tenant, context_key="cli")
     async with RuntimeServices(settings, observer=ProgressPrinter()) as services:
         execution_id = await services.engine.create_execution(pipeline, state, snapshot)
@@ -69,6 +71,7 @@ async def _serve(args: argparse.Namespace) -> int:
         config_path=args.config,
         data_dir=args.data_dir,
         principal=args.principal,
+        providers_file=args.providers_file,
     )
     await serve(options)
     return 0
@@ -90,6 +93,15 @@ async def _runtime_instance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_providers_file(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--providers-file",
+        type=Path,
+        default=None,
+        help="LLM / retrieval providers JSON (default: the server config's, or $MCP_RUNTIME_PROVIDERS_FILE)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-runtime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", default=None, help="data directory (default .mcp-runtime)")
     run.add_argument("--tenant", default="default")
     run.add_argument("--user", default="cli")
+    _add_providers_file(run)
     run.set_defaults(handler=_run_pipeline)
 
     serve_cmd = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)")
@@ -116,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=None, help="data directory (default .mcp-runtime)"
     )
     serve_cmd.add_argument("--principal", default=None, help="stdio: run as this configured principal")
+    _add_providers_file(serve_cmd)
     serve_cmd.set_defaults(handler=_serve)
 
     instance_cmd = commands.add_parser(

@@ -68,3 +68,9 @@ class InputTooLargeError(RuntimeCoreError):
     """An input or result is above the configured size limit."""
 
     code = "input_too_large"
+
+
+class ConfigurationError(RuntimeCoreError):
+    """A configuration file or setting is invalid; the runtime refuses to start with it."""
+
+    code = "invalid_configuration"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is needed, lint, then run every test against a real
-# redis-server that the tests start themselves on a free loopback port.
+# redis-server that the tests start themselves on a free loopback port and the PostgreSQL server
+# on 127.0.0.1:5432 (started, or installed from Debian's packages, when none answers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
+bash scripts/ensure-postgres.sh
 # The dashboard's browser tests drive Debian's Chromium through Playwright (never `playwright install`).
 if ! command -v chromium >/dev/null 2>&1; then
   echo "installing chromium (apt-get) for the dashboard's browser tests" >&2

@@ -46,6 +46,9 @@ class MetricsObserver:
             self.metrics.lease_denied(f"admission:{event.attributes.get('policy')}")
         elif event.name in _STEP_OUTCOMES:
             self.metrics.steps.labels(outcome=_STEP_OUTCOMES[event.name]).inc()
+            usage = event.attributes.get("usage")
+            if isinstance(usage, dict):
+                self.metrics.tokens_used(usage)
             if event.name == "step.retry_scheduled":
                 self.metrics.retries.inc()
             self._observe(

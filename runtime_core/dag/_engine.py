@@ -56,7 +56,16 @@ from runtime_core.pipeline import (
     resolve_inputs,
     validate_pipeline,
 )
-from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
+from runtime_core.steps import (
+    ExecutorRegistry,
+    StepExecutor,
+    StepFailure,
+    StepInvocation,
+    StepParked,
+    check_step_configs,
+    result_usage,
+    usage_attributes,
+)
 
 log = logging.getLogger("runtime_core.dag")
 
@@ -252,10 +261,13 @@ class DagEngine:
 
     def validate(self, pipeline: PipelineDefinition) -> None:
         """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
-        concurrency policies. Submit and `pipelines.validate` call it so a bad pipeline is refused
-        before it is queued; the first broken rule raises InvalidPipelineError."""
+        concurrency policies, each step's config against its step type's config model, and that
+        step configs name providers configured here. Submit and `pipelines.validate` call it so a
+        bad pipeline is refused before it is queued; the first broken rule raises
+        InvalidPipelineError."""
         validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
+        check_step_configs(pipeline.steps, self.executors)
 
     async def reassign_execution(
         self, execution_id: str, snapshot: ExecutionContextSnapshot | None, attributes: dict[str, str]
@@ -558,7 +570,14 @@ class DagEngine:
         # The completing worker claims next; with batches of one it takes one released step.
         others = outcome.released - 1 if self.settings.claim_batch_size == 1 else outcome.released
         await self._after_transition(
-            run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id, wake=max(0, others)
+            run,
+            claim,
+            outcome.outcome,
+            outcome.converged,
+            "step.completed",
+            worker_id,
+            wake=max(0, others),
+            **usage_attributes(result_usage(result)),
         )
 
     @contextlib.asynccontextmanager
@@ -651,7 +670,9 @@ class DagEngine:
         self, run: _ExecutionRun, step: StepDefinition, claim: StepClaim, failure: StepFailure, worker_id: str
     ) -> None:
         seed = f"{run.execution_id}:{step.name}:{claim.retry_count}"
-        decision = self.retry.decide(step.config, failure.code, claim.retry_count, seed)
+        decision = self.retry.decide(
+            step.config, failure.code, claim.retry_count, seed, retry_after_ms=failure.retry_after_ms
+        )
         error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
         result = await self._until_available(
             lambda: self.store.fail_step(
@@ -673,6 +694,7 @@ class DagEngine:
             error=failure.message,
             retry_count=result.retry_count,
             next_retry_at_ms=result.next_retry_at_ms,
+            **usage_attributes(failure.usage),
         )
 
     async def _park(

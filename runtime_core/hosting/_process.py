@@ -34,6 +34,7 @@ from runtime_core.instances import (
     LocalInstancePool,
     RunExecutionIndex,
 )
+from runtime_core.steps import PROVIDERS_FILE_ENV
 
 log = logging.getLogger("runtime_core.hosting")
 
@@ -103,7 +104,10 @@ async def run_runtime_instance_process(
         for signum in _STOP_SIGNALS:
             loop.add_signal_handler(signum, stop.set)
     settings = RuntimeSettings(
-        data_dir=options.data_dir, redis_url=options.redis_url, redis_prefix=options.redis_prefix
+        data_dir=options.data_dir,
+        redis_url=options.redis_url,
+        redis_prefix=options.redis_prefix,
+        providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
     try:
         async with EngineServices(settings) as services:

@@ -34,6 +34,7 @@ class HumanApprovalExecutor:
 
     step_key = "human.approval"
     config_model = ApprovalConfig
+    description = "Wait for an operator's answer (input.submit under the waiting key), then report it."
     input_schema = APPROVAL_INPUT_SCHEMA
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:

@@ -190,7 +190,7 @@ async def test_a_missing_retrieval_id_fails_at_once_while_a_transient_failure_is
                     "name": "candidate",
                     "stepKey": "rag.retrieval",
                     "input": {"candidateId": "state.candidateId"},
-                    "config": {"operation": "candidate.byId", "providerKey": "sqlserver", "retry": retry},
+                    "config": {"operation": "candidate.byId", "providerKey": "default", "retry": retry},
                 },
                 {"name": "flaky", "stepKey": "test.flaky", "config": {"failTimes": 2, "retry": retry}},
             ],

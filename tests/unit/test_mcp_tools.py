@@ -497,6 +497,18 @@ async def test_pipelines_validate_names_the_unregistered_step_key(backend: ToolB
     )
 
 
+UNCONFIGURED_PROVIDER = {
+    "name": "needs-postgres",
+    "steps": [
+        {
+            "name": "candidate",
+            "stepKey": "rag.retrieval",
+            "config": {"operation": "candidate.byId", "provider": "relational", "providerKey": "postgres"},
+        }
+    ],
+}
+
+
 BAD_RETENTION = {
     "name": "bad-retention",
     "config": {"retention": ["retention.nope"]},
@@ -504,15 +516,24 @@ BAD_RETENTION = {
 }
 
 
-async def test_pipelines_validate_and_submit_refuse_an_unknown_retention_policy(backend: ToolBackend) -> None:
+@pytest.mark.parametrize(
+    ("definition", "rule", "named", "hinted"),
+    [
+        (BAD_RETENTION, "retention_valid", "retention.nope", "retention.hybrid.default"),
+        (UNCONFIGURED_PROVIDER, "provider_configured", "relational/postgres", "providers file"),
+    ],
+)
+async def test_pipelines_validate_and_submit_refuse_what_this_runtime_cannot_run(
+    backend: ToolBackend, definition: dict[str, Any], rule: str, named: str, hinted: str
+) -> None:
     async with session(backend, ACME_OPERATOR) as client:
-        checked = await ok(client, "pipelines.validate", {"definition": BAD_RETENTION})
-        refused = await failed(client, "submit", {"definition": BAD_RETENTION})
+        checked = await ok(client, "pipelines.validate", {"definition": definition})
+        refused = await failed(client, "submit", {"definition": definition})
     assert checked["valid"] is False
-    assert checked["problem"]["rule"] == "retention_valid"
-    assert "retention.nope" in checked["problem"]["message"]
-    assert "retention.hybrid.default" in checked["problem"]["hint"]
-    assert "[invalid_pipeline]" in refused and "retention.nope" in refused
+    assert checked["problem"]["rule"] == rule
+    assert named in checked["problem"]["message"]
+    assert hinted in checked["problem"]["hint"]
+    assert "[invalid_pipeline]" in refused and named in refused
 
 
 async def test_the_engine_refuses_an_unknown_retention_policy_at_create_time(
