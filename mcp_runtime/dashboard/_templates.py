@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -21,7 +20,7 @@ from mcp_runtime._guard import AuthenticationRequiredError
 from mcp_runtime._rbac import PermissionDeniedError
 from mcp_runtime.dashboard._input_form import InvalidFormError
 from mcp_runtime.dashboard._security import UI_PATH
-from mcp_runtime.run_view import STEP_LEGEND, status_style
+from mcp_runtime.run_view import STEP_LEGEND, status_style, template_environment
 from runtime_core.errors import ConflictError, NotFoundError, StoreUnavailableError
 
 
@@ -40,13 +39,7 @@ def _datetime_input(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M") if value else ""
 
 
-TEMPLATES = Environment(
-    loader=PackageLoader("mcp_runtime.dashboard", "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+TEMPLATES = template_environment("mcp_runtime.dashboard")
 TEMPLATES.globals.update(ui=UI_PATH, status_style=status_style, legend=STEP_LEGEND)
 TEMPLATES.filters.update(when=_when, when_ms=_when_ms, datetime_input=_datetime_input)
 

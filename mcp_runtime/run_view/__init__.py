@@ -11,7 +11,13 @@ from mcp_runtime.run_view._graph import MAX_DRAWN_STEPS, RunGraph, StepNode, bui
 from mcp_runtime.run_view._history import StepAttempt, StepEvent, StepHistory, step_histories
 from mcp_runtime.run_view._layout import GraphLayout, GraphStep, NodeBox, layered_layout
 from mcp_runtime.run_view._reader import RunEvidence, RunViewReader
-from mcp_runtime.run_view._render import STYLESHEET, graph_svg, run_app_html, timeline_svg
+from mcp_runtime.run_view._render import (
+    STYLESHEET,
+    graph_svg,
+    run_app_html,
+    template_environment,
+    timeline_svg,
+)
 from mcp_runtime.run_view._status import STATUS_STYLES, STEP_LEGEND, StatusStyle, status_style
 from mcp_runtime.run_view._timeline import Timeline, TimelineRow, build_timeline
 
@@ -46,4 +52,5 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "timeline_svg",
     "run_app_html",
     "STYLESHEET",
+    "template_environment",
 ]

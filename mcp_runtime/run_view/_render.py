@@ -22,13 +22,20 @@ _STATIC = resources.files("mcp_runtime.run_view").joinpath("static")
 STYLESHEET = _STATIC.joinpath("run_view.css").read_text(encoding="utf-8")
 _APP_BRIDGE = _STATIC.joinpath("app_bridge.js").read_text(encoding="utf-8")
 
-_TEMPLATES = Environment(
-    loader=PackageLoader("mcp_runtime.run_view", "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+
+def template_environment(package: str) -> Environment:
+    """The Jinja environment of a package's `templates/`: autoescaped (ids, names and errors are
+    data), strict about missing values."""
+    return Environment(
+        loader=PackageLoader(package, "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+_TEMPLATES = template_environment("mcp_runtime.run_view")
 
 
 def graph_svg(graph: RunGraph) -> Markup | None:
