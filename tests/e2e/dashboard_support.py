@@ -53,17 +53,23 @@ def write_config(path: Path) -> Path:
     return path
 
 
-@contextmanager
-def served_dashboard(redis_url: str, data_dir: Path) -> Iterator[str]:
-    """A served control plane whose live streams poll fast (test speed); yields its base URL."""
-    env = clean_environment(
+def dashboard_environment(redis_url: str) -> dict[str, str]:
+    """`serve` on the test Redis (own key prefix) with live streams polling fast (test speed)."""
+    return clean_environment(
         REDIS_URL=redis_url,
         MCP_RUNTIME_REDIS_PREFIX=f"ui{secrets.token_hex(4)}:",
         MCP_RUNTIME_UI_RUN_POLL_MS="100",
         MCP_RUNTIME_UI_LIST_POLL_MS="200",
     )
-    with served_http(write_config(data_dir / "server.json"), data_dir, env) as base_url:
-        yield base_url
+
+
+@contextmanager
+def served_dashboard(redis_url: str, data_dir: Path) -> Iterator[str]:
+    """A served control plane for the dashboard tests; yields its base URL."""
+    with served_http(
+        write_config(data_dir / "server.json"), data_dir, dashboard_environment(redis_url)
+    ) as url:
+        yield url
 
 
 def mcp_session(base_url: str, principal: str) -> BearerClient:

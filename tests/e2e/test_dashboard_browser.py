@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
+from mcp_runtime.apps import RUN_VIEW_TEMPLATE_URI
 from runtime_core.hot_state import EmbeddedRedis
 from tests.e2e.dashboard_support import (
     TOKENS,
@@ -171,6 +172,73 @@ async def test_a_viewer_sees_the_run_with_no_action_button(browser: Browser, bas
     # Keyboard first: the first Tab reaches the skip link, which moves focus to the content.
     await page.keyboard.press("Tab")
     await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    await page.context.close()
+    async with mcp_session(base_url, "acme-operator") as acme:
+        await acme.call_tool("cancel", {"run_id": run["shared_run_id"]})
+
+
+# A loopback MCP Apps host: it renders the server's app template in a sandboxed iframe and speaks
+# the MCP Apps wire format to it (JSON-RPC 2.0 over postMessage): it answers `ui/initialize`,
+# then sends the `run.status` result as `ui/notifications/tool-result`, and proxies the view's
+# `resources/read` to the real server (through `mcpReadResource`, an MCP client session).
+MCP_APPS_HOST = """<!doctype html>
+<html><body>
+<iframe id="view" sandbox="allow-scripts" title="run view" width="1200" height="700"></iframe>
+<script>
+window.received = [];
+window.startHost = (template, toolResult) => {
+  const view = document.getElementById("view");
+  const send = (message) => view.contentWindow.postMessage({ jsonrpc: "2.0", ...message }, "*");
+  window.addEventListener("message", async (event) => {
+    if (event.source !== view.contentWindow) return;
+    const message = event.data;
+    window.received.push(message.method);
+    if (message.method === "ui/initialize") {
+      send({ id: message.id, result: { protocolVersion: message.params.protocolVersion,
+        hostInfo: { name: "loopback-host", version: "1" }, hostContext: {},
+        hostCapabilities: { serverResources: {} } } });
+    } else if (message.method === "ui/notifications/initialized") {
+      send({ method: "ui/notifications/tool-result", params: toolResult });
+    } else if (message.method === "resources/read") {
+      send({ id: message.id, result: await window.mcpReadResource(message.params.uri) });
+    }
+  });
+  view.srcdoc = template;
+};
+</script>
+</body></html>"""
+
+
+async def test_an_mcp_apps_host_shows_the_run_its_run_status_result_links(
+    browser: Browser, base_url: str
+) -> None:
+    run = await waiting_approval_run(base_url)
+    page = await (await browser.new_context(viewport=LAPTOP)).new_page()
+    asked: list[str] = []
+    async with mcp_session(base_url, "acme-operator") as acme:
+
+        async def read_resource(uri: str) -> dict[str, Any]:
+            asked.append(uri)
+            read = await acme.read_resource(uri)
+            return read.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        status = await acme.call_tool("run.status", {"run_id": run["execution_id"]})
+        template = (await acme.read_resource(RUN_VIEW_TEMPLATE_URI)).contents[0].text  # type: ignore[union-attr]
+        await page.expose_function("mcpReadResource", read_resource)
+        await page.set_content(MCP_APPS_HOST)
+        await page.evaluate(
+            "([template, result]) => window.startHost(template, result)",
+            [template, status.model_dump(mode="json", by_alias=True, exclude_none=True)],
+        )
+        view = page.frame_locator("#view")
+        await expect(view.locator('g.step[data-step="approval"]')).to_have_attribute(
+            "data-status", "WaitingForInput"
+        )
+        await expect(view.locator("h1")).to_contain_text(run["shared_run_id"])
+        received = await page.evaluate("window.received")
+    assert received[:2] == ["ui/initialize", "ui/notifications/initialized"]
+    assert {"resources/read", "ui/notifications/size-changed"} <= set(received)
+    assert asked == [status.meta["ui"]["resourceUri"]] == [f"ui://mcp-runtime/runs/{run['shared_run_id']}"]
     await page.context.close()
     async with mcp_session(base_url, "acme-operator") as acme:
         await acme.call_tool("cancel", {"run_id": run["shared_run_id"]})

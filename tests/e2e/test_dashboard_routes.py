@@ -5,28 +5,34 @@ security headers and the vendored static files."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
+import signal
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from runtime_core.hot_state import EmbeddedRedis
+from runtime_core.hot_state import EmbeddedRedis, find_free_port
 from tests.e2e.dashboard_support import (
     TOKENS,
     UNKNOWN_RUN,
     call,
     csrf_token,
+    dashboard_environment,
     login_nonce,
     mcp_session,
     served_dashboard,
     sign_in,
     waiting_approval_run,
+    write_config,
 )
+from tests.e2e.mcp_support import child_process, serve_command, wait_for_health
 from tests.helpers import wait_until
 
 ACTIONS = ("cancel", "pause", "resume", "input")
@@ -267,3 +273,87 @@ def test_capacity_needs_the_instances_list_permission_like_the_tool(base_url: st
     assert "<code>rt_" in as_admin and "Queue depth:" in as_admin
     assert "lack 'instance:read'" in as_operator and "<code>rt_" not in as_operator
     assert "Queue depth:" in as_operator  # the tenant's own queue depth needs run:read only
+
+
+def _hold_pipeline(release: Path) -> dict[str, Any]:
+    """A run whose first step runs until the file `release` exists."""
+    return {
+        "name": "hold-then-finish",
+        "steps": [
+            {"name": "hold", "stepKey": "test.wait_for_file", "config": {"path": str(release)}},
+            {"name": "after", "stepKey": "test.noop", "dependsOn": ["hold"]},
+        ],
+    }
+
+
+def _notice(client: httpx.Client, path: str) -> str:
+    found = re.search(r'<p class="notice" role="status">([^<]*)</p>', client.get(path).text)
+    assert found is not None
+    return found.group(1).replace("&#39;", "'")
+
+
+async def test_operator_pauses_resumes_and_cancels_a_running_run_like_the_tools(
+    base_url: str, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    async with mcp_session(base_url, "acme-operator") as acme:
+        submit = {"definition": _hold_pipeline(release), "mode": "DirectDispatch"}
+        run_id = (await call(acme, "submit", submit))["shared_run_id"]
+
+        async def holding() -> bool:
+            steps = (await call(acme, "run.status", {"run_id": run_id}))["steps"]
+            return any(step["name"] == "hold" and step["status"] == "Running" for step in steps)
+
+        await wait_until(holding, timeout=30, interval=0.05)
+        notices = {}
+        with sign_in(base_url, "acme-operator") as operator:
+            for action in ("pause", "resume", "cancel"):
+                page_html = operator.get(f"/ui/runs/{run_id}").text
+                assert f'action="/ui/runs/{run_id}/{action}"' in page_html, action  # offered in this state
+                answer = operator.post(f"/ui/runs/{run_id}/{action}", data={"csrf": csrf_token(page_html)})
+                assert (answer.status_code, answer.headers["location"]) == (303, f"/ui/runs/{run_id}")
+                notices[action] = _notice(operator, answer.headers["location"])
+            again = operator.get(f"/ui/runs/{run_id}").text
+        release.write_text("go", encoding="utf-8")
+
+        async def done() -> bool:
+            return bool((await call(acme, "run.status", {"run_id": run_id}))["done"])
+
+        await wait_until(done, timeout=30, interval=0.05)
+        final = await call(acme, "run.status", {"run_id": run_id})
+    assert notices["pause"] == "Pause requested: control status Pausing."
+    assert notices["resume"].startswith("Resume requested: control status ")
+    assert "cancel" in notices["cancel"].lower()
+    assert '<p class="notice"' not in again  # a notice is shown once
+    assert final["execution_status"] == "Cancelled"
+
+
+async def test_a_stopping_server_ends_its_open_live_streams(
+    redis_server: EmbeddedRedis, tmp_path: Path
+) -> None:
+    port = find_free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    command = serve_command(
+        "http", tmp_path, "--port", str(port), "--config", str(write_config(tmp_path / "s.json"))
+    )
+    log = tmp_path / "server.log"
+    with child_process(command, env=dashboard_environment(redis_server.url), log=log) as server:
+        wait_for_health(server, base_url, log)
+        run = await waiting_approval_run(base_url)
+        with sign_in(base_url, "acme-operator") as signed_in:
+            cookies = dict(signed_in.cookies)
+        async with (
+            httpx.AsyncClient(base_url=base_url, cookies=cookies, timeout=30) as client,
+            client.stream("GET", f"/ui/events/runs/{run['shared_run_id']}") as response,
+        ):
+            events = _events(response)
+            first, _ = await anext(events)
+            server.terminate()
+            rest = await asyncio.wait_for(_drain(events), timeout=15)  # the stream ends, it is not cut
+        assert server.wait(timeout=15) == -signal.SIGTERM
+    assert first == "status" and all(event != "failed" for event in rest)
+    assert "runtime services closed; exiting on SIGTERM" in log.read_text(encoding="utf-8")
+
+
+async def _drain(events: AsyncIterator[tuple[str, str]]) -> list[str]:
+    return [event async for event, _ in events]
