@@ -151,8 +151,9 @@ async def test_a_viewer_sees_the_run_but_no_action_and_its_posts_are_refused(
             f"[permission_denied] permission denied: role(s) [viewer] in tenant 'acme' lack '{permission}'"
             in (posts[action].text.replace("&#39;", "'"))
         )
-    for action in ("cancel", "pause", "input"):
+    for action in ("cancel", "input"):  # waiting for input: no pause (the control service refuses it)
         assert f'action="/ui/runs/{run_id}/{action}"' in offered
+    assert f'action="/ui/runs/{run_id}/pause"' not in offered
     after = await _status(base_url, run_id)
     assert (after["shared_status"], after["control_status"]) == ("Dispatched", "WaitingForInput")
 
