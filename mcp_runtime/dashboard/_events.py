@@ -30,6 +30,8 @@ from mcp_runtime.run_view import RunViewReader
 
 RECONNECT_MS = 3_000
 PING_S = 15
+SEND_TIMEOUT_S = 30
+"""A client that stops reading for this long loses its stream (it reconnects when it reads again)."""
 
 Reading = Callable[[DashboardUser], Coroutine[Any, Any, tuple[dict[str, Any], bool]]]
 """One read of a stream: (the state to send when it changed, whether the stream is finished)."""
@@ -84,7 +86,9 @@ class LiveStreams:
             return PlainTextResponse(
                 "[busy] Too many live views are open. Next: retry later.", status_code=503
             )
-        return EventSourceResponse(self._events(request, event, tool, read, interval_ms), ping=PING_S)
+        return EventSourceResponse(
+            self._events(request, event, tool, read, interval_ms), ping=PING_S, send_timeout=SEND_TIMEOUT_S
+        )
 
     async def _events(
         self, request: Request, event: str, tool: str, read: Reading, interval_ms: int

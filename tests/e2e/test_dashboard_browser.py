@@ -70,12 +70,25 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def _signed_in_page(browser: Browser, base_url: str, principal: str, path: str = "/ui/runs") -> Page:
     page = await (await browser.new_context(viewport=LAPTOP, base_url=base_url)).new_page()
+    page.on(
+        "console",
+        lambda message: _console_errors(page).append(message.text) if message.type == "error" else None,
+    )
+    page.on("pageerror", lambda error: _console_errors(page).append(str(error)))
     await page.goto(path)
     await expect(page).to_have_url(f"{base_url}/ui/login?next={path.replace('/', '%2F')}")
     await page.get_by_label("Access token").fill(TOKENS[principal])
     await page.get_by_role("button", name="Sign in").click()
     await expect(page).to_have_url(f"{base_url}{path}")
     return page
+
+
+_ERRORS: dict[int, list[str]] = {}
+
+
+def _console_errors(page: Page) -> list[str]:
+    """What the page reported as errors: script errors, refused loads, Content-Security-Policy violations."""
+    return _ERRORS.setdefault(id(page), [])
 
 
 def _node(page: Page, step: str) -> Any:
@@ -141,6 +154,7 @@ async def test_operator_watches_the_dag_turn_completed_live_and_answers_the_gate
     async with mcp_session(base_url, "acme-operator") as acme:
         status = await call(acme, "run.status", {"run_id": answered_here["shared_run_id"]})
     assert status["execution_status"] == "Completed" and status["result"]["data"]["approved"] is True
+    assert _console_errors(page) == []  # no CSP violation, no failed load, no script error
     await page.context.close()
 
 
