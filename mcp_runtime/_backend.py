@@ -13,6 +13,7 @@ from typing import Any
 
 from mcp_runtime._audit_tools import AuditTools
 from mcp_runtime._control_tools import ControlTools
+from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
@@ -61,6 +62,7 @@ class ToolBackend:
         runs = RunTools(self.control_plane, self.catalog)
         return [
             *runs.specs(),
+            *RunListTools(self.control_plane).specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),

@@ -256,3 +256,28 @@ class PipelinesValidateOutput(ToolOutput):
     version: str | None = None
     step_count: int | None = None
     problem: ValidationProblem | None = Field(None, description="The first rule the pipeline breaks.")
+
+
+class RunListEntry(ToolOutput):
+    shared_run_id: str = Field(description="Follow it with run.status, ledger, trace.")
+    pipeline: str
+    submitted_by: str = Field(description="User id of the submitter.")
+    submit_mode: str
+    submitted_at: datetime
+    shared_status: str = Field(description="Control-plane status of the shared run.")
+    status: str = Field(description="Overall status: the most advanced of execution, local and shared.")
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    failure_reason: str | None = None
+    ended_at: datetime | None = None
+    archived: bool = Field(
+        description="The run finished and its hot state left Redis: the durable run record answers for it."
+    )
+
+
+class RunsListOutput(ToolOutput):
+    tenant_id: str = Field(description="The runs listed are this tenant's only.")
+    runs: list[RunListEntry] = Field(description="Newest first (submission time).")
+    next_cursor: str | None = Field(
+        None, description="Pass it as `cursor` to get the next, older page; null on the last page."
+    )

@@ -40,6 +40,12 @@ class InvalidPipelineError(RuntimeCoreError):
         return {**super().to_dict(), "rule": self.rule}
 
 
+class InvalidArgumentError(RuntimeCoreError):
+    """A request argument cannot be used as given (a malformed cursor, an empty time window)."""
+
+    code = "invalid_arguments"
+
+
 class NotFoundError(RuntimeCoreError):
     """An id is unknown *to this caller* (foreign tenants get the same answer)."""
 

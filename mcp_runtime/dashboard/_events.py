@@ -24,7 +24,7 @@ from starlette.responses import PlainTextResponse, Response
 from mcp_runtime._backend import ToolBackend
 from mcp_runtime._errors import tool_error_text
 from mcp_runtime.dashboard._access import DashboardAccess, DashboardUser
-from mcp_runtime.dashboard._listing import LISTING_TOOL, RunFilters, list_runs
+from mcp_runtime.dashboard._listing import LISTING_TOOL, list_runs, run_filters
 from mcp_runtime.dashboard._settings import DashboardSettings
 from mcp_runtime.run_view import RunViewReader
 
@@ -64,7 +64,7 @@ class LiveStreams:
 
     async def runs(self, request: Request) -> Response:
         try:
-            filters = RunFilters.model_validate(dict(request.query_params))
+            filters = run_filters(request.query_params)
         except ValueError as exc:
             return PlainTextResponse(tool_error_text(LISTING_TOOL, exc), status_code=400)
 

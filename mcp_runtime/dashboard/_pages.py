@@ -20,7 +20,7 @@ from mcp_runtime._backend import ToolBackend
 from mcp_runtime._errors import tool_error_text
 from mcp_runtime.dashboard._access import DashboardAccess, DashboardUser
 from mcp_runtime.dashboard._input_form import form_fields
-from mcp_runtime.dashboard._listing import LISTING_TOOL, RunFilters, list_runs
+from mcp_runtime.dashboard._listing import LISTING_TOOL, list_runs, run_filters
 from mcp_runtime.dashboard._security import UI_PATH
 from mcp_runtime.dashboard._templates import error_page, page
 from mcp_runtime.run_view import (
@@ -68,7 +68,7 @@ class DashboardPages:
     async def runs(self, request: Request, user: DashboardUser) -> Response:
         try:
             snapshot = user.admit(LISTING_TOOL)
-            filters = RunFilters.model_validate(dict(request.query_params))
+            filters = run_filters(request.query_params)
             listed = await list_runs(self.backend.control_plane, filters, snapshot)
             depth = await self.backend.control_plane.queue_depth(snapshot)
         except Exception as exc:

@@ -36,6 +36,11 @@ class RunCanceller:
         self, any_id: str, caller: ExecutionContextSnapshot, *, reason: str = ""
     ) -> CancelResult:
         located = await self.locator.locate(any_id, caller)
+        if located.archived is not None:
+            raise ConflictError(
+                f"Run '{any_id}' is already {located.archived.status}; there is nothing left to cancel.",
+                hint="Read run.status for its outcome; submit again to run it anew.",
+            )
         reason = reason or f"cancelled by {caller.user_id}"
         with restored_snapshot(located.snapshot):
             if located.shared is not None and located.shared.status in _CANCELLABLE_SHARED:

@@ -3,8 +3,9 @@
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
 in-process runtime instances, the background pump, the scale-out watcher and the health /
 execution recovery reconcilers, and the caller-facing operations: submit, drain,
-list_instances, queue_depth, pause_queue, resume_queue, and run_status / run_pipeline /
-cancel (answered by `RunStatusReader` / `RunPipelineReader` / `RunCanceller`).
+list_instances, queue_depth, pause_queue, resume_queue, run_status / run_pipeline / cancel
+(answered by `RunStatusReader` / `RunPipelineReader` / `RunCanceller`) and list_runs (the
+lifecycle's run catalog); it also starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -42,6 +43,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
+from runtime_core.lifecycle import RunListPage, RunListQuery
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
@@ -70,7 +72,7 @@ class ControlPlane:
         self.parts = parts
         self.settings = settings
         self.workers = workers
-        self.locator = RunLocator(parts.runs, parts.index, parts.dag_store)
+        self.locator = RunLocator(parts.runs, parts.index, parts.dag_store, parts.durable)
         self._status = RunStatusReader(parts, self.locator)
         self._pipelines = RunPipelineReader(self.locator, parts.dag_store)
         self._canceller = RunCanceller(parts, self.locator)
@@ -109,6 +111,7 @@ class ControlPlane:
             self.parts.background_pump.start()
         if self.settings.recovery_enabled:
             self.parts.recovery_loops.start()
+        self.parts.lifecycle.start()
         self._stop.clear()
         self._watcher_task = asyncio.create_task(
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
@@ -130,6 +133,7 @@ class ControlPlane:
 
     async def stop(self) -> None:
         self._stop.set()
+        await self.parts.lifecycle.stop()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
         if self._watcher_task is not None:
@@ -261,3 +265,7 @@ class ControlPlane:
         self, any_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""
     ) -> CancelResult:
         return await self._canceller.cancel(any_id, _require(snapshot), reason=reason)
+
+    async def list_runs(self, query: RunListQuery, snapshot: ExecutionContextSnapshot | None) -> RunListPage:
+        """The caller's tenant's runs, newest first, still running or archived alike."""
+        return await self.parts.lifecycle.catalog.list_runs(_require(snapshot), query)

@@ -20,6 +20,7 @@ from runtime_core.dag._store import (
     ClaimBatch,
     ClaimOutcome,
     DagStore,
+    DropOutcome,
     ExecutionMeta,
     ExecutionStatus,
     ExecutionView,
@@ -44,6 +45,7 @@ __all__ = [
     "DagEngine",
     # Store
     "DagStore",
+    "DropOutcome",
     "EngineEvent",
     "EngineSettings",
     "ExecutionKeys",

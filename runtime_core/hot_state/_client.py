@@ -12,6 +12,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from runtime_core.hot_state._cluster import connect_cluster, is_cluster_url
+from runtime_core.hot_state._coalescing import CoalescedScript
 from runtime_core.hot_state._guard import GuardedRedis
 from runtime_core.hot_state._scripts import LuaScripts
 
@@ -35,9 +36,16 @@ class HotState:
     redis: Redis | RedisCluster
     prefix: str = DEFAULT_PREFIX
     scripts: LuaScripts = field(init=False)
+    _coalesced: dict[str, CoalescedScript] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scripts = LuaScripts(self.redis)
+
+    def coalesced(self, name: str) -> CoalescedScript:
+        """The script `name` whose concurrent calls share pipelined round trips."""
+        if name not in self._coalesced:
+            self._coalesced[name] = CoalescedScript(self.redis, self.scripts[name])
+        return self._coalesced[name]
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)

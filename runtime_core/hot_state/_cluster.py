@@ -16,16 +16,11 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
-from redis.exceptions import ClusterDownError, RedisClusterException, SlotNotCoveredError, TryAgainError
+from redis.exceptions import RedisClusterException
 
-from runtime_core.hot_state._guard import UNAVAILABLE_ERRORS, guarded_call
+from runtime_core.hot_state._guard import guarded_call
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
-
-# The cluster is down, a slot has no master (failover in progress), or redis-py could not
-# reach any startup node: all mean "try again later", like a refused connection.
-_CLUSTER_UNAVAILABLE = (*UNAVAILABLE_ERRORS, ClusterDownError, SlotNotCoveredError, TryAgainError)
-_NO_NODE_REACHABLE = "cannot be connected"
 
 
 def is_cluster_url(url: str) -> bool:
@@ -51,12 +46,6 @@ def cluster_startup_nodes(url: str) -> tuple[list[ClusterNode], dict[str, Any]]:
     return nodes, kwargs
 
 
-def _is_outage(exc: BaseException) -> bool:
-    if isinstance(exc, _CLUSTER_UNAVAILABLE):
-        return True
-    return isinstance(exc, RedisClusterException) and _NO_NODE_REACHABLE in str(exc)
-
-
 class GuardedClusterPipeline(ClusterPipeline):
     def __init__(self, client: GuardedRedisCluster, transaction: bool | None = None) -> None:
         super().__init__(client, transaction)
@@ -65,9 +54,7 @@ class GuardedClusterPipeline(ClusterPipeline):
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> list[Any]:
         async with self._guarded.in_flight:
             execute = super().execute
-            return await guarded_call(
-                "pipeline", lambda: execute(raise_on_error, allow_redirections), _is_outage
-            )
+            return await guarded_call("pipeline", lambda: execute(raise_on_error, allow_redirections))
 
 
 class GuardedRedisCluster(RedisCluster):
@@ -83,7 +70,6 @@ class GuardedRedisCluster(RedisCluster):
             return await guarded_call(
                 operation,
                 lambda: super(GuardedRedisCluster, self).execute_command(*args, **options),
-                _is_outage,
             )
 
     def pipeline(

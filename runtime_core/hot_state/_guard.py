@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ClusterDownError, RedisClusterException, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -25,7 +26,17 @@ from runtime_core.errors import StoreUnavailableError
 _T = TypeVar("_T")
 
 # BusyLoadingError (Redis replaying its AOF after a restart) is a ConnectionError subclass.
-UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
+# On a Redis Cluster also: the cluster is down, a slot has no master (failover in progress).
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    OSError,
+    ClusterDownError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+# How redis-py's cluster client says it could not reach any startup node.
+_NO_CLUSTER_NODE_REACHABLE = "cannot be connected"
 
 
 def store_unavailable(operation: str, exc: BaseException) -> StoreUnavailableError:
@@ -41,14 +52,16 @@ def _current_cancels() -> int:
     return task.cancelling() if task is not None else 0
 
 
-def _is_unavailable(exc: BaseException) -> bool:
-    return isinstance(exc, UNAVAILABLE_ERRORS)
+def is_outage(exc: BaseException) -> bool:
+    """Redis (or the cluster) cannot answer right now: try again later."""
+    if isinstance(exc, UNAVAILABLE_ERRORS):
+        return True
+    return isinstance(exc, RedisClusterException) and _NO_CLUSTER_NODE_REACHABLE in str(exc)
 
 
 async def guarded_call(
     operation: str,
     call: Callable[[], Awaitable[_T]],
-    is_outage: Callable[[BaseException], bool] = _is_unavailable,
 ) -> _T:
     """Await `call`; an outage becomes `StoreUnavailableError`, a swallowed cancellation is re-raised."""
     cancels = _current_cancels()

@@ -25,6 +25,10 @@ class ReloadingScript:
     def __init__(self, script: AsyncScript) -> None:
         self._script = script
 
+    @property
+    def sha(self) -> str:
+        return self._script.sha
+
     async def __call__(
         self, keys: Sequence[Any] | None = None, args: Sequence[Any] | None = None, client: Any = None
     ) -> Any:

@@ -27,11 +27,19 @@ from redis.asyncio import Redis
 
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
-from runtime_core.dag import DagStore
+from runtime_core.dag import DagStore, DropOutcome
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import InstanceRegistry, RuntimeInstance
+from runtime_core.lifecycle import LifecycleSchedule
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.queueing import PumpIdentity, SharedRunStatus, SharedRunStore, SubmitMode
+from runtime_core.queueing import (
+    PumpIdentity,
+    RetireOutcome,
+    SharedQueueKeys,
+    SharedRunStatus,
+    SharedRunStore,
+    SubmitMode,
+)
 from runtime_core.recovery import (
     InstanceHealthStore,
     RecoveryClaims,
@@ -156,7 +164,7 @@ class ScriptMonitor:
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
     release_execution_claims / reassign_execution / control_cas / finalize / compact_results /
-    restore_execution."""
+    drop_execution / restore_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
         {
@@ -194,7 +202,7 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     await control.pause(execution_id, TENANT_A)
     await control.resume(execution_id, TENANT_A)
     assert await rig.engine.run(execution_id, workers=2) == "Completed"
-    await store.delete_execution(execution_id)
+    assert await store.drop_finished(execution_id) is DropOutcome.DROPPED
     assert (await rig.audit.replay.replay(execution_id, TENANT_A)).restored
 
 
@@ -218,7 +226,8 @@ async def _lease_scenario(hot_state: HotState) -> None:
 
 
 async def _control_plane_scenario(hot_state: HotState) -> None:
-    """publish_capacity, shared_* scripts, reservations, then the recovery scripts."""
+    """publish_capacity, shared_* scripts, reservations, the lifecycle scripts (claim a due ended run,
+    retire it), then the recovery scripts."""
     plane = control_plane(hot_state)
     instance = await start_instance(plane)
     try:
@@ -232,6 +241,13 @@ async def _control_plane_scenario(hot_state: HotState) -> None:
         requeued = await plane.parts.queue.claim_next(pump)
         assert requeued is not None
         await plane.parts.queue.requeue(requeued, "lua safety test")
+        ended = SharedQueueKeys(hot_state).ended
+        due = await LifecycleSchedule(hot_state).claim_due(ended, grace_ms=0, lease_ms=60_000, limit=10)
+        assert due == [cancelled.shared_run_id]
+        retired = await plane.parts.runs.retire(
+            cancelled.shared_run_id, DEFAULT_TENANT.tenant_id, None, 60_000
+        )
+        assert retired is RetireOutcome.RETIRED
         await _recovery_scenario(plane.parts.registry, hot_state, instance, dispatched.shared_run_id)
     finally:
         await plane.stop()

@@ -132,7 +132,7 @@ async def _inject_faults(scenario: FaultScenario) -> None:
     async def completions_and_idle_workers_retried_while_down() -> bool:
         # Idle workers only re-check Redis every idle_wait_while_executing_ms (100 ms here)
         # while another worker of theirs executes: wait for one check to meet the outage too.
-        retried = scenario.outages.count("step.complete") >= RUNS
+        retried = scenario.outages.count("step.advance") >= RUNS
         return executor.returned >= RUNS and retried and scenario.outages.count("engine.worker") > 0
 
     await wait_until(completions_and_idle_workers_retried_while_down, timeout=30)
@@ -236,7 +236,7 @@ async def test_a_step_executed_again_had_its_first_completion_refused(scenario: 
 
 
 async def test_workers_pump_and_heartbeats_backed_off_with_structured_logs(scenario: FaultScenario) -> None:
-    assert scenario.outages.count("step.complete") >= RUNS
+    assert scenario.outages.count("step.advance") >= RUNS
     assert scenario.outages.count("engine.worker") > 0
     for record in scenario.outages.records:
         assert {"operation", "attempt", "retry_in_ms", "outage_ms", "error"} <= set(vars(record))

@@ -33,6 +33,7 @@ from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.lifecycle import HotStateRetention, LifecycleSettings
 from runtime_core.pipeline import PipelineCatalog, parse_pipeline
 from runtime_core.steps import StepInvocation
 from runtime_core.storage import ForensicsRecord
@@ -72,7 +73,12 @@ async def services(
         redis_prefix=f"mcp{secrets.token_hex(4)}:",
         data_dir=tmp_path_factory.mktemp("mcp-tools"),
         control_plane=ControlPlaneSettings(
-            background_pump=False, workers_per_instance=8, max_local_workers_per_execution=2
+            background_pump=False,
+            workers_per_instance=8,
+            max_local_workers_per_execution=2,
+            # Some tests here read the live hot state of runs finished earlier in the module
+            # (replay of a live execution): keep finished runs in Redis for the module's life.
+            lifecycle=LifecycleSettings(hot=HotStateRetention(grace_ms=3_600_000)),
         ),
     )
     async with RuntimeServices(settings) as started:
