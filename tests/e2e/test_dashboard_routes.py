@@ -243,11 +243,17 @@ async def test_runs_list_filters_by_status_pipeline_and_user_within_the_tenant(b
         by_nobody = viewer.get("/ui/runs", params={"submitted_by": "nobody"}).text
         foreign = globex.get("/ui/runs").text
         invalid = viewer.get("/ui/runs", params={"limit": "100000"})
+        newest = viewer.get("/ui/runs", params={"limit": "1"}).text
+        older_link = re.search(r'<a href="(/ui/runs\?[^"]+)">Older runs</a>', newest)
+        assert older_link is not None
+        older = viewer.get(older_link.group(1).replace("&amp;", "&")).text
     assert done in completed and parked not in completed
     assert parked in running and done not in running
     assert done in by_otto and parked in by_otto and "No runs match these filters." in by_nobody
     assert done not in foreign and parked not in foreign
     assert invalid.status_code == 400 and "[invalid_arguments] limit" in invalid.text
+    shown = [re.findall(r'<tr data-run="([^"]+)">', html) for html in (newest, older)]
+    assert shown[0] == [done] and len(shown[1]) == 1 and shown[1] != shown[0]  # cursor pages, newest first
     async with mcp_session(base_url, "acme-operator") as acme:
         await acme.call_tool("cancel", {"run_id": parked})
 

@@ -10,6 +10,7 @@
   const pending = new Map();
   let nextId = 1;
   let hostCapabilities = {};
+  let initialized = false;
 
   const send = (message) => host.postMessage({ jsonrpc: "2.0", ...message }, "*");
   const notify = (method, params) => send({ method, params });
@@ -19,6 +20,7 @@
     return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
   };
   const reportSize = () => {
+    if (!initialized) return; // nothing but the handshake before it completes
     const root = document.documentElement;
     notify("ui/notifications/size-changed", { width: root.scrollWidth, height: root.scrollHeight });
   };
@@ -59,6 +61,7 @@
     .then((result) => {
       hostCapabilities = (result && result.hostCapabilities) || {};
       notify("ui/notifications/initialized", {});
+      initialized = true;
       reportSize();
     })
     .catch(() => {});
