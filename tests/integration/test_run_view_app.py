@@ -5,7 +5,6 @@ that renders the run's graph; another tenant's run answers exactly like an unkno
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,11 +25,12 @@ from mcp_runtime import (
     build_server,
 )
 from mcp_runtime.apps import RUN_VIEW_TEMPLATE_URI, run_view_uri
-from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import ControlPlaneSettings
+from runtime_core.bootstrap import RuntimeServices
 from runtime_core.hot_state import EmbeddedRedis
+from runtime_core.lifecycle import ArchiveOutcome, HotStateRetention
 from runtime_core.pipeline import PipelineCatalog
 from tests.helpers import wait_until
+from tests.integration.lifecycle_support import lifecycle_runtime
 
 ACME = Principal(name="acme-operator", user_id="otto", tenant_id="acme", roles=("operator",))
 ACME_VIEWER = Principal(name="acme-viewer", user_id="vera", tenant_id="acme", roles=("viewer",))
@@ -42,11 +42,9 @@ FLAKY = {"pipeline": "flaky-retry", "input": {}, "mode": "DirectDispatch"}
 async def backend(
     redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[ToolBackend]:
-    settings = RuntimeSettings(
-        redis_url=redis_server.url,
-        redis_prefix=f"apps{secrets.token_hex(4)}:",
-        data_dir=tmp_path_factory.mktemp("run-view-app"),
-        control_plane=ControlPlaneSettings(background_pump=False),
+    hot = HotStateRetention(enabled=False, grace_ms=0)  # finished runs stay hot until a test sweeps
+    settings = lifecycle_runtime(
+        redis_server.url, tmp_path_factory.mktemp("run-view-app"), hot, background_pump=False
     )
     async with RuntimeServices(settings) as services:
         yield ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
@@ -137,3 +135,23 @@ async def test_another_tenant_reading_the_run_view_gets_the_unknown_run_answer(
     assert "[not_found]" in foreign
     assert foreign.replace(finished_run["shared_run_id"], "<id>") == missing.replace(unknown, "<id>")
     assert foreign_execution.replace(finished_run["execution_id"], "<id>") == missing.replace(unknown, "<id>")
+
+
+async def test_an_archived_run_still_shows_its_graph_from_its_terminal_snapshot(backend: ToolBackend) -> None:
+    async with session(backend, ACME) as acme:
+        run_id = (await ok(acme, "submit", FLAKY)).structured_content["shared_run_id"]
+
+        async def done() -> bool:
+            return bool((await ok(acme, "run.status", {"run_id": run_id})).structured_content["done"])
+
+        await wait_until(done, timeout=30, interval=0.05)
+        execution_id = (await ok(acme, "run.status", {"run_id": run_id})).structured_content["execution_id"]
+        parts = backend.control_plane.parts
+        assert parts.lifecycle.sweeper is not None
+        assert (await parts.lifecycle.sweeper.sweep_once()).get(ArchiveOutcome.ARCHIVED.value, 0) >= 1
+        assert await parts.dag_store.load_meta(execution_id) is None  # its DAG left Redis
+        read = await acme.read_resource(run_view_uri(run_id))
+    html: str = read.contents[0].text  # type: ignore[union-attr]
+    nodes = dict(re.findall(r'<g class="step [^"]*" data-step="([^"]+)" data-status="([^"]+)"', html))
+    assert nodes == {"flaky": "Completed", "after": "Completed"}
+    assert 'data-from="flaky" data-to="after"' in html and "flaky-retry</strong> v1" in html
