@@ -1,9 +1,11 @@
 """`mcp-runtime serve`: run the MCP server over stdio or streamable HTTP on a started runtime.
 
 Owns the serve lifecycle: load the configuration (or the embedded default), start the
-runtime services, pick the principal source for the transport, serve until the client
-leaves or a signal arrives, then close the services (which unregisters their instances).
-Must not write to stdout in stdio mode: stdout is the protocol channel.
+runtime services, pick the principal source for the transport (over HTTP also mount the
+dashboard on `/ui`, behind the same guard and token verifier, its live streams ended by the
+stop signal), serve until the client leaves or a signal arrives, then close the services
+(which unregisters their instances). Must not write to stdout in stdio mode: stdout is the
+protocol channel.
 """
 
 from __future__ import annotations
