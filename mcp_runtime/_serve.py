@@ -1,9 +1,11 @@
 """`mcp-runtime serve`: run the MCP server over stdio or streamable HTTP on a started runtime.
 
 Owns the serve lifecycle: load the configuration (or the embedded default), start the
-runtime services, pick the principal source for the transport, serve until the client
-leaves or a signal arrives, then close the services (which unregisters their instances).
-Must not write to stdout in stdio mode: stdout is the protocol channel.
+runtime services, pick the principal source for the transport (over HTTP also mount the
+dashboard on `/ui`, behind the same guard and token verifier, its live streams ended by the
+stop signal), serve until the client leaves or a signal arrives, then close the services
+(which unregisters their instances). Must not write to stdout in stdio mode: stdout is the
+protocol channel.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mcp_runtime._guard import BearerPrincipal, FixedPrincipal, ToolGuard
 from mcp_runtime._rbac import Authorizer
 from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.health import HealthService
 from runtime_core.hosting import UvicornEndpoint
@@ -142,11 +145,20 @@ async def _serve_http(
 ) -> None:
     """Serve until a stop signal (or until the HTTP server fails); "serving" is logged once bound."""
     verifier = ConfiguredTokenVerifier(config)
-    server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
-    endpoint = UvicornEndpoint(http_app(server, host=options.host, health=health), options.host, options.port)
+    guard = ToolGuard(BearerPrincipal(verifier), authorizer)
+    server = build_server(backend, guard, token_verifier=verifier)
+    dashboard = dashboard_app(
+        backend, config, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
+    )
+    app = http_app(server, host=options.host, health=health, dashboard=dashboard)
+    endpoint = UvicornEndpoint(app, options.host, options.port)
     await endpoint.start()
     try:
-        log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, endpoint.port)
+        log.info(
+            "serving MCP over streamable HTTP on http://%s:%d/mcp (dashboard on /ui)",
+            options.host,
+            endpoint.port,
+        )
         stopping = asyncio.create_task(shutdown.stop.wait())
         await asyncio.wait({endpoint.task, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()

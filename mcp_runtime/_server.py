@@ -2,10 +2,11 @@
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
+the run view as an MCP App (`mcp_runtime.apps`), the `run://` resource with its
+subscriptions in both eras when the backend hears run events (`mcp_runtime.notifications`),
 and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
-bodies capped, unauthenticated `/livez`, `/readyz` and `/healthz`); the `run://` resource
-with its subscriptions in both eras when the backend hears run events
-(`mcp_runtime.notifications`). Must not contain tool behaviour.
+bodies capped, unauthenticated `/livez`, `/readyz` and `/healthz`, the dashboard under `/ui`
+when given). Must not contain tool behaviour.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.apps import RunViewApps, link_run_view, register_run_view_resources
 from mcp_runtime.notifications import notification_support
 from mcp_runtime.tasks import TaskSupport, task_support
 from runtime_core.health import HealthService
@@ -55,21 +57,32 @@ def build_server(
         version="0.1.0",
         token_verifier=token_verifier,
         auth=auth,
-        tools=[build_tool(spec, guard) for spec in backend.tool_specs()],
-        extensions=tasks.extensions,
+        tools=[link_run_view(build_tool(spec, guard)) for spec in backend.tool_specs()],
+        extensions=[*tasks.extensions, RunViewApps()],
         middleware=[*tasks.middleware, *(notifications.middleware if notifications else [])],
         subscriptions=notifications.bus if notifications else None,
     )
     register_resources(server, backend.catalog, guard, backend.describe_steps)
+    register_run_view_resources(server, backend.run_view_reader(), guard)
     if notifications is not None:
         notifications.register(server)
     return server
 
 
-def http_app(server: MCPServer, *, host: str, health: HealthService | None = None) -> ASGIApp:
+def http_app(
+    server: MCPServer,
+    *,
+    host: str,
+    health: HealthService | None = None,
+    dashboard: ASGIApp | None = None,
+) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus, given `health`, open `/livez`, `/readyz` and `/healthz` (= readyz)."""
+    MAX_REQUEST_BYTES) plus, given `health`, open `/livez`, `/readyz` and `/healthz` (= readyz),
+    and, given `dashboard`, the dashboard (its own sign-in) on `/ui`."""
     if health is not None:
         for path, endpoint in health_endpoints(health).items():
             server.custom_route(path, methods=["GET"])(endpoint)
-    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))
+    app = server.streamable_http_app(host=host)
+    if dashboard is not None:
+        app.mount("/ui", dashboard)
+    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(app))
