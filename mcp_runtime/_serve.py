@@ -1,9 +1,11 @@
 """`mcp-runtime serve`: run the MCP server over stdio or streamable HTTP on a started runtime.
 
 Owns the serve lifecycle: load the configuration (or the embedded default), start the
-runtime services, pick the principal source for the transport, serve until the client
-leaves or a signal arrives, then close the services (which unregisters their instances).
-Must not write to stdout in stdio mode: stdout is the protocol channel.
+runtime services, pick the principal source for the transport (over HTTP also mount the
+dashboard on `/ui`, behind the same guard and token verifier, its live streams ended by the
+stop signal), serve until the client leaves or a signal arrives, then close the services
+(which unregisters their instances). Must not write to stdout in stdio mode: stdout is the
+protocol channel.
 """
 
 from __future__ import annotations
@@ -11,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-import uvicorn
 from pydantic import BaseModel, ConfigDict
 
 from mcp_runtime._backend import ToolBackend
@@ -25,22 +24,14 @@ from mcp_runtime._guard import BearerPrincipal, FixedPrincipal, ToolGuard
 from mcp_runtime._rbac import Authorizer
 from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.health import HealthService
+from runtime_core.hosting import UvicornEndpoint
 from runtime_core.pipeline import PipelineCatalog
+from runtime_core.plugins import StepPluginSettings
 
 log = logging.getLogger("mcp_runtime.serve")
-
-
-class _QuietUvicorn(uvicorn.Server):
-    """uvicorn without its own signal handling: `_ShutdownSignals` owns SIGINT / SIGTERM.
-
-    (Plain uvicorn re-raises a caught signal once it stopped, which would end the process
-    before the runtime services unregister their instances and stop the embedded redis.)
-    """
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class _ShutdownSignals:
@@ -54,7 +45,6 @@ class _ShutdownSignals:
     def __init__(self) -> None:
         self.received: int | None = None
         self.stop = asyncio.Event()
-        self.http_server: uvicorn.Server | None = None
         self._loop = asyncio.get_running_loop()
 
     def __enter__(self) -> _ShutdownSignals:
@@ -72,8 +62,6 @@ class _ShutdownSignals:
         log.info("shutdown requested by %s", signal.Signals(sig).name)
         self.received = sig
         self.stop.set()
-        if self.http_server is not None:
-            self.http_server.should_exit = True
 
     def end_like_the_signal(self) -> None:
         if self.received is not None:
@@ -98,6 +86,7 @@ class ServeOptions(BaseModel):
     config_path: Path | None = None
     data_dir: Path | None = None
     principal: str | None = None
+    steps: tuple[str, ...] = ()
     providers_file: Path | None = None
 
 
@@ -109,8 +98,11 @@ async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
+    plugins = StepPluginSettings.from_env().with_references([*config.steps, *options.steps])
     settings = RuntimeSettings.from_env(
-        data_dir=options.data_dir, providers_file=options.providers_file or config.providers_file
+        data_dir=options.data_dir,
+        providers_file=options.providers_file or config.providers_file,
+        plugins=plugins,
     )
     with _ShutdownSignals() as shutdown:
         async with RuntimeServices(settings) as services:
@@ -118,7 +110,7 @@ async def serve(options: ServeOptions) -> None:
             if shutdown.received is None and options.transport == "stdio":
                 await _serve_stdio(options, config, backend, authorizer, shutdown)
             elif shutdown.received is None:
-                await _serve_http(options, config, backend, authorizer, shutdown)
+                await _serve_http(options, config, backend, authorizer, shutdown, services.health())
         shutdown.end_like_the_signal()
 
 
@@ -149,11 +141,28 @@ async def _serve_http(
     backend: ToolBackend,
     authorizer: Authorizer,
     shutdown: _ShutdownSignals,
+    health: HealthService,
 ) -> None:
+    """Serve until a stop signal (or until the HTTP server fails); "serving" is logged once bound."""
     verifier = ConfiguredTokenVerifier(config)
-    server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
-    app = http_app(server, host=options.host)
-    uvicorn_config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
-    shutdown.http_server = _QuietUvicorn(uvicorn_config)
-    log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, options.port)
-    await shutdown.http_server.serve()
+    guard = ToolGuard(BearerPrincipal(verifier), authorizer)
+    server = build_server(backend, guard, token_verifier=verifier)
+    dashboard = dashboard_app(
+        backend, config, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
+    )
+    app = http_app(server, host=options.host, health=health, dashboard=dashboard)
+    endpoint = UvicornEndpoint(app, options.host, options.port)
+    await endpoint.start()
+    try:
+        log.info(
+            "serving MCP over streamable HTTP on http://%s:%d/mcp (dashboard on /ui)",
+            options.host,
+            endpoint.port,
+        )
+        stopping = asyncio.create_task(shutdown.stop.wait())
+        await asyncio.wait({endpoint.task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if endpoint.task.done():
+            endpoint.task.result()  # the server ended by itself: report why
+    finally:
+        await endpoint.stop()

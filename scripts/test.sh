@@ -5,6 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
+# The example step plug-in (its entry points register example.* steps); tests run its steps.
+python3 -m pip install -q --disable-pip-version-check --no-deps -e examples/step-plugin 2>&1 \
+  | grep -v -E "^WARNING|Running pip as the 'root'" || true
 bash scripts/ensure-postgres.sh
+# The dashboard's browser tests drive Debian's Chromium through Playwright (never `playwright install`).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing chromium (apt-get) for the dashboard's browser tests" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
 python3 -m ruff check .
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -4,8 +4,9 @@ Owns building the parts (`build`, through `build_parts`), starting / stopping th
 in-process runtime instances, the background pump, the scale-out watcher, the dataset watch
 (a lost Redis dataset is logged and discovery re-published) and the health / execution
 recovery reconcilers (a start expires the queue claims its killed predecessor left), and
-the caller-facing operations: submit, drain, list_instances, pause_queue, resume_queue,
-run_status / cancel (answered by `RunStatusReader` / `RunCanceller`) and list_runs (the
+the caller-facing operations: submit, drain, list_instances, queue_depth, pause_queue,
+resume_queue, run_status / run_pipeline / cancel (answered by `RunStatusReader` /
+`RunPipelineReader` / `RunCanceller`) and list_runs (the
 lifecycle's run catalog); it also starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
@@ -21,8 +22,10 @@ from typing import Any
 from runtime_core.audit import AuditServices
 from runtime_core.continuity import DatasetWatch
 from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
+from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
@@ -33,7 +36,8 @@ from runtime_core.control_plane._views import (
     RunStatusView,
 )
 from runtime_core.dag import DagEngine
-from runtime_core.errors import MissingSnapshotError
+from runtime_core.errors import MissingSnapshotError, NotFoundError
+from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -51,13 +55,17 @@ from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
     DispatchOutcome,
     DispatchResult,
+    IdempotencyKey,
+    IdempotentRunGoneError,
     PumpIdentity,
     PumpRequest,
     SubmitMode,
     SubmitResult,
 )
+from runtime_core.webhooks import WebhookSettings, check_callback
 
 DrainProgress = Callable[[int, int, str], Awaitable[None]]
+MANUAL_DRAIN_WORKER_ID = "drain"
 
 
 def _require(snapshot: ExecutionContextSnapshot | None) -> ExecutionContextSnapshot:
@@ -76,6 +84,7 @@ class ControlPlane:
         self.workers = workers
         self.locator = RunLocator(parts.runs, parts.index, parts.dag_store, parts.durable)
         self._status = RunStatusReader(parts, self.locator)
+        self._pipelines = RunPipelineReader(self.locator, parts.dag_store)
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
@@ -95,10 +104,13 @@ class ControlPlane:
         audit: AuditServices | None = None,
         hosting: HostManagerSettings | None = None,
         restorer: LostStateRestorer | None = None,
+        events: RunEventPublisher | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> ControlPlane:
         """`audit` (optional) receives the recovery forensics and ledger evidence; `hosting`
         (optional) enables runtime-instance processes for HTTP / gRPC scale-out; `restorer`
-        (optional) restores in-process instances' runs after a lost Redis dataset."""
+        (optional) restores in-process instances' runs after a lost Redis dataset; `events`
+        (optional) publishes run events; `webhooks` overrides the tenants file's section."""
         settings = settings or ControlPlaneSettings()
         parts = build_parts(
             hot_state,
@@ -109,6 +121,8 @@ class ControlPlane:
             audit=audit,
             hosting=hosting,
             restorer=restorer,
+            events=events,
+            webhooks=webhooks,
         )
         return cls(parts, settings, workers=workers)
 
@@ -143,6 +157,19 @@ class ControlPlane:
 
     async def _publish_discovery(self) -> None:
         await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
+
+    def background_loops(self) -> dict[str, bool]:
+        """Each background loop this control plane is configured to run: alive or not."""
+        loops = {
+            "scale_out_watcher": self._watcher_task is not None and not self._watcher_task.done(),
+            "dataset_watch": self._dataset_task is not None and not self._dataset_task.done(),
+            "runtime_instances": self.parts.pool.loops_alive(),
+        }
+        if self.settings.background_pump:
+            loops["pump"] = self.parts.background_pump.alive
+        if self.settings.recovery_enabled:
+            loops.update(self.parts.recovery_loops.alive())
+        return loops
 
     def local_instance_settings(self, n: int) -> RuntimeInstanceSettings:
         s = self.settings
@@ -181,12 +208,40 @@ class ControlPlane:
         snapshot: ExecutionContextSnapshot | None,
         *,
         provider_hint: str | None = None,
+        idempotency_key: str | None = None,
+        callback_url: str | None = None,
     ) -> SubmitResult:
-        """Refuses an oversized or non-JSON input before anything is queued (the engine's limits)."""
+        """Refuses an oversized or non-JSON input, or a `callback_url` the tenant does not
+        allow-list, before anything is queued. An `idempotency_key` the caller's tenant used
+        within `idempotency_window_ms` returns the run it made (same pipeline and input) or an
+        `idempotency_conflict` (another request); nothing new is submitted."""
+        caller = _require(snapshot)
         self.parts.engine.check_input(input)
-        return await self.parts.controller.submit(
-            pipeline, input, mode or self.settings.default_submit_mode, snapshot, provider_hint=provider_hint
+        if callback_url is not None:
+            check_callback(self.parts.webhooks, caller.tenant_id, callback_url)
+        idempotency = (
+            IdempotencyKey.for_request(
+                idempotency_key, pipeline, input, window_ms=self.settings.idempotency_window_ms
+            )
+            if idempotency_key is not None
+            else None
         )
+        try:
+            return await self.parts.controller.submit(
+                pipeline,
+                input,
+                mode or self.settings.default_submit_mode,
+                caller,
+                provider_hint=provider_hint,
+                idempotency=idempotency,
+                callback_url=callback_url,
+            )
+        except IdempotentRunGoneError as gone:  # finished and retired: its durable record answers
+            try:
+                view = await self._status.read(gone.shared_run_id, caller)
+            except NotFoundError:
+                raise gone from None
+            return archived_submit_result(gone, view)
 
     async def drain(
         self,
@@ -196,37 +251,44 @@ class ControlPlane:
         *,
         stop_on_failure: bool = False,
     ) -> DrainResult:
-        """Manual drain: pump identity is this control plane; each run's own snapshot drives admission."""
+        """Manual drain: pump identity is this control plane; each run's own snapshot drives admission.
+
+        The pump dispatches runs of every tenant, but the caller learns only of its own tenant's
+        (progress, counts, pending), and other tenants' runs never record the caller's user.
+        """
         caller = _require(snapshot)
         identity = PumpIdentity(
             pump_runtime_instance_id=self.settings.control_plane_id,
-            pump_worker_id=f"drain:{caller.user_id}",
+            pump_worker_id=MANUAL_DRAIN_WORKER_ID,
             incarnation=self.parts.incarnation,
+            requested_by_tenant_id=caller.tenant_id,
+            requested_by_user_id=caller.user_id,
         )
+        reported = 0
 
-        async def report(done: int, result: DispatchResult) -> None:
-            if progress is not None:
-                await progress(done, max_count, self._progress_message(result, caller))
+        async def report(_: int, result: DispatchResult) -> None:
+            nonlocal reported
+            if progress is not None and result.tenant_id == caller.tenant_id:
+                reported += 1
+                await progress(reported, max_count, self._progress_message(result))
 
         result = await self.parts.pump.pump(
             PumpRequest(max_dispatch_count=max_count, stop_on_failure=stop_on_failure, pump=identity),
             progress=report,
         )
-        attempts = result.attempts
+        own = [a for a in result.attempts if a.tenant_id == caller.tenant_id and a.shared_run_id]
         return DrainResult(
-            attempted=len(attempts),
-            dispatched=len(result.dispatched),
-            failed=sum(a.outcome is DispatchOutcome.FAILED for a in attempts),
-            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in attempts),
+            attempted=len(own),
+            dispatched=sum(a.success for a in own),
+            failed=sum(a.outcome is DispatchOutcome.FAILED for a in own),
+            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in own),
             stop_reason=result.stop_reason.value,
-            pending_after=await self.parts.queue.pending_count(),
-            runs=[self._drained(a) for a in attempts if a.tenant_id == caller.tenant_id and a.shared_run_id],
+            pending_after=await self.parts.queue.pending_count_of_tenant(caller.tenant_id),
+            runs=[self._drained(a) for a in own],
         )
 
     @staticmethod
-    def _progress_message(result: DispatchResult, caller: ExecutionContextSnapshot) -> str:
-        if result.tenant_id != caller.tenant_id:
-            return result.outcome.value
+    def _progress_message(result: DispatchResult) -> str:
         return (
             f"{result.outcome.value} {result.shared_run_id} -> {result.assigned_runtime_instance_id or '-'}"
         )
@@ -247,6 +309,11 @@ class ControlPlane:
     async def list_instances(self, snapshot: ExecutionContextSnapshot | None) -> list[InstanceView]:
         caller = _require(snapshot)
         return [InstanceView.of(entry) for entry in await self.parts.registry.visible_entries(caller)]
+
+    async def queue_depth(self, snapshot: ExecutionContextSnapshot | None) -> int:
+        """How many of the caller's tenant's runs wait in the shared queue (Pending items)."""
+        caller = _require(snapshot)
+        return (await self.parts.queue.pending_count_by_tenant())[caller.tenant_id]
 
     async def pause_queue(
         self, runtime_instance_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""
@@ -277,6 +344,12 @@ class ControlPlane:
 
     async def run_status(self, any_id: str, snapshot: ExecutionContextSnapshot | None) -> RunStatusView:
         return await self._status.read(any_id, _require(snapshot))
+
+    async def run_pipeline(
+        self, any_id: str, snapshot: ExecutionContextSnapshot | None
+    ) -> PipelineDefinition | None:
+        """The DAG a run executes (None once its hot state is gone); tenant-checked like run_status."""
+        return await self._pipelines.read(any_id, _require(snapshot))
 
     async def cancel(
         self, any_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""

@@ -2,7 +2,8 @@
 
 Owns the assembly of the queueing, instances, providers, recovery and lifecycle parts from
 one `ControlPlaneSettings` (which store, which admission, which reconcilers, when finished
-runs leave Redis). Must not start anything nor hold operations: `ControlPlane` starts the
+runs leave Redis, the run-event publisher of the journal and the in-process instances, the
+webhook settings). Must not start anything nor hold operations: `ControlPlane` starts the
 parts, its readers answer queries.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
+from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.identity import new_incarnation_id
 from runtime_core.instances import (
@@ -63,6 +65,7 @@ from runtime_core.recovery import (
     RuntimeHealthReconciler,
 )
 from runtime_core.storage import DurableStore
+from runtime_core.webhooks import WebhookSettings
 
 
 @dataclass
@@ -94,6 +97,8 @@ class ControlPlaneParts:
     recovery_loops: RecoveryLoops
     discovery: ControlPlaneDiscovery
     lifecycle: Lifecycle
+    webhooks: WebhookSettings
+    events: RunEventPublisher | None = None
     # This start of the control plane: its pumps' claims carry it (see SharedQueue).
     incarnation: str = ""
     hosts: RuntimeHostManager | None = None
@@ -110,19 +115,26 @@ def build_parts(
     audit: AuditServices | None = None,
     hosting: HostManagerSettings | None = None,
     restorer: LostStateRestorer | None = None,
+    events: RunEventPublisher | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> ControlPlaneParts:
     """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes;
-    `restorer` restores the runs of in-process instances after a lost Redis dataset."""
+    `restorer` restores the runs of in-process instances after a lost Redis dataset; `events`
+    publishes run events; `webhooks` defaults to the tenants file's webhooks section."""
     if tenants is None:
         tenants = (
             TenantSettingsCatalog.from_file(settings.tenants_file)
             if settings.tenants_file
             else TenantSettingsCatalog()
         )
+    if webhooks is None:
+        webhooks = WebhookSettings.from_file(settings.tenants_file)
     incarnation = new_incarnation_id()
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
-    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller, restorer))
+    pool = LocalInstancePool(
+        InstanceDependencies(engine, registry, index, canceller, restorer=restorer, events=events)
+    )
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
     )
@@ -141,7 +153,7 @@ def build_parts(
         reservations,
         providers,
         reservation_ttl_ms=settings.reservation_ttl_ms,
-        journal=SharedRunJournal(audit.ledger if audit else None),
+        journal=SharedRunJournal(audit.ledger if audit else None, events),
     )
     dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
     pump = SharedQueuePump(dispatcher)
@@ -230,6 +242,8 @@ def build_parts(
         ),
         discovery=ControlPlaneDiscovery(hot_state),
         lifecycle=lifecycle,
+        webhooks=webhooks,
+        events=events,
         incarnation=incarnation,
         hosts=hosts,
         durable=audit.store if audit else None,

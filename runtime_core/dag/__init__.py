@@ -15,6 +15,7 @@ from runtime_core.dag._engine import (
     ResultCodec,
 )
 from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
 from runtime_core.dag._store import (
@@ -63,10 +64,15 @@ __all__ = [
     "ReassignResult",
     "ResultCodec",
     "StepClaim",
+    "StepError",
     "StepStatus",
     "StepView",
     "TransitionOutcome",
     "TransitionResult",
+    "WaitingInput",
     # Proof
     "execution_fingerprint",
+    # Explaining failures and waits
+    "failing_step",
+    "failure_summary",
 ]

@@ -52,9 +52,17 @@ class RuntimeInstanceHost:
         self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
         index = RunExecutionIndex(hot_state)
         self.pool = LocalInstancePool(
-            InstanceDependencies(services.engine, self.registry, index, services.control, services.restorer)
+            InstanceDependencies(
+                services.engine,
+                self.registry,
+                index,
+                services.control,
+                restorer=services.restorer,
+                events=services.events,
+            )
         )
         self.commands = RuntimeCommands(self.pool)
+        self.health = services.health(loops=self._loops)
         self.endpoint = self._endpoint()
         self.control_plane: ControlPlaneDescriptor | None = None
 
@@ -62,16 +70,15 @@ class RuntimeInstanceHost:
         o = self.options
         if o.transport is HostTransport.HTTP:
             return HttpCommandEndpoint(build_http_app(self.commands, self.health), o.bind_host, o.port)
-        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port)
+        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port, self.health)
 
-    def health(self) -> dict[str, object]:
+    def _loops(self) -> dict[str, bool]:
+        """Hosting instances is this process's job: ready only once they run, and while they do
+        (a fenced incarnation - superseded or found Unsafe - runs no more)."""
+        instances = self.pool.instances()
         return {
-            "status": "ok",
-            "host_id": self.options.host_id,
-            "control_plane_id": self.control_plane.control_plane_id if self.control_plane else None,
-            "runtime_instance_ids": [i.runtime_instance_id for i in self.pool.instances()],
-            "incarnations": {i.runtime_instance_id: i.incarnation for i in self.pool.instances()},
-            "fenced": {i.runtime_instance_id: i.fenced for i in self.pool.instances() if i.fenced},
+            "runtime_instances": bool(instances) and self.pool.loops_alive(),
+            "runtime_instances_not_fenced": not any(instance.fenced for instance in instances),
         }
 
     async def start(self) -> None:
@@ -109,6 +116,7 @@ async def run_runtime_instance_process(
         data_dir=options.data_dir,
         redis_url=options.redis_url,
         redis_prefix=options.redis_prefix,
+        plugins=options.step_plugins(),
         providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
     try:

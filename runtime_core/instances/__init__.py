@@ -15,6 +15,7 @@ from runtime_core.instances._admission import (
     AdmissionDecision,
     AdmissionKind,
     admission_group,
+    admission_group_tenant,
 )
 from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies, LostStateRestorer
 from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
@@ -101,6 +102,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Admission and reservations
     "AdmissionController",
     "admission_group",
+    "admission_group_tenant",
     "AdmissionCandidate",
     "AdmissionDecision",
     "AdmissionKind",

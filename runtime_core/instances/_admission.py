@@ -53,6 +53,15 @@ def admission_group(snapshot: ExecutionContextSnapshot) -> str:
     return json.dumps([snapshot.tenant_id, snapshot.tenant_group_id or ""])
 
 
+def admission_group_tenant(group: str | None) -> str | None:
+    """The tenant id inside an `admission_group` value (None for an empty or foreign value)."""
+    try:
+        tenant_id = json.loads(group or "null")[0]
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+    return tenant_id if isinstance(tenant_id, str) else None
+
+
 class AdmissionController:
     """Admission under the snapshot's tenant: only tenant-visible, live capacity counts."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtime_core.dag import DagEngine
+from runtime_core.events import RunEventPublisher
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._models import LocalRunRequest
 from runtime_core.instances._registry import InstanceRegistry
@@ -37,9 +38,9 @@ class LostStateRestorer(Protocol):
 
 @dataclass(frozen=True)
 class InstanceDependencies:
-    """`engine` is a prototype: each run advances a copy named after the instance.
-
-    Without `restorer`, runs whose hot state was lost fail with `hot_state_lost`.
+    """`engine` is a prototype: each run advances a copy named after the instance; `events`
+    (optional) publishes the end of each local run. Without `restorer`, runs whose hot state
+    was lost fail with `hot_state_lost`.
     """
 
     engine: DagEngine
@@ -47,3 +48,4 @@ class InstanceDependencies:
     index: RunExecutionIndex
     canceller: ExecutionCanceller
     restorer: LostStateRestorer | None = None
+    events: RunEventPublisher | None = None

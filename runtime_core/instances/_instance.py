@@ -6,6 +6,7 @@ a run waits for a worker instead of failing; a parked run, paused or waiting for
 gives its workers back but keeps its run slot, and takes workers again once unparked, before
 new runs start), queue pause / resume, hot enqueue, queued-run cancellation (no ExecutionId
 is ever created) and running-run cancellation bridged to execution control by ExecutionId,
+the end of each local run published as a run event once its closed record is stored,
 resuming a recovered execution by its existing ExecutionId instead of creating one (the
 execution then carries this attempt's LocalRunId and instance attributes, so ledger entries
 after the resume name it), the run-execution index records of its runs, and the heartbeat
@@ -42,6 +43,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from runtime_core.concurrency import parallelism_limit
 from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome
 from runtime_core.errors import (
     ConflictError,
@@ -68,6 +70,7 @@ from runtime_core.instances._models import (
     RuntimeInstanceSettings,
 )
 from runtime_core.instances._registry import Heartbeat, HeartbeatOutcome, RetireOutcome
+from runtime_core.instances._run_events import local_run_end
 from runtime_core.instances._run_index import RecordSwap, RunIndexRecord
 
 log = logging.getLogger("runtime_core.instances")
@@ -116,6 +119,11 @@ class RuntimeInstance:
     def fenced(self) -> str | None:
         """Why this incarnation was fenced (it takes no more work), None while it is live."""
         return self._fenced
+
+    @property
+    def loops_alive(self) -> bool:
+        """Controller and heartbeat started and neither ended (readiness reads this)."""
+        return bool(self._loops) and not any(loop.done() for loop in self._loops)
 
     # Lifecycle
 
@@ -482,8 +490,10 @@ class RuntimeInstance:
         return self.settings.worker_count - self._active_workers
 
     def _hold_workers(self, run: LocalRun) -> None:
+        """Hold the workers the run can use: never more than its pipeline's maxDegreeOfParallelism."""
         s = self.settings
-        run.effective_workers = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
+        usable = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
+        run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
         self._active_workers += run.effective_workers
 
     def _start(self, run: LocalRun) -> None:
@@ -734,6 +744,8 @@ class RuntimeInstance:
     async def _record_finished(self, run: LocalRun, status: LocalRunStatus, reason: str | None) -> None:
         completed_at = await self.deps.registry.hot_state.server_time_ms()
         await self._swap(run, status=status, failure_reason=reason, completed_at_ms=completed_at)
+        if self.deps.events is not None:  # after the record: a listener reading the run finds it done
+            await self.deps.events.publish(local_run_end(run.record))
 
     def _abandon(self, run: LocalRun, reason: str) -> None:
         """The run is no longer this incarnation's: it ends here without any write."""

@@ -150,10 +150,8 @@ class RunDelivery:
             "assigned_runtime_instance_id": accepted.runtime_instance_id or "",
             "admission_decision": "AcceptedBeforePumpDied",
             "admission_reason": accepted.reason,
+            **_pump_fields(pump),
         }
-        if pump is not None:
-            fields["pump_runtime_instance_id"] = pump.pump_runtime_instance_id
-            fields["pump_worker_id"] = pump.pump_worker_id
         marked = await mark(fields)
         if not marked.applied:
             return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}")
@@ -162,7 +160,7 @@ class RunDelivery:
             "dispatched",
             local_run_id=accepted.local_run_id,
             assigned_runtime_instance_id=accepted.runtime_instance_id,
-            **_pump_attributes(pump),
+            **_pump_attributes(pump, run),
             settled="accepted before its pump died",
         )
         return accepted
@@ -201,7 +199,7 @@ class RunDelivery:
             "dispatched",
             local_run_id=response.local_run_id,
             assigned_runtime_instance_id=rid,
-            **_pump_attributes(pump),
+            **_pump_attributes(pump, run),
             provider=candidate.provider_name,
             **lost_reply,
         )
@@ -239,7 +237,7 @@ class RunDelivery:
             "shared_run_id": run.shared_run_id,
             "submit.mode": run.submit_mode.value,
             DISPATCH_ATTEMPT_KEY: attempt.id,
-            **_pump_attributes(pump),
+            **_pump_attributes(pump, run),
         }
         if attempt.reservation.incarnation:
             attributes[TARGET_INCARNATION_KEY] = attempt.reservation.incarnation
@@ -272,10 +270,7 @@ class RunDelivery:
             "admission_decision": decision.kind.value,
             "admission_reason": decision.reason,
         }
-        if pump is not None:
-            fields["pump_runtime_instance_id"] = pump.pump_runtime_instance_id
-            fields["pump_worker_id"] = pump.pump_worker_id
-        return fields
+        return {**fields, **_pump_fields(pump)}
 
     async def _cancel_orphan(
         self,
@@ -303,11 +298,15 @@ class RunDelivery:
         )
 
 
-def _pump_attributes(pump: PumpIdentity | None) -> dict[str, str]:
-    """Who drained the run (never the assigned runtime by default)."""
+def _pump_fields(pump: PumpIdentity | None) -> dict[str, str]:
+    """The shared run's record of the pump that dispatched it."""
     if pump is None:
         return {}
-    return {
-        "pump.runtime.instance.id": pump.pump_runtime_instance_id,
-        "pump.worker.id": pump.pump_worker_id,
-    }
+    return {"pump_runtime_instance_id": pump.pump_runtime_instance_id, "pump_worker_id": pump.pump_worker_id}
+
+
+def _pump_attributes(pump: PumpIdentity | None, run: SharedRunRecord) -> dict[str, str]:
+    """Who drained the run (never the assigned runtime by default, never another tenant's user)."""
+    if pump is None:
+        return {}
+    return pump.attributes_for(run.snapshot.tenant_id if run.snapshot else None)

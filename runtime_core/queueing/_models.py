@@ -57,6 +57,7 @@ _OPTIONAL_TEXT_FIELDS = (
     "resume_execution_id",
     "recovered_from_runtime_instance_id",
     "queue_status",
+    "callback_url",
 )
 _OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms", "archived_at_ms")
 
@@ -65,7 +66,8 @@ class SharedRunRecord(BaseModel):
     """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId).
 
     Only recovery sets `resume_execution_id`: the in-flight execution the next dispatch must
-    continue after its runtime instance became unsafe.
+    continue after its runtime instance became unsafe. `callback_url` is the submit's webhook
+    URL (already allow-listed for the tenant), if any.
     """
 
     shared_run_id: str
@@ -95,6 +97,7 @@ class SharedRunRecord(BaseModel):
     # Set when the run finished and its durable run record answers for it (its hot record expires).
     archived_at_ms: int | None = None
     queue_status: str | None = None
+    callback_url: str | None = None
 
     @property
     def submitted_by(self) -> str:
@@ -102,7 +105,7 @@ class SharedRunRecord(BaseModel):
 
     def creation_fields(self) -> dict[str, str]:
         """The string fields a Lua script writes when it creates the record."""
-        return {
+        fields = {
             "shared_run_id": self.shared_run_id,
             "submit_mode": self.submit_mode.value,
             "tenant_id": self.tenant_id,
@@ -114,6 +117,7 @@ class SharedRunRecord(BaseModel):
             "pipeline_name": self.pipeline.name,
             "submitted_by": self.submitted_by,
         }
+        return fields | ({"callback_url": self.callback_url} if self.callback_url else {})
 
     @classmethod
     def from_hash(cls, raw: dict[str, str]) -> SharedRunRecord:
@@ -183,6 +187,8 @@ class QueueItem(BaseModel):
 class PumpIdentity(BaseModel):
     """WHO drains the queue; never, by itself, who receives the run.
 
+    A pump cycle dispatches runs of every tenant, so its identity names no user. The caller of
+    a manual drain (`requested_by_*`) is recorded only on runs of the caller's own tenant.
     `incarnation`: the start of the control plane the pump runs in; a control plane that
     starts again expires the claims its previous incarnations left.
     """
@@ -190,11 +196,23 @@ class PumpIdentity(BaseModel):
     pump_runtime_instance_id: str
     pump_worker_id: str
     incarnation: str = ""
+    requested_by_tenant_id: str | None = None
+    requested_by_user_id: str | None = None
 
     @property
     def claimer(self) -> str:
         claimer = f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
         return f"{claimer}@{self.incarnation}" if self.incarnation else claimer
+
+    def attributes_for(self, run_tenant_id: str | None) -> dict[str, str]:
+        """What a run of `run_tenant_id` records about who drained it (never another tenant's user)."""
+        attributes = {
+            "pump.runtime.instance.id": self.pump_runtime_instance_id,
+            "pump.worker.id": self.pump_worker_id,
+        }
+        if self.requested_by_user_id and run_tenant_id == self.requested_by_tenant_id:
+            attributes["pump.requested_by"] = self.requested_by_user_id
+        return attributes
 
 
 class QueueClaim(BaseModel):

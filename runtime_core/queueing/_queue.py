@@ -2,17 +2,21 @@
 
 Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
 `shared_requeue`, `shared_cancel` and `shared_expire_claims` (the only place that knows their
-KEYS/ARGV order) and item reads. Must not decide admission or talk to providers.
+KEYS/ARGV order) and item reads (one item, the pending count, the pending count per tenant).
+Must not decide admission or talk to providers.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
+from runtime_core.instances import admission_group_tenant
+from runtime_core.queueing._idempotency import IdempotencyKey
 from runtime_core.queueing._keys import SharedQueueKeys
 from runtime_core.queueing._models import (
     PumpIdentity,
@@ -27,6 +31,7 @@ _EXPIRED_CLAIMS_PER_CALL = 16
 # How many Pending items one claim may pass over (items of skipped groups) before it reports
 # nothing claimable; the cycle ends and the next cycle starts from the queue head again.
 _CLAIM_SCAN_LIMIT = 5_000
+_ITEMS_PER_READ = 500
 
 
 class QueueOutcome(Enum):
@@ -34,6 +39,8 @@ class QueueOutcome(Enum):
     REFUSED = 0
     MISSING = -1
     BUSY = -2
+    DUPLICATE = 2  # the idempotency key already made run `detail` (same request)
+    KEY_CONFLICT = 3  # the idempotency key made run `detail` for another request
 
 
 @dataclass(frozen=True)
@@ -59,9 +66,12 @@ class SharedQueue:
         self.claim_lease_ms = claim_lease_ms
         self._scripts = hot_state.scripts
 
-    async def enqueue_new(self, record: SharedRunRecord) -> QueueTransition:
-        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally)."""
-        return await self._enqueue(record, json.dumps(record.creation_fields()), ())
+    async def enqueue_new(
+        self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+    ) -> QueueTransition:
+        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally);
+        with `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT)."""
+        return await self._enqueue(record, json.dumps(record.creation_fields()), (), idempotency)
 
     async def enqueue_existing(
         self, record: SharedRunRecord, allowed_from: tuple[SharedRunStatus, ...]
@@ -70,14 +80,19 @@ class SharedQueue:
         return await self._enqueue(record, "", allowed_from)
 
     async def _enqueue(
-        self, record: SharedRunRecord, fields_json: str, allowed_from: tuple[SharedRunStatus, ...]
+        self,
+        record: SharedRunRecord,
+        fields_json: str,
+        allowed_from: tuple[SharedRunStatus, ...],
+        idempotency: IdempotencyKey | None = None,
     ) -> QueueTransition:
         k = self.keys
-        reply = await self._scripts["shared_enqueue"](
-            keys=[k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)],
-            args=[record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)],
-        )
-        return _transition(reply)
+        keys = [k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)]
+        args = [record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)]
+        if idempotency is not None:
+            keys.append(k.idempotency(record.tenant_id, idempotency.key))
+            args += [idempotency.fingerprint, str(idempotency.window_ms)]
+        return _transition(await self._scripts["shared_enqueue"](keys=keys, args=args))
 
     async def claim_next(
         self, pump: PumpIdentity, skip_groups: frozenset[str] = frozenset()
@@ -161,3 +176,32 @@ class SharedQueue:
 
     async def pending_count(self) -> int:
         return int(await self.hot_state.redis.zcard(self.keys.pending))
+
+    async def pending_count_of_tenant(self, tenant_id: str) -> int:
+        """Pending items of one tenant's runs (one tenant never learns another's count)."""
+        return (await self.pending_count_by_tenant())[tenant_id]
+
+    async def pending_count_by_tenant(self) -> Counter[str]:
+        """Pending items per tenant (the tenant of each item's admission group), read in batches.
+
+        An item dispatched or cancelled between the two reads is not counted.
+        """
+        redis = self.hot_state.redis
+        counts: Counter[str] = Counter()
+        run_ids = await redis.zrange(self.keys.pending, 0, -1)
+        for start in range(0, len(run_ids), _ITEMS_PER_READ):
+            for raw in await redis.hmget(self.keys.items, run_ids[start : start + _ITEMS_PER_READ]):
+                tenant_id = _pending_item_tenant(raw)
+                if tenant_id is not None:
+                    counts[tenant_id] += 1
+        return counts
+
+
+def _pending_item_tenant(raw: str | None) -> str | None:
+    """The tenant of a still Pending item (from its admission group)."""
+    if raw is None:
+        return None
+    item = json.loads(raw)
+    if item.get("status") != "Pending" or not item.get("group"):
+        return None
+    return admission_group_tenant(item["group"])

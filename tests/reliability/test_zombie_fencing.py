@@ -104,8 +104,18 @@ def _open(gate: Path) -> None:
     gate.write_text("open", encoding="utf-8")
 
 
-def _healthz(process: HostedProcess) -> dict[str, object]:
-    return dict(httpx.get(f"{process.endpoint}/healthz", timeout=2).json())
+def _fenced_readiness(process: HostedProcess) -> str | None:
+    """The zombie's /readyz detail once it reports a fenced instance (None before)."""
+    body = httpx.get(f"{process.endpoint}/readyz", timeout=2).json()
+    loops = body["checks"].get("background_loops", {})
+    detail = str(loops.get("detail", ""))
+    return detail if not loops.get("ok", True) and "runtime_instances_not_fenced" in detail else None
+
+
+def _fence_logged(process: HostedProcess) -> str:
+    """The zombie's own log line saying why it fenced itself."""
+    lines = Path(process.log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    return next(line for line in lines if "instance.fenced" in line)
 
 
 async def _queue_behind(plane: ControlPlane, zombie: HostedProcess, shared_run_id: str) -> None:
@@ -233,13 +243,12 @@ async def zombie(
         await _wait_both_at_the_gate(plane, shared)
         # The zombie wakes while the recovered runs still wait at the gate on the replacement.
         os.kill(process.pid, signal.SIGCONT)
-        fenced: dict[str, str] = {}
 
         async def learned_it() -> bool:
-            fenced.update(_healthz(process).get("fenced") or {})  # type: ignore[arg-type]
-            return bool(fenced)
+            return _fenced_readiness(process) is not None
 
         await wait_until(learned_it, timeout=20, interval=0.05)
+        fenced = {"readiness": _fenced_readiness(process) or "", "log": _fence_logged(process)}
         views = await _zombie_runs_ended(plane, process, local_runs)
         _open(gate)
 
@@ -268,8 +277,10 @@ async def _ledger(zombie: Zombie) -> list[LedgerEntry]:
 
 
 def test_the_woken_zombie_learns_from_its_refused_heartbeat_that_it_was_fenced(zombie: Zombie) -> None:
-    reason = zombie.fenced[zombie.runtime_instance_id]
-    assert "heartbeat refused" in reason and "Recovered" in reason
+    """It says so in its log and stops being ready (its readiness names the fenced instance)."""
+    assert zombie.runtime_instance_id in zombie.fenced["log"]
+    assert "reason=heartbeat refused: unsafe Recovered" in zombie.fenced["log"]
+    assert "not running" in zombie.fenced["readiness"]
 
 
 def test_the_zombie_ends_the_runs_it_held_without_running_them(zombie: Zombie) -> None:
