@@ -439,7 +439,8 @@ class RuntimeInstance:
             return await self.cancel_queued_run(local_run_id, reason=reason, requested_by=requested_by)
         if run.record.status is LocalRunStatus.RUNNING:
             run.cancel_requested = True
-            if run.record.execution_id:
+            # Before its DAG exists the run cancels it itself once it is created (cancel before start).
+            if run.record.execution_id and run.opened:
                 # Marked before the await: an unparked run must not take workers again meanwhile.
                 run.execution_cancelled = True
                 try:
@@ -539,6 +540,7 @@ class RuntimeInstance:
                 lambda: self._record_started(run, execution_id), "local_run.record_started"
             )
             await self._until_available(lambda: self._open_execution(engine, run), "local_run.open_execution")
+            run.opened = True  # from now on `cancel_run` cancels the execution itself
             if run.cancel_requested:
                 await self._until_available(
                     lambda: self.deps.canceller.cancel(

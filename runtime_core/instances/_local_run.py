@@ -36,6 +36,8 @@ class LocalRun:
     # finished, the count it last ran with.
     effective_workers: int = 0
     cancel_requested: bool = False
+    # Set once its execution exists (created, or the resumed one reassigned to it).
+    opened: bool = False
     # Set once `cancel_run` cancelled the execution: its claims are blocked for good.
     execution_cancelled: bool = False
     fresh_execution_id: str = field(default_factory=new_execution_id)
