@@ -6,9 +6,9 @@ terminal fingerprint. Must not know about queues or tenants beyond the snapshot 
 given, and never writes the state a Lua script guards from Python.
 """
 
-from runtime_core.dag._engine import (
+from runtime_core.dag._engine import DagEngine
+from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
-    DagEngine,
     EngineSettings,
     InlineResults,
     ResultCodec,
