@@ -1,7 +1,7 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog. Must not call them: the tool groups do.
+calls, plus the pipeline catalog and the process's metrics exposition. Must not call them: the tool groups do.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
+from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
 
@@ -30,6 +31,8 @@ class ToolBackend:
     control: ExecutionControlService
     replay: ReplayService
     audit: AuditQueries
+    # The process's metrics (None: MCP requests are traced but not measured).
+    metrics: MetricsExposition | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -40,6 +43,7 @@ class ToolBackend:
             control=services.control,
             replay=services.audit.replay,
             audit=services.audit.queries,
+            metrics=services.metrics,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:

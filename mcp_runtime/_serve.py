@@ -1,9 +1,10 @@
 """`mcp-runtime serve`: run the MCP server over stdio or streamable HTTP on a started runtime.
 
-Owns the serve lifecycle: load the configuration (or the embedded default), start the
-runtime services, pick the principal source for the transport, serve until the client
-leaves or a signal arrives, then close the services (which unregisters their instances).
-Must not write to stdout in stdio mode: stdout is the protocol channel.
+Owns the serve lifecycle: load the configuration (or the embedded default), set up tracing
+from the OTEL_* variables, start the runtime services, pick the principal source for the
+transport, serve (plus `/metrics` on `--metrics-port` when asked) until the client leaves or
+a signal arrives, then close the services (which unregisters their instances) and flush the
+buffered spans. Must not write to stdout in stdio mode: stdout is the protocol channel.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +27,8 @@ from mcp_runtime._rbac import Authorizer
 from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.hosting import HttpCommandEndpoint
+from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.pipeline import PipelineCatalog
 
 log = logging.getLogger("mcp_runtime.serve")
@@ -98,6 +101,11 @@ class ServeOptions(BaseModel):
     config_path: Path | None = None
     data_dir: Path | None = None
     principal: str | None = None
+    metrics_port: int | None = None
+
+
+# The default OpenTelemetry `service.name` of the control plane (OTEL_SERVICE_NAME overrides it).
+SERVICE_NAME = "mcp-runtime"
 
 
 def resolve_config(options: ServeOptions) -> ServerConfig:
@@ -109,14 +117,35 @@ async def serve(options: ServeOptions) -> None:
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
     settings = RuntimeSettings.from_env(data_dir=options.data_dir)
+    traced = configure_tracing(SERVICE_NAME)
     with _ShutdownSignals() as shutdown:
-        async with RuntimeServices(settings) as services:
-            backend = ToolBackend.from_services(services, catalog)
-            if shutdown.received is None and options.transport == "stdio":
-                await _serve_stdio(options, config, backend, authorizer, shutdown)
-            elif shutdown.received is None:
-                await _serve_http(options, config, backend, authorizer, shutdown)
+        try:
+            async with RuntimeServices(settings) as services:
+                backend = ToolBackend.from_services(services, catalog)
+                async with _metrics_port(options, backend):
+                    if shutdown.received is None and options.transport == "stdio":
+                        await _serve_stdio(options, config, backend, authorizer, shutdown)
+                    elif shutdown.received is None:
+                        await _serve_http(options, config, backend, authorizer, shutdown)
+        finally:
+            if traced:
+                shutdown_tracing()  # export the buffered spans before the process ends
         shutdown.end_like_the_signal()
+
+
+@asynccontextmanager
+async def _metrics_port(options: ServeOptions, backend: ToolBackend) -> AsyncIterator[None]:
+    """`GET /metrics` on `--metrics-port` (the only way to scrape a stdio server) while serving."""
+    if options.metrics_port is None or backend.metrics is None:
+        yield
+        return
+    endpoint = HttpCommandEndpoint(metrics_app(backend.metrics), options.host, options.metrics_port)
+    await endpoint.start()
+    log.info("serving Prometheus metrics on http://%s:%d/metrics", options.host, options.metrics_port)
+    try:
+        yield
+    finally:
+        await endpoint.stop()
 
 
 async def _serve_stdio(
@@ -149,7 +178,7 @@ async def _serve_http(
 ) -> None:
     verifier = ConfiguredTokenVerifier(config)
     server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
-    app = http_app(server, host=options.host)
+    app = http_app(server, host=options.host, metrics=backend.metrics)
     uvicorn_config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
     shutdown.http_server = _QuietUvicorn(uvicorn_config)
     log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, options.port)

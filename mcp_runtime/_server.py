@@ -1,8 +1,9 @@
 """Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
-and the HTTP app (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request
-bodies capped, an unauthenticated `/healthz`). Must not contain tool behaviour.
+the request telemetry middleware (spans and the operation-duration metric), and the HTTP app
+(bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped, an
+unauthenticated `/healthz` and Prometheus `/metrics`). Must not contain tool behaviour.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.observability import McpOperationMetrics, McpTelemetryMiddleware
+from runtime_core.observability import METRICS_PATH, MetricsExposition, metrics_endpoint
 
 SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
@@ -33,6 +36,8 @@ def build_server(
 ) -> MCPServer:
     """The MCP server; pass `token_verifier` to require bearer tokens (streamable HTTP)."""
     auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None) if token_verifier else None
+    specs = backend.tool_specs()
+    operation_metrics = McpOperationMetrics.of(backend.metrics.registry) if backend.metrics else None
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="MCP Runtime control plane",
@@ -40,18 +45,22 @@ def build_server(
         version="0.1.0",
         token_verifier=token_verifier,
         auth=auth,
-        tools=[build_tool(spec, guard) for spec in backend.tool_specs()],
+        tools=[build_tool(spec, guard) for spec in specs],
+        middleware=[McpTelemetryMiddleware(operation_metrics, frozenset(spec.name for spec in specs))],
     )
     register_resources(server, backend.catalog, guard)
     return server
 
 
-def http_app(server: MCPServer, *, host: str) -> ASGIApp:
+def http_app(server: MCPServer, *, host: str, metrics: MetricsExposition | None = None) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus an open `/healthz`."""
+    MAX_REQUEST_BYTES) plus an open `/healthz` and, given an exposition, an open `/metrics`."""
 
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
+
+    if metrics is not None:
+        server.custom_route(METRICS_PATH, methods=["GET"])(metrics_endpoint(metrics))
 
     return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from mcp_runtime import ServeOptions, hash_token, serve
+from mcp_runtime._serve import SERVICE_NAME
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.dag import EngineEvent, ExecutionView
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.hosting import add_process_arguments, options_from_args, run_runtime_instance_process
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.observability import configure_tracing, shutdown_tracing
 from runtime_core.pipeline import parse_pipeline
 
 
@@ -45,11 +47,17 @@ async def _run_pipeline(args: argparse.Namespace) -> int:
     state: dict[str, Any] = json.loads(args.input)
     settings = RuntimeSettings.from_env(data_dir=args.data_dir, workers=args.workers)
     snapshot = ExecutionContextSnapshot(user_id=args.user, tenant_id=args.tenant, context_key="cli")
-    async with RuntimeServices(settings, observer=ProgressPrinter()) as services:
-        execution_id = await services.engine.create_execution(pipeline, state, snapshot)
-        print(f"execution {execution_id} pipeline {pipeline.key} workers {settings.workers}", file=sys.stderr)
-        status = await services.engine.run(execution_id, workers=settings.workers)
-        view = await services.dag_store.read_execution(execution_id)
+    traced = configure_tracing(SERVICE_NAME)
+    try:
+        async with RuntimeServices(settings, observer=ProgressPrinter()) as services:
+            execution_id = await services.engine.create_execution(pipeline, state, snapshot)
+            started = f"execution {execution_id} pipeline {pipeline.key} workers {settings.workers}"
+            print(started, file=sys.stderr)
+            status = await services.engine.run(execution_id, workers=settings.workers)
+            view = await services.dag_store.read_execution(execution_id)
+    finally:
+        if traced:
+            shutdown_tracing()
     assert view is not None
     print(f"ExecutionId: {execution_id}\nStatus: {status}\n")
     print(_step_table(view))
@@ -69,6 +77,7 @@ async def _serve(args: argparse.Namespace) -> int:
         config_path=args.config,
         data_dir=args.data_dir,
         principal=args.principal,
+        metrics_port=args.metrics_port,
     )
     await serve(options)
     return 0
@@ -116,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=None, help="data directory (default .mcp-runtime)"
     )
     serve_cmd.add_argument("--principal", default=None, help="stdio: run as this configured principal")
+    serve_cmd.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="also serve Prometheus /metrics on this port (stdio has no other way; http has /metrics)",
+    )
     serve_cmd.set_defaults(handler=_serve)
 
     instance_cmd = commands.add_parser(

@@ -4,5 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
+# The metrics tests scrape with a real Prometheus server and lint with promtool (Debian's).
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  echo "installing prometheus (apt-get)" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
 python3 -m ruff check .
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -1,7 +1,8 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control): runtime-instance processes use it alone.
+durable store, audit, execution control, the metrics exposition, and the step / run spans
+when tracing is on): runtime-instance processes use it alone.
 `RuntimeServices` adds the control plane (with runtime-instance process hosting).
 """
 
@@ -18,7 +19,14 @@ from runtime_core.control import ExecutionControlService, attach_execution_contr
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
-from runtime_core.instances import HostManagerSettings
+from runtime_core.instances import HostManagerSettings, LocalInstancePool
+from runtime_core.observability import (
+    MetricsExposition,
+    OtelStepTracing,
+    WorkflowSpanObserver,
+    capacity_gauges,
+    tracing_enabled,
+)
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
@@ -41,6 +49,7 @@ class EngineServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
+        self.metrics: MetricsExposition
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
         self._opened = AsyncExitStack()
@@ -100,6 +109,19 @@ class EngineServices:
         self.engine.results = self.audit.codec
         self.engine.check_retention = self.audit.retention.engine.validate
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
+        self.metrics = MetricsExposition(self.audit.metrics.registry)
+        if tracing_enabled():  # with tracing off nothing is attached: no cost per step
+            self.engine.step_tracing = OtelStepTracing(self.engine.instance_id)
+            self.engine.observer = CompositeObserver(
+                WorkflowSpanObserver(self.dag_store), self.engine.observer
+            )
+
+    def export_capacity_of(self, pool: LocalInstancePool) -> None:
+        """Add the capacity gauges of the runtime instances `pool` hosts to `metrics`."""
+        instances = pool.instances
+        self.metrics.add_gauges(
+            capacity_gauges(lambda: [i.capacity() for i in instances()], self.settings.observability)
+        )
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -129,6 +151,8 @@ class RuntimeServices(EngineServices):
             hosting=self.hosting_settings(),
         )
         self._opened.push_async_callback(self.control_plane.stop)
+        self.export_capacity_of(self.control_plane.parts.pool)
+        self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()
 
     def hosting_settings(self) -> HostManagerSettings:

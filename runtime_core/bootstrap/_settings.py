@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
+from runtime_core.observability import ObservabilitySettings
 
 
 class RuntimeSettings(BaseModel):
@@ -20,6 +21,7 @@ class RuntimeSettings(BaseModel):
     workers: int = 4
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings.from_env)
 
     model_config = {"arbitrary_types_allowed": True}
 

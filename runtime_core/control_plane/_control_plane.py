@@ -3,8 +3,8 @@
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
 in-process runtime instances, the background pump, the scale-out watcher and the health /
 execution recovery reconcilers, and the caller-facing operations: submit, drain,
-list_instances, pause_queue, resume_queue, and run_status / cancel (answered by
-`RunStatusReader` / `RunCanceller`).
+list_instances, pause_queue, resume_queue, run_status / cancel (answered by
+`RunStatusReader` / `RunCanceller`) and its cluster-wide metrics gauges.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -18,6 +18,7 @@ from typing import Any
 
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
 from runtime_core.control_plane._run_status import RunStatusReader
@@ -41,6 +42,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
+from runtime_core.observability import CachedGauges, ObservabilitySettings
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
@@ -138,6 +140,10 @@ class ControlPlane:
         await self.parts.pool.stop_all()
         await self.parts.providers.aclose()
         await self.parts.discovery.withdraw(self.settings.control_plane_id)
+
+    def gauges(self, settings: ObservabilitySettings) -> CachedGauges:
+        """The cluster-wide scrape-time gauges (queue depth, shared runs, registered instances)."""
+        return control_plane_gauges(self.parts, settings)
 
     # Submit and drain
 

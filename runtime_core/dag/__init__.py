@@ -16,6 +16,7 @@ from runtime_core.dag._engine import (
 from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
+from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     ClaimBatch,
     ClaimOutcome,
@@ -53,6 +54,7 @@ __all__ = [
     "ExecutionView",
     "FinalizeOutcome",
     "InlineResults",
+    "NoStepTracing",
     "NullObserver",
     "ReadyView",
     "ReassignOutcome",
@@ -60,6 +62,7 @@ __all__ = [
     "ResultCodec",
     "StepClaim",
     "StepStatus",
+    "StepTracing",
     "StepView",
     "TransitionOutcome",
     "TransitionResult",

@@ -3,7 +3,8 @@
 Owns the process that hosts K child runtime instances (the dispatch targets, not the host)
 behind a starlette/uvicorn HTTP command endpoint or a `grpc.aio` command service, its
 options and argument parser (shared with `mcp-runtime runtime-instance`), discovery of the
-control plane before self-registration, and clean unregistration on SIGTERM / SIGINT.
+control plane before self-registration, its `/metrics` endpoint and tracing setup, and
+clean unregistration on SIGTERM / SIGINT.
 Starting such processes for scale-out is the host manager's job
 (`runtime_core.instances.RuntimeHostManager`). Must not dispatch, admit or recover runs.
 """
@@ -14,19 +15,26 @@ from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_
 from runtime_core.hosting._options import (
     CONTROL_PLANE_ID_KEY,
     HOST_ID_KEY,
+    METRICS_ENDPOINT_KEY,
     RuntimeInstanceProcessOptions,
     add_process_arguments,
     build_arg_parser,
     options_from_args,
     parse_options,
 )
-from runtime_core.hosting._process import RuntimeInstanceHost, main, run_runtime_instance_process
+from runtime_core.hosting._process import (
+    PROCESS_SERVICE_NAME,
+    RuntimeInstanceHost,
+    main,
+    run_runtime_instance_process,
+)
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Process
     "run_runtime_instance_process",
     "main",
     "RuntimeInstanceHost",
+    "PROCESS_SERVICE_NAME",
     # Options
     "RuntimeInstanceProcessOptions",
     "build_arg_parser",
@@ -35,6 +43,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "parse_options",
     "CONTROL_PLANE_ID_KEY",
     "HOST_ID_KEY",
+    "METRICS_ENDPOINT_KEY",
     # Command endpoints
     "RuntimeCommands",
     "HttpCommandEndpoint",

@@ -1,10 +1,11 @@
 """The HTTP command endpoint of a runtime-instance process: a starlette app served by uvicorn.
 
-Owns the routes of `HTTP_ROUTES` (+ GET /healthz), reading path ids and JSON bodies into
-runtime commands, answering response models as JSON and runtime errors as the
-`{code, message, hint}` envelope with an HTTP status per code, and the uvicorn server
-bound to the process's loopback port (signals stay with the process). Must not decide
-anything about runs.
+Owns the routes of `HTTP_ROUTES` (+ GET /healthz, and GET /metrics when the process exports
+metrics), reading path ids and JSON bodies into runtime commands (each traced as a server
+span continuing the caller's `traceparent` header), answering response models as JSON and
+runtime errors as the `{code, message, hint}` envelope with an HTTP status per code, and the
+uvicorn server bound to a loopback port (signals stay with the process), which also serves a
+dedicated metrics port. Must not decide anything about runs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
+from runtime_core.observability import MetricsExposition, metrics_route
 from runtime_core.providers import HEALTH_PATH, HTTP_ROUTES, Command, WireError
 
 _STATUS_BY_CODE = {
@@ -46,17 +48,31 @@ def _error(error: WireError) -> Response:
 
 
 def _command_endpoint(commands: RuntimeCommands, command: Command) -> Endpoint:
+    method, route = HTTP_ROUTES[command]
+
     async def endpoint(request: Request) -> Response:
         body = parse_json_object(await request.body()) if request.method == "POST" else {}
         if isinstance(body, WireError):
             return _error(body)
-        result = await commands.execute(command, {**body, **request.path_params})
+        result = await commands.execute_traced(
+            command,
+            {**body, **request.path_params},
+            span_name=f"{method} {route}",
+            carrier=request.headers,
+            attributes={"http.request.method": method, "http.route": route},
+        )
         return _error(result) if isinstance(result, WireError) else _json(result.model_dump_json())
 
     return endpoint
 
 
-def build_http_app(commands: RuntimeCommands, health: Callable[[], dict[str, object]]) -> Starlette:
+def build_http_app(
+    commands: RuntimeCommands,
+    health: Callable[[], dict[str, object]],
+    metrics: MetricsExposition | None = None,
+) -> Starlette:
+    """The command routes, `/healthz`, and `/metrics` when an exposition is given."""
+
     async def healthz(_: Request) -> Response:
         return JSONResponse(health())
 
@@ -65,6 +81,8 @@ def build_http_app(commands: RuntimeCommands, health: Callable[[], dict[str, obj
         Route(path, _command_endpoint(commands, command), methods=[method])
         for command, (method, path) in HTTP_ROUTES.items()
     ]
+    if metrics is not None:
+        routes.append(metrics_route(metrics))
     return Starlette(routes=routes)
 
 
@@ -76,6 +94,8 @@ class _Server(uvicorn.Server):
 
 
 class HttpCommandEndpoint:
+    """Serves a starlette app with uvicorn on one port: the command app, or the metrics app."""
+
     def __init__(self, app: Starlette, host: str, port: int) -> None:
         self.host = host
         self.port = port

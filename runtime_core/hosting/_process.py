@@ -1,12 +1,14 @@
 """The runtime-instance process: K child runtime instances behind one HTTP or gRPC endpoint.
 
-Owns the process lifecycle: wire the engine (`EngineServices`: hot state, DAG engine,
-durable store, audit, execution control), resolve the control-plane id from the Redis
-discovery record (refuse to start without one), open the command endpoint, start and
-self-register the child instances (they heartbeat registry + capacity themselves), then on
-SIGTERM / SIGINT (or when the parent process is gone) stop and unregister them with the
-identity resolved at start (never re-resolving discovery) and close the endpoint. Must not
-dispatch, admit or recover runs.
+Owns the process lifecycle: set up tracing from the OTEL_* variables (flushed at the end),
+wire the engine (`EngineServices`: hot state, DAG engine, durable store, audit, execution
+control, metrics), resolve the control-plane id from the Redis discovery record (refuse to
+start without one), open the command endpoint and the metrics endpoint (`/metrics` on the
+HTTP command endpoint and/or a dedicated `--metrics-port`, with the capacity gauges of the
+hosted instances), start and self-register the child instances (they heartbeat registry +
+capacity themselves), then on SIGTERM / SIGINT (or when the parent process is gone) stop and
+unregister them with the identity resolved at start (never re-resolving discovery) and close
+the endpoints. Must not dispatch, admit or recover runs.
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ from runtime_core.instances import (
     LocalInstancePool,
     RunExecutionIndex,
 )
+from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 
 log = logging.getLogger("runtime_core.hosting")
 
 _PARENT_CHECK_INTERVAL_S = 1.0
+# The default OpenTelemetry `service.name` of this process (OTEL_SERVICE_NAME overrides it).
+PROCESS_SERVICE_NAME = "mcp-runtime-instance"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -54,14 +59,24 @@ class RuntimeInstanceHost:
             InstanceDependencies(services.engine, self.registry, index, services.control)
         )
         self.commands = RuntimeCommands(self.pool)
+        services.export_capacity_of(self.pool)
         self.endpoint = self._endpoint()
+        self.metrics_endpoint = self._metrics_endpoint()
         self.control_plane: ControlPlaneDescriptor | None = None
 
     def _endpoint(self) -> HttpCommandEndpoint | GrpcCommandEndpoint:
         o = self.options
         if o.transport is HostTransport.HTTP:
-            return HttpCommandEndpoint(build_http_app(self.commands, self.health), o.bind_host, o.port)
+            app = build_http_app(self.commands, self.health, self.services.metrics)
+            return HttpCommandEndpoint(app, o.bind_host, o.port)
         return GrpcCommandEndpoint(self.commands, o.bind_host, o.port)
+
+    def _metrics_endpoint(self) -> HttpCommandEndpoint | None:
+        """The dedicated `/metrics` port, when one is configured."""
+        o = self.options
+        if o.metrics_port is None:
+            return None
+        return HttpCommandEndpoint(metrics_app(self.services.metrics), o.bind_host, o.metrics_port)
 
     def health(self) -> dict[str, object]:
         return {
@@ -74,6 +89,8 @@ class RuntimeInstanceHost:
     async def start(self) -> None:
         discovery = ControlPlaneDiscovery(self.services.hot_state)
         self.control_plane = await discovery.resolve(timeout_s=self.options.discovery_timeout_s)
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.start()
         await self.endpoint.start()
         for settings in self.options.instance_settings(self.control_plane.control_plane_id):
             await self.pool.start_instance(settings)
@@ -89,6 +106,8 @@ class RuntimeInstanceHost:
         """Unregister every child instance (ids known since start), then close the endpoint."""
         await self.pool.stop_all()
         await self.endpoint.stop()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         log.info("runtime_instance_process.stopped host_id=%s", self.options.host_id)
 
 
@@ -105,6 +124,7 @@ async def run_runtime_instance_process(
     settings = RuntimeSettings(
         data_dir=options.data_dir, redis_url=options.redis_url, redis_prefix=options.redis_prefix
     )
+    traced = configure_tracing(PROCESS_SERVICE_NAME)
     try:
         async with EngineServices(settings) as services:
             host = RuntimeInstanceHost(options, services)
@@ -114,6 +134,8 @@ async def run_runtime_instance_process(
             finally:
                 await host.stop()
     finally:
+        if traced:
+            shutdown_tracing()  # export the spans still buffered
         if installed:
             for signum in _STOP_SIGNALS:
                 loop.remove_signal_handler(signum)

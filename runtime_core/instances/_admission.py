@@ -53,6 +53,15 @@ def admission_group(snapshot: ExecutionContextSnapshot) -> str:
     return json.dumps([snapshot.tenant_id, snapshot.tenant_group_id or ""])
 
 
+def tenant_of_group(group: str | None) -> str:
+    """The tenant id inside an `admission_group` ("" when the group is missing or malformed)."""
+    try:
+        tenant = json.loads(group or "[]")[0]
+    except (ValueError, IndexError, KeyError, TypeError):
+        return ""
+    return tenant if isinstance(tenant, str) else ""
+
+
 class AdmissionController:
     """Admission under the snapshot's tenant: only tenant-visible, live capacity counts."""
 

@@ -2,11 +2,12 @@
 
 Owns launching `python -m runtime_core.hosting` children (one runtime-instance process
 hosting a pool of K child runtime instances behind an HTTP or gRPC command endpoint on a
-free loopback port), waiting with a timeout until every child instance is registered and
-live, recording each process (pid, port, transport, instance ids) in memory and in Redis,
-tenant-scoped process scale-out (instances counted by RuntimeInstanceIdPrefix against
-MaxRuntimeInstances, like the local scaler) and stopping processes (SIGTERM, then SIGKILL
-after a grace period). Must not dispatch runs, recover work or call the command endpoints.
+free loopback port; a gRPC one also gets a free `/metrics` port), waiting with a timeout
+until every child instance is registered and live, recording each process (pid, port,
+transport, instance ids) in memory and in Redis, tenant-scoped process scale-out (instances
+counted by RuntimeInstanceIdPrefix against MaxRuntimeInstances, like the local scaler) and
+stopping processes (SIGTERM, then SIGKILL after a grace period). Must not dispatch runs,
+recover work or call the command endpoints.
 """
 
 from __future__ import annotations
@@ -209,6 +210,8 @@ class RuntimeHostManager:
             args["--max-local-workers-per-execution"] = str(launch.max_local_workers_per_execution)
         if s.tenants_file:
             args["--tenants-file"] = str(s.tenants_file)
+        if launch.transport is HostTransport.GRPC:  # an HTTP process serves /metrics on its port
+            args["--metrics-port"] = str(find_free_port())
         return [part for pair in args.items() for part in pair]
 
     async def _await_registration(self, hosted: HostedProcess, process: asyncio.subprocess.Process) -> None:

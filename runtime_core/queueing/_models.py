@@ -56,6 +56,7 @@ _OPTIONAL_TEXT_FIELDS = (
     "cancelled_by",
     "resume_execution_id",
     "recovered_from_runtime_instance_id",
+    "trace_context",
 )
 _OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms")
 
@@ -64,7 +65,8 @@ class SharedRunRecord(BaseModel):
     """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId).
 
     Only recovery sets `resume_execution_id`: the in-flight execution the next dispatch must
-    continue after its runtime instance became unsafe.
+    continue after its runtime instance became unsafe. `trace_context` is the run's encoded
+    `RunTraceContext` (its `invoke_workflow` span), set at submit when there is a trace to continue.
     """
 
     shared_run_id: str
@@ -91,10 +93,13 @@ class SharedRunRecord(BaseModel):
     cancelled_by: str | None = None
     resume_execution_id: str | None = None
     recovered_from_runtime_instance_id: str | None = None
+    trace_context: str | None = None
 
     def creation_fields(self) -> dict[str, str]:
         """The string fields a Lua script writes when it creates the record."""
+        trace = {"trace_context": self.trace_context} if self.trace_context else {}
         return {
+            **trace,
             "shared_run_id": self.shared_run_id,
             "submit_mode": self.submit_mode.value,
             "tenant_id": self.tenant_id,

@@ -2,18 +2,21 @@
 
 Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
 `shared_requeue` and `shared_cancel` (the only place that knows their KEYS/ARGV order) and
-item reads. Must not decide admission or talk to providers.
+item reads, including the pending depth per tenant the metrics gauge reports. Must not
+decide admission or talk to providers.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
-from runtime_core.queueing._keys import SharedQueueKeys
+from runtime_core.instances import tenant_of_group
+from runtime_core.queueing._keys import READ_BATCH, SharedQueueKeys
 from runtime_core.queueing._models import (
     PumpIdentity,
     QueueClaim,
@@ -150,3 +153,14 @@ class SharedQueue:
 
     async def pending_count(self) -> int:
         return int(await self.hot_state.redis.zcard(self.keys.pending))
+
+    async def pending_by_tenant(self) -> dict[str, int]:
+        """Pending items per tenant (the queue-depth gauge): the pending ZSET, then the items'
+        admission groups in batches."""
+        ids = await self.hot_state.redis.zrange(self.keys.pending, 0, -1)
+        depth: Counter[str] = Counter()
+        for start in range(0, len(ids), READ_BATCH):
+            for raw in await self.hot_state.redis.hmget(self.keys.items, ids[start : start + READ_BATCH]):
+                if raw:
+                    depth[tenant_of_group(json.loads(raw).get("group"))] += 1
+        return dict(depth)

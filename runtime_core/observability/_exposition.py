@@ -1,0 +1,69 @@
+"""The Prometheus exposition: one process's metrics as text on `GET /metrics`.
+
+Owns `MetricsExposition` (one registry: the runtime's counters and histograms, the MCP
+operation histogram, and the scrape-time gauge collectors it refreshes before rendering),
+the starlette endpoint and app serving it in the Prometheus text format (0.0.4), and
+`prometheus_sd_targets`, the body of a Prometheus HTTP service-discovery answer. Must not
+authenticate or decide what is measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from runtime_core.observability._gauges import CachedGauges
+
+METRICS_PATH = "/metrics"
+
+
+class MetricsExposition:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self._gauges: list[CachedGauges] = []
+
+    def add_gauges(self, *collectors: CachedGauges) -> None:
+        """Register scrape-time gauges (refreshed before each render)."""
+        for collector in collectors:
+            self.registry.register(collector)
+            self._gauges.append(collector)
+
+    def remove_gauges(self, *collectors: CachedGauges) -> None:
+        for collector in collectors:
+            if collector in self._gauges:
+                self._gauges.remove(collector)
+                self.registry.unregister(collector)
+
+    async def render(self) -> bytes:
+        await asyncio.gather(*(gauges.refresh() for gauges in self._gauges))
+        return generate_latest(self.registry)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def metrics_endpoint(exposition: MetricsExposition) -> Endpoint:
+    async def metrics(_: Request) -> Response:
+        return Response(await exposition.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return metrics
+
+
+def metrics_route(exposition: MetricsExposition) -> Route:
+    return Route(METRICS_PATH, metrics_endpoint(exposition), methods=["GET"])
+
+
+def metrics_app(exposition: MetricsExposition) -> Starlette:
+    """A starlette app answering only `GET /metrics` (for a dedicated metrics port)."""
+    return Starlette(routes=[metrics_route(exposition)])
+
+
+def prometheus_sd_targets(endpoints: Iterable[tuple[str, Mapping[str, str]]]) -> list[dict[str, object]]:
+    """Prometheus HTTP SD groups: one per `(host:port, labels)` metrics endpoint."""
+    return [{"targets": [target], "labels": dict(labels)} for target, labels in endpoints]
