@@ -30,7 +30,8 @@ from mcp_runtime.observability._operation_metrics import McpOperationMetrics
 
 _SESSION_HEADER = "mcp-session-id"
 _TOOL_ERROR = "tool_error"
-_ERROR_CODE = re.compile(r"^\[([a-z_]{1,64})\]")
+# Our tool errors read "[code] what happened. Next: ..." (the SDK may prefix its own words).
+_ERROR_CODE = re.compile(r"\[([a-z_]{1,64})\]")
 
 
 class McpTelemetryMiddleware:
@@ -103,5 +104,5 @@ def _tool_error_code(result: HandlerResult) -> str | None:
             texts = [block.get("text", "") for block in rest.get("content", []) if isinstance(block, Mapping)]
         case _:
             return None
-    found = _ERROR_CODE.match(texts[0]) if texts and isinstance(texts[0], str) else None
+    found = _ERROR_CODE.search(texts[0]) if texts and isinstance(texts[0], str) else None
     return found.group(1) if found else ""

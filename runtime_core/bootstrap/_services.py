@@ -111,7 +111,7 @@ class EngineServices:
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
         self.metrics = MetricsExposition(self.audit.metrics.registry)
         if tracing_enabled():  # with tracing off nothing is attached: no cost per step
-            self.engine.step_tracing = OtelStepTracing(self.engine.instance_id)
+            self.engine.step_tracing = OtelStepTracing()
             self.engine.observer = CompositeObserver(
                 WorkflowSpanObserver(self.dag_store), self.engine.observer
             )

@@ -2,7 +2,8 @@
 
 Owns `MetricsExposition` (one registry: the runtime's counters and histograms, the MCP
 operation histogram, and the scrape-time gauge collectors it refreshes before rendering),
-the starlette endpoint and app serving it in the Prometheus text format (0.0.4), and
+the starlette endpoint and app serving it (Prometheus text format 0.0.4 unless the scraper
+negotiates OpenMetrics), and
 `prometheus_sd_targets`, the body of a Prometheus HTTP service-discovery answer. Must not
 authenticate or decide what is measured.
 """
@@ -12,7 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -40,17 +42,21 @@ class MetricsExposition:
                 self._gauges.remove(collector)
                 self.registry.unregister(collector)
 
-    async def render(self) -> bytes:
+    async def render(self, accept: str = "") -> tuple[bytes, str]:
+        """The exposition and its content type, negotiated from an `Accept` header: Prometheus
+        text 0.0.4 by default, OpenMetrics or text 1.0.0 when the scraper asks for them."""
         await asyncio.gather(*(gauges.refresh() for gauges in self._gauges))
-        return generate_latest(self.registry)
+        encode, content_type = choose_encoder(accept)
+        return encode(self.registry), content_type
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def metrics_endpoint(exposition: MetricsExposition) -> Endpoint:
-    async def metrics(_: Request) -> Response:
-        return Response(await exposition.render(), media_type=CONTENT_TYPE_LATEST)
+    async def metrics(request: Request) -> Response:
+        body, content_type = await exposition.render(request.headers.get("accept", ""))
+        return Response(body, headers={"content-type": content_type})
 
     return metrics
 

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from mcp_runtime import hash_token
 from runtime_core.hot_state import EmbeddedRedis, connect_hot_state, find_free_port
 from runtime_core.instances import InstanceRegistry, TenantSettingsCatalog
+from tests.e2e.mcp_support import BearerSession as _session
 from tests.e2e.mcp_support import (
     child_process,
     clean_environment,
@@ -69,22 +68,6 @@ def server_url(
     env = clean_environment(REDIS_URL=redis_server.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
     with served_http(_write_config(data_dir / "server.json"), data_dir, env) as base_url:
         yield base_url
-
-
-class _session:
-    """An SDK client session over streamable HTTP sending `Authorization: Bearer <token>`."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-        self._client = Client(streamable_http_client(f"{base_url}/mcp", http_client=self._http))
-
-    async def __aenter__(self) -> Client:
-        await self._http.__aenter__()
-        return await self._client.__aenter__()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._client.__aexit__(*exc)  # type: ignore[arg-type]
-        await self._http.__aexit__(*exc)  # type: ignore[arg-type]
 
 
 async def _ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
