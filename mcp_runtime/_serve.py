@@ -178,7 +178,12 @@ async def _serve_http(
 ) -> None:
     verifier = ConfiguredTokenVerifier(config)
     server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
-    app = http_app(server, host=options.host, metrics=backend.metrics)
+    app = http_app(
+        server,
+        host=options.host,
+        metrics=backend.metrics,
+        metrics_targets=backend.control_plane.metrics_endpoints,
+    )
     uvicorn_config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
     shutdown.http_server = _QuietUvicorn(uvicorn_config)
     log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, options.port)

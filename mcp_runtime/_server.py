@@ -3,10 +3,13 @@
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 the request telemetry middleware (spans and the operation-duration metric), and the HTTP app
 (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped, an
-unauthenticated `/healthz` and Prometheus `/metrics`). Must not contain tool behaviour.
+unauthenticated `/healthz`, Prometheus `/metrics` and `/metrics/targets` service discovery).
+Must not contain tool behaviour.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -21,7 +24,13 @@ from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
 from mcp_runtime.observability import McpOperationMetrics, McpTelemetryMiddleware
-from runtime_core.observability import METRICS_PATH, MetricsExposition, metrics_endpoint
+from runtime_core.observability import (
+    METRICS_PATH,
+    SD_PATH,
+    MetricsExposition,
+    metrics_endpoint,
+    sd_target_groups,
+)
 
 SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
@@ -52,9 +61,19 @@ def build_server(
     return server
 
 
-def http_app(server: MCPServer, *, host: str, metrics: MetricsExposition | None = None) -> ASGIApp:
+MetricsTargets = Callable[[], Awaitable[Mapping[str, Mapping[str, str]]]]
+
+
+def http_app(
+    server: MCPServer,
+    *,
+    host: str,
+    metrics: MetricsExposition | None = None,
+    metrics_targets: MetricsTargets | None = None,
+) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus an open `/healthz` and, given an exposition, an open `/metrics`."""
+    MAX_REQUEST_BYTES) plus an open `/healthz` and, when given, an open `/metrics` and the
+    Prometheus HTTP service discovery of the runtime-instance processes on `/metrics/targets`."""
 
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
@@ -62,5 +81,11 @@ def http_app(server: MCPServer, *, host: str, metrics: MetricsExposition | None 
 
     if metrics is not None:
         server.custom_route(METRICS_PATH, methods=["GET"])(metrics_endpoint(metrics))
+    if metrics_targets is not None:
+        targets = metrics_targets
+
+        @server.custom_route(SD_PATH, methods=["GET"])
+        async def metrics_sd(request: Request) -> JSONResponse:
+            return JSONResponse(sd_target_groups(await targets()))
 
     return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))

@@ -42,7 +42,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
-from runtime_core.observability import CachedGauges, ObservabilitySettings
+from runtime_core.observability import METRICS_ENDPOINT_KEY, CachedGauges, ObservabilitySettings
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
@@ -144,6 +144,16 @@ class ControlPlane:
     def gauges(self, settings: ObservabilitySettings) -> CachedGauges:
         """The cluster-wide scrape-time gauges (queue depth, shared runs, registered instances)."""
         return control_plane_gauges(self.parts, settings)
+
+    async def metrics_endpoints(self) -> dict[str, dict[str, str]]:
+        """Metrics URL of every live runtime-instance process -> labels naming its host (for
+        Prometheus service discovery; the instances of one process share one URL)."""
+        endpoints: dict[str, dict[str, str]] = {}
+        for entry in await self.parts.registry.entries():
+            url = entry.descriptor.metadata.get(METRICS_ENDPOINT_KEY)
+            if url and entry.live:
+                endpoints[url] = {"mcprt_host": entry.descriptor.host}
+        return endpoints
 
     # Submit and drain
 

@@ -15,7 +15,6 @@ from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_
 from runtime_core.hosting._options import (
     CONTROL_PLANE_ID_KEY,
     HOST_ID_KEY,
-    METRICS_ENDPOINT_KEY,
     RuntimeInstanceProcessOptions,
     add_process_arguments,
     build_arg_parser,
@@ -43,7 +42,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "parse_options",
     "CONTROL_PLANE_ID_KEY",
     "HOST_ID_KEY",
-    "METRICS_ENDPOINT_KEY",
     # Command endpoints
     "RuntimeCommands",
     "HttpCommandEndpoint",

@@ -23,11 +23,10 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     hosted_instance_ids,
 )
+from runtime_core.observability import METRICS_ENDPOINT_KEY
 
 CONTROL_PLANE_ID_KEY = "control.plane.id"
 HOST_ID_KEY = "runtime.host.id"
-# Registry metadata: the URL Prometheus scrapes for this process (absent: it exports none).
-METRICS_ENDPOINT_KEY = "metrics.endpoint"
 
 
 class RuntimeInstanceProcessOptions(BaseModel):

@@ -19,12 +19,14 @@ from runtime_core.observability._context import (
     inject_context,
 )
 from runtime_core.observability._exposition import (
+    METRICS_ENDPOINT_KEY,
     METRICS_PATH,
+    SD_PATH,
     MetricsExposition,
     metrics_app,
     metrics_endpoint,
     metrics_route,
-    prometheus_sd_targets,
+    sd_target_groups,
 )
 from runtime_core.observability._gauges import (
     DEFAULT_GAUGE_TTL_S,
@@ -70,7 +72,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "metrics_app",
     "metrics_endpoint",
     "metrics_route",
-    "prometheus_sd_targets",
+    "METRICS_ENDPOINT_KEY",
+    "SD_PATH",
+    "sd_target_groups",
     "CachedGauges",
     "GaugeFamily",
     "GaugeReader",

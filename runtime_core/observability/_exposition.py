@@ -3,15 +3,16 @@
 Owns `MetricsExposition` (one registry: the runtime's counters and histograms, the MCP
 operation histogram, and the scrape-time gauge collectors it refreshes before rendering),
 the starlette endpoint and app serving it (Prometheus text format 0.0.4 unless the scraper
-negotiates OpenMetrics), and
-`prometheus_sd_targets`, the body of a Prometheus HTTP service-discovery answer. Must not
-authenticate or decide what is measured.
+negotiates OpenMetrics), the registry metadata key naming a process's metrics URL, and
+`sd_target_groups`, the body of a Prometheus HTTP service-discovery answer listing such
+URLs. Must not authenticate or decide what is measured.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
@@ -23,6 +24,10 @@ from starlette.routing import Route
 from runtime_core.observability._gauges import CachedGauges
 
 METRICS_PATH = "/metrics"
+# Prometheus HTTP service discovery of every runtime-instance process's metrics endpoint.
+SD_PATH = "/metrics/targets"
+# Registry metadata of an instance: the URL Prometheus scrapes for its process.
+METRICS_ENDPOINT_KEY = "metrics.endpoint"
 
 
 class MetricsExposition:
@@ -70,6 +75,14 @@ def metrics_app(exposition: MetricsExposition) -> Starlette:
     return Starlette(routes=[metrics_route(exposition)])
 
 
-def prometheus_sd_targets(endpoints: Iterable[tuple[str, Mapping[str, str]]]) -> list[dict[str, object]]:
-    """Prometheus HTTP SD groups: one per `(host:port, labels)` metrics endpoint."""
-    return [{"targets": [target], "labels": dict(labels)} for target, labels in endpoints]
+def sd_target_groups(endpoints: Mapping[str, Mapping[str, str]]) -> list[dict[str, object]]:
+    """Prometheus HTTP service-discovery groups, one per metrics URL (-> its extra labels):
+    `{"targets": ["host:port"], "labels": {"__scheme__", "__metrics_path__", ...}}`."""
+    groups: list[dict[str, object]] = []
+    for url, labels in sorted(endpoints.items()):
+        parts = urlsplit(url)
+        if not parts.netloc:
+            continue
+        meta = {"__scheme__": parts.scheme or "http", "__metrics_path__": parts.path or METRICS_PATH}
+        groups.append({"targets": [parts.netloc], "labels": {**meta, **labels}})
+    return groups

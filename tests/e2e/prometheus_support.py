@@ -78,27 +78,27 @@ class PrometheusServer:
             time.sleep(0.25)  # waiting on the next scrape of another process: no event to wait on
 
 
-def _scrape_config(targets: Mapping[str, str]) -> str:
-    jobs = [
-        {
-            "job_name": job,
-            "scrape_interval": SCRAPE_INTERVAL,
-            "scrape_timeout": SCRAPE_INTERVAL,
-            "static_configs": [{"targets": [target]}],
-        }
-        for job, target in targets.items()
+def _scrape_config(targets: Mapping[str, str], discovered: Mapping[str, str]) -> str:
+    timing = {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL}
+    jobs = [{"job_name": job, **timing, "static_configs": [{"targets": [t]}]} for job, t in targets.items()]
+    jobs += [
+        {"job_name": job, **timing, "http_sd_configs": [{"url": url, "refresh_interval": SCRAPE_INTERVAL}]}
+        for job, url in discovered.items()
     ]
     # JSON is YAML: no YAML library needed to write the config.
     return json.dumps({"global": {"scrape_interval": SCRAPE_INTERVAL}, "scrape_configs": jobs})
 
 
 @contextmanager
-def prometheus_server(directory: Path, targets: Mapping[str, str]) -> Iterator[PrometheusServer]:
-    """Prometheus scraping `targets` (job name -> `host:port`, path /metrics) every second."""
+def prometheus_server(
+    directory: Path, targets: Mapping[str, str], discovered: Mapping[str, str] | None = None
+) -> Iterator[PrometheusServer]:
+    """Prometheus scraping every second: `targets` (job name -> `host:port`, path /metrics) and
+    the targets of `discovered` (job name -> HTTP service-discovery URL)."""
     prometheus, _ = require_prometheus()
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "prometheus.yml"
-    config.write_text(_scrape_config(targets), encoding="utf-8")
+    config.write_text(_scrape_config(targets, discovered or {}), encoding="utf-8")
     port = find_free_port()
     command = [
         prometheus,

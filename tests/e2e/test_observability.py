@@ -132,11 +132,10 @@ def stack(redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory)
             child_metrics = f"http://127.0.0.1:{metrics_port}/metrics"
             with child_process(child, env=env, log=data_dir / "runtime-instance.log") as process:
                 wait_for(lambda: process.poll() is None and _serves_instance_gauges(child_metrics))
-                targets = {
-                    "control-plane": base_url.removeprefix("http://"),
-                    "runtime-instance": f"127.0.0.1:{metrics_port}",
-                }
-                with prometheus_server(data_dir / "prometheus", targets) as prometheus:
+                # The child is found through the control plane's service discovery, as in production.
+                targets = {"control-plane": base_url.removeprefix("http://")}
+                discovered = {"runtime-instance": f"{base_url}/metrics/targets"}
+                with prometheus_server(data_dir / "prometheus", targets, discovered) as prometheus:
                     yield Stack(base_url, child_metrics, prometheus, receiver)
 
 
@@ -207,6 +206,18 @@ def test_promtool_accepts_the_exposition_of_the_control_plane_and_of_the_child(s
         exposition = _scraped(url)
         checked = promtool_check_metrics(exposition)
         assert checked.returncode == 0 and not checked.stdout.strip(), (url, checked.stdout, checked.stderr)
+
+
+def test_service_discovery_lists_the_metrics_endpoint_of_each_runtime_instance_process(stack: Stack) -> None:
+    groups = httpx.get(f"{stack.base_url}/metrics/targets", timeout=5).json()
+    assert groups == [
+        {
+            "targets": [stack.child_metrics_url.removeprefix("http://").removesuffix("/metrics")],
+            "labels": {"__scheme__": "http", "__metrics_path__": "/metrics", "mcprt_host": "obs-grpc"},
+        }
+    ]
+    up = stack.prometheus.wait_for('up{job="runtime-instance"}', lambda v: 1.0 in v.values())
+    assert [json.loads(labels)["mcprt_host"] for labels in up] == ["obs-grpc"]
 
 
 def test_metrics_endpoint_needs_no_token_and_speaks_the_prometheus_text_format(stack: Stack) -> None:
