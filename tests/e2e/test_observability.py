@@ -17,15 +17,17 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from mcp_runtime import hash_token
 from runtime_core.hot_state import EmbeddedRedis, find_free_port
 from tests.e2e.mcp_support import (
+    REPOSITORY,
     BearerSession,
     child_process,
     clean_environment,
     mcp_runtime_command,
+    serve_command,
     served_http,
     wait_for,
 )
@@ -334,3 +336,20 @@ def test_a_call_in_a_2025_era_session_carries_the_session_id(stack: Stack) -> No
     assert span.name == "tools/call pipelines.list"
     assert span.attributes["mcp.session.id"] == session["mcp-session-id"]
     assert span.attributes["mcp.protocol.version"] == "2025-11-25"
+
+
+async def test_a_stdio_server_serves_its_metrics_on_the_metrics_port(
+    redis_server: EmbeddedRedis, tmp_path: Path
+) -> None:
+    port = find_free_port()
+    command = serve_command("stdio", tmp_path, "--metrics-port", str(port))
+    prefix = f"obsio{secrets.token_hex(4)}:"
+    env = clean_environment(REDIS_URL=redis_server.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
+    server = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(REPOSITORY))
+    async with Client(server) as client:
+        assert not (await client.call_tool("pipelines.list", {})).is_error
+        exposition = _scraped(f"http://127.0.0.1:{port}/metrics").decode()
+    listed = 'gen_ai_tool_name="pipelines.list",mcp_method_name="tools/call"'
+    assert f'mcp_server_operation_duration_seconds_count{{error_type="",{listed}}} 1.0' in exposition
+    assert 'mcprt_instance_workers{runtime_instance_id="rt_' in exposition  # its in-process instance
+    assert "mcprt_queue_depth 0.0" in exposition
