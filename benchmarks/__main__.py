@@ -6,7 +6,14 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from benchmarks import celery_peer, control_plane_latency, control_plane_scale, cost_growth, engine_throughput
+from benchmarks import (
+    celery_peer,
+    control_plane_latency,
+    control_plane_scale,
+    cost_growth,
+    engine_throughput,
+    tracing_overhead,
+)
 from benchmarks._harness import machine_note, print_table, private_redis, write_json
 
 SIZES = {
@@ -43,6 +50,7 @@ async def _main(size: str, out: Path) -> None:
     spec = SIZES[size]
     with private_redis() as server:
         rows = await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
+        rows += await tracing_overhead.run(server.url, width=spec["width"], worker_counts=spec["workers"])
         rows += await celery_peer.run(
             server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4
         )

@@ -17,8 +17,10 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import lru_cache
 from typing import Any
 
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from runtime_core.audit import execution_span_id, trace_id_for
@@ -67,8 +69,15 @@ def command_span(
 
 def run_trace_of(meta: ExecutionMeta) -> RunTraceContext:
     """The execution's run context, or the stored trace's ids when it was started without one."""
-    stored = RunTraceContext.decode(meta.attributes.get(TRACE_CONTEXT_KEY))
-    return stored or _derived_run_trace(meta.execution_id, meta.created_at_ms, meta.pipeline.name)
+    return _run_trace(
+        meta.execution_id, meta.attributes.get(TRACE_CONTEXT_KEY), meta.created_at_ms, meta.pipeline.name
+    )
+
+
+@lru_cache(maxsize=4096)
+def _run_trace(execution_id: str, stored: str | None, created_ms: int, workflow: str) -> RunTraceContext:
+    # Cached: every step of an execution asks again (decoding and hashing cost a span's worth).
+    return RunTraceContext.decode(stored) or _derived_run_trace(execution_id, created_ms, workflow)
 
 
 def _derived_run_trace(execution_id: str, created_ms: int, workflow: str) -> RunTraceContext:
@@ -79,6 +88,15 @@ def _derived_run_trace(execution_id: str, created_ms: int, workflow: str) -> Run
         started_ns=created_ms * 1_000_000,
         workflow=workflow,
     )
+
+
+def _parent_of(meta: ExecutionMeta) -> Context:
+    return _as_parent(run_trace_of(meta))
+
+
+@lru_cache(maxsize=4096)
+def _as_parent(run: RunTraceContext) -> Context:
+    return run.as_parent()
 
 
 class OtelStepTracing:
@@ -108,7 +126,7 @@ class OtelStepTracing:
         }
         with runtime_tracer().start_as_current_span(
             f"step {step.name}",
-            context=run_trace_of(meta).as_parent(),
+            context=_parent_of(meta),
             attributes=attributes,
             record_exception=False,
             set_status_on_exception=False,
