@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from benchmarks import (
+    before_after,
     celery_peer,
     control_plane_latency,
     control_plane_scale,
@@ -49,7 +50,14 @@ SIZES = {
 async def _main(size: str, out: Path) -> None:
     spec = SIZES[size]
     with private_redis() as server:
-        rows = await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
+        rows = await before_after.run(
+            server.url,
+            width=spec["width"],
+            chain_length=spec["chain"],
+            chains=spec["chains"],
+            workers=[n for n in spec["workers"] if n != 2],
+        )
+        rows += await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
         rows += await tracing_overhead.run(server.url, width=spec["width"], worker_counts=spec["workers"])
         rows += await celery_peer.run(
             server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4

@@ -5,6 +5,7 @@
 -- KEYS[1] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence
+-- KEYS[4] ended       ZSET  shared run id -> ended-at ms (the lifecycle sweeper retires it)
 -- ARGV[1] shared run id   ARGV[2] reason   ARGV[3] requested by
 -- Returns: {1, now, previous_status}  cancelled (run Cancelled, item Cancelled)
 --          {0, now, status}           not cancellable here (Dispatched or terminal)
@@ -30,4 +31,5 @@ if raw then
 end
 redis.call('HSET', KEYS[1], 'status', 'Cancelled', 'failure_reason', ARGV[2],
   'cancelled_by', ARGV[3], 'updated_at_ms', now)
+redis.call('ZADD', KEYS[4], now, srun)
 return {1, now, status}

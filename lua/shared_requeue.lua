@@ -11,6 +11,8 @@
 -- KEYS[3] claimed     ZSET  shared run id -> claim lease-until ms
 -- KEYS[4] seq         STRING queue sequence
 -- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
+-- KEYS[6] ended       ZSET  shared run id -> ended-at ms (a Failed run; the lifecycle sweeper
+--                           retires it)
 -- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Waiting | Failed
 -- ARGV[4] reason
 -- Returns: {1, now, seq}  requeued (seq 0 for Failed)
@@ -34,6 +36,7 @@ if ARGV[3] == 'Failed' then
   if run_exists then
     redis.call('HSET', KEYS[5], 'status', 'Failed', 'failure_reason', ARGV[4], 'updated_at_ms', now)
   end
+  redis.call('ZADD', KEYS[6], now, srun)
   return {1, now, 0}
 end
 local seq = item.seq

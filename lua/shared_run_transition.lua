@@ -4,6 +4,8 @@
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
 -- KEYS[2] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
+-- KEYS[3] ended        ZSET  shared run id -> ended-at ms: a run moved to Rejected, Cancelled or
+--                            Failed ended before dispatch; the lifecycle sweeper retires it
 -- ARGV[1] shared run id
 -- ARGV[2] comma separated expected statuses ("" = the run must not exist: create it)
 -- ARGV[3] new status
@@ -29,4 +31,7 @@ for field, value in pairs(fields) do
   redis.call('HSET', KEYS[1], field, value)
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'updated_at_ms', now)
+if ARGV[3] == 'Rejected' or ARGV[3] == 'Cancelled' or ARGV[3] == 'Failed' then
+  redis.call('ZADD', KEYS[3], now, ARGV[1])
+end
 return {1, now}

@@ -1,7 +1,8 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog and the process's metrics exposition. Must not call them: the tool groups do.
+calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
+process's metrics exposition. Must not call them: the tool groups do.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from mcp_runtime._audit_tools import AuditTools
 from mcp_runtime._control_tools import ControlTools
+from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
@@ -21,6 +23,7 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
+from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class ToolBackend:
     control: ExecutionControlService
     replay: ReplayService
     audit: AuditQueries
+    tasks: TaskService | None = None
     # The process's metrics (None: MCP requests are traced but not measured).
     metrics: MetricsExposition | None = None
 
@@ -43,6 +47,13 @@ class ToolBackend:
             control=services.control,
             replay=services.audit.replay,
             audit=services.audit.queries,
+            tasks=TaskService(
+                TaskStore(services.hot_state),
+                services.control_plane,
+                services.control,
+                services.engine,
+                TaskSettings.from_env(),
+            ),
             metrics=services.metrics,
         )
 
@@ -50,6 +61,7 @@ class ToolBackend:
         runs = RunTools(self.control_plane, self.catalog)
         return [
             *runs.specs(),
+            *RunListTools(self.control_plane).specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),

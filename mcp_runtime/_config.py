@@ -1,4 +1,4 @@
-"""The MCP server's configuration file: principals, token hashes, RBAC and catalog paths.
+"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths.
 
 Owns the JSON format, its loading (relative paths resolve against the file's folder) and
 the embedded default (one local admin principal in tenant `default`, no tokens). Must not
@@ -65,6 +65,9 @@ class ServerConfig(BaseModel):
     rbac_model: Path = DEFAULT_RBAC_MODEL
     rbac_policy: Path = DEFAULT_RBAC_POLICY
     pipelines_dir: Path = DEFAULT_PIPELINES_DIR
+    providers_file: Path | None = Field(
+        None, description="LLM / retrieval providers JSON (named entries; API keys only as env var names)"
+    )
 
     @model_validator(mode="after")
     def _stdio_principal_exists(self) -> ServerConfig:
@@ -97,5 +100,6 @@ def load_server_config(path: Path) -> ServerConfig:
             "rbac_model": base / raw.rbac_model,
             "rbac_policy": base / raw.rbac_policy,
             "pipelines_dir": base / raw.pipelines_dir,
+            "providers_file": base / raw.providers_file if raw.providers_file else None,
         }
     )

@@ -1,8 +1,9 @@
 """Failures -> the text of an MCP tool error (an `is_error` result), saying what to do next.
 
-Owns the wording of every error a tool can answer with: runtime errors (code, message,
-hint; a broken pipeline also names its rule, as `pipelines.validate` does), authentication
-and permission denials, invalid arguments and unexpected failures.
+Owns the error result of a failed tool call and the wording of every error a tool can answer
+with: runtime errors (code, message, hint; a broken pipeline also names its rule, as
+`pipelines.validate` does), authentication and permission denials, invalid arguments and
+unexpected failures.
 Must not swallow anything silently: unexpected failures are logged with their traceback.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
@@ -18,6 +20,16 @@ from mcp_runtime._rbac import PermissionDeniedError
 from runtime_core.errors import InvalidPipelineError, RuntimeCoreError
 
 log = logging.getLogger("mcp_runtime.tools")
+
+
+def tool_error_result(tool_name: str, exc: Exception) -> CallToolResult:
+    """The `is_error` answer of a failed tool call, returned rather than raised: the SDK prefixes a
+    raised error's text with "Error executing tool <name>:", and the text must start with its
+    `[code]`. Logged by error type only (the text may quote the caller's input)."""
+    log.info("tool.error", extra={"tool": tool_name, "error_type": type(exc).__name__})
+    return CallToolResult(
+        content=[TextContent(type="text", text=tool_error_text(tool_name, exc))], is_error=True
+    )
 
 
 def tool_error_text(tool_name: str, exc: Exception) -> str:

@@ -7,11 +7,12 @@ and the ExecutionContextSnapshot of the call. Must not call the runtime.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 
 from mcp_runtime._permissions import TOOL_PERMISSIONS, Permission
@@ -32,7 +33,7 @@ class AuthenticationRequiredError(Exception):
 
 
 class PrincipalSource(Protocol):
-    def current(self, ctx: Context) -> Principal: ...
+    def current(self, request: ServerRequestContext[Any, Any]) -> Principal: ...
 
 
 class FixedPrincipal:
@@ -41,7 +42,7 @@ class FixedPrincipal:
     def __init__(self, principal: Principal) -> None:
         self._principal = principal
 
-    def current(self, ctx: Context) -> Principal:
+    def current(self, request: ServerRequestContext[Any, Any]) -> Principal:
         return self._principal
 
 
@@ -51,16 +52,16 @@ class BearerPrincipal:
     def __init__(self, verifier: ConfiguredTokenVerifier) -> None:
         self._verifier = verifier
 
-    def current(self, ctx: Context) -> Principal:
-        access_token = _request_access_token(ctx)
+    def current(self, request: ServerRequestContext[Any, Any]) -> Principal:
+        access_token = _request_access_token(request)
         principal = self._verifier.principal_for(access_token) if access_token is not None else None
         if principal is None:
             raise AuthenticationRequiredError()
         return principal
 
 
-def _request_access_token(ctx: Context) -> AccessToken | None:
-    request = ctx.request_context.request
+def _request_access_token(request_context: ServerRequestContext[Any, Any]) -> AccessToken | None:
+    request = request_context.request
     user = getattr(request, "scope", {}).get("user") if request is not None else None
     if isinstance(user, AuthenticatedUser):
         return user.access_token
@@ -79,6 +80,10 @@ class ToolGuard:
         return principal.snapshot(context_key=f"mcp:{tool_name}:{ctx.request_id}")
 
     def authorize(self, permission: Permission, ctx: Context) -> Principal:
-        principal = self.principals.current(ctx)
+        return self.authorize_request(permission, ctx.request_context)
+
+    def authorize_request(self, permission: Permission, request: ServerRequestContext[Any, Any]) -> Principal:
+        """The same check for a protocol method handler (e.g. `tasks/get`), which has no tool Context."""
+        principal = self.principals.current(request)
         self.authorizer.require(principal, permission)
         return principal

@@ -7,6 +7,7 @@ one flat tool argument. Must not contain behaviour beyond argument validation.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -166,3 +167,43 @@ class PipelinesValidateInput(ToolInput):
         if (self.pipeline is None) == (self.definition is None):
             raise ValueError("give exactly one of 'definition' (a pipeline object) or 'pipeline' (a name)")
         return self
+
+
+SharedStatus = Literal[
+    "Submitted", "QueuedGlobally", "Dispatched", "ScaleOutRequested", "Rejected", "Cancelled", "Failed"
+]
+
+
+class RunsListInput(ToolInput):
+    shared_status: SharedStatus | None = Field(
+        None, description="Only runs whose shared (control-plane) status is this, e.g. Cancelled."
+    )
+    status: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=NAME_PATTERN,
+        description="Only runs whose overall status (the most advanced of execution, local and shared "
+        "statuses) is this, e.g. Completed, Failed, Running, QueuedGlobally.",
+    )
+    pipeline: str | None = Field(
+        None, max_length=MAX_ID_LENGTH, pattern=NAME_PATTERN, description="Only runs of this pipeline name."
+    )
+    submitted_by: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=NAME_PATTERN,
+        description="Only runs submitted by this user id.",
+    )
+    submitted_after: datetime | None = Field(
+        None, description="Only runs submitted at or after this time (ISO 8601; UTC when no offset is given)."
+    )
+    submitted_before: datetime | None = Field(
+        None, description="Only runs submitted before this time (ISO 8601; UTC when no offset is given)."
+    )
+    limit: int = Field(20, ge=1, le=200, description="Return at most this many runs (1-200), newest first.")
+    cursor: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=ID_PATTERN,
+        description="`next_cursor` of the previous page, to continue with older runs.",
+    )

@@ -11,6 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+ANY_JSON_VALUE: dict[str, Any] = {
+    "anyOf": [{"type": kind} for kind in ("object", "array", "string", "number", "boolean", "null")]
+}
+"""The schema of a field that holds any JSON value, spelled with one `type` per branch (strict
+schema checkers such as the MCP Inspector's `--strict` want a type on every field)."""
+
 
 class ToolOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -30,6 +36,11 @@ class SubmitOutput(ToolOutput):
     local_run_id: str | None = None
     scale_out_request_id: str | None = None
     next_step: str = Field(description="What to call next.")
+    run: RunStatusOutput | None = Field(
+        None,
+        description="Only in the result of an MCP task (the call ran as a task): the run's final "
+        "`run.status` answer.",
+    )
 
 
 class DrainedRun(ToolOutput):
@@ -119,9 +130,17 @@ class RunStatusOutput(ToolOutput):
     control_status: str | None = Field(
         None, description="Execution control: Paused, WaitingForInput (answer with input.submit), ..."
     )
+    waiting_key: str | None = Field(
+        None, description="While control_status is WaitingForInput: the key to answer with input.submit."
+    )
     failure_reason: str | None = None
     steps: list[StepRow] = []
-    result: Any = Field(None, description="The execution's result, once it completed.")
+    result: Any = Field(
+        None,
+        description="The execution's result once it finished: the sink step's data, or an object of "
+        "the sink steps' data by step name when there are several.",
+        json_schema_extra=ANY_JSON_VALUE,
+    )
 
 
 class CancelOutput(ToolOutput):
@@ -152,6 +171,11 @@ class ReplayOutput(ToolOutput):
     restored: bool = Field(description="Live state was rebuilt from the terminal snapshot or archive.")
     source: str = Field(description="Where the state came from: live, terminal_snapshot or archive.")
     status: str = Field(description="Execution status after the replay.")
+    run: RunStatusOutput | None = Field(
+        None,
+        description="Only in the result of an MCP task (the call ran as a task): the run's final "
+        "`run.status` answer.",
+    )
 
 
 class LedgerRow(ToolOutput):
@@ -232,3 +256,28 @@ class PipelinesValidateOutput(ToolOutput):
     version: str | None = None
     step_count: int | None = None
     problem: ValidationProblem | None = Field(None, description="The first rule the pipeline breaks.")
+
+
+class RunListEntry(ToolOutput):
+    shared_run_id: str = Field(description="Follow it with run.status, ledger, trace.")
+    pipeline: str
+    submitted_by: str = Field(description="User id of the submitter.")
+    submit_mode: str
+    submitted_at: datetime
+    shared_status: str = Field(description="Control-plane status of the shared run.")
+    status: str = Field(description="Overall status: the most advanced of execution, local and shared.")
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    failure_reason: str | None = None
+    ended_at: datetime | None = None
+    archived: bool = Field(
+        description="The run finished and its hot state left Redis: the durable run record answers for it."
+    )
+
+
+class RunsListOutput(ToolOutput):
+    tenant_id: str = Field(description="The runs listed are this tenant's only.")
+    runs: list[RunListEntry] = Field(description="Newest first (submission time).")
+    next_cursor: str | None = Field(
+        None, description="Pass it as `cursor` to get the next, older page; null on the last page."
+    )

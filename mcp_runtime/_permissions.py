@@ -35,6 +35,7 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "queue.drain": Permission.QUEUE_DRAIN,
     "instances.list": Permission.INSTANCE_READ,
     "run.status": Permission.RUN_READ,
+    "runs.list": Permission.RUN_READ,
     "cancel": Permission.RUN_CANCEL,
     "pause": Permission.RUN_CONTROL,
     "resume": Permission.RUN_CONTROL,

@@ -2,10 +2,10 @@
 
 Owns the ToolSpec (name, description, input/output models, safety hints, handler) and the
 wrapper every tool runs in: the guard first (authenticate + authorize + snapshot), then the
-input model, then the handler; any failure becomes an MCP tool error with a `[code]`. The
-SDK publishes the input model's schema but passes every argument through unchecked, so a
-wrong type, a missing or an unknown argument is refused by the input model, after the
-guard, as `[invalid_arguments]`. Must not contain tool behaviour.
+input model, then the handler; any failure becomes an MCP tool error (an `is_error` result,
+see `tool_error_result`). The SDK publishes the input model's schema but passes every
+argument through unchecked, so a wrong type, a missing or an unknown argument is refused by
+the input model, after the guard, as `[invalid_arguments]`. Must not contain tool behaviour.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from mcp_runtime._errors import tool_error_text
+from mcp_runtime._errors import tool_error_result
 from mcp_runtime._guard import ToolGuard
 from runtime_core.identity import ExecutionContextSnapshot
 
@@ -85,7 +84,7 @@ def _tool_function(spec: ToolSpec[Any, Any], guard: ToolGuard) -> ToolFunction:
             request = spec.input_model.model_validate(_sent_arguments(ctx, arguments))
             return await spec.handler(request, ToolCall(snapshot=snapshot, ctx=ctx))
         except Exception as exc:
-            raise ToolError(tool_error_text(spec.name, exc)) from exc
+            return tool_error_result(spec.name, exc)
 
     return call
 

@@ -1,9 +1,9 @@
 """Tools `submit`, `queue.drain`, `instances.list`, `run.status` and `cancel`: the control plane.
 
 Owns resolving the pipeline argument (catalog name or inline definition), forwarding drain
-progress to the MCP client, deciding `done` from a run's statuses, and shaping ControlPlane
-answers into tool answers. Must not queue, dispatch or look runs up itself: the ControlPlane
-does, tenant-checked against the runs' stored snapshots.
+progress to the MCP client, and shaping ControlPlane answers into tool answers (`done` is the
+control plane's terminal rule, `run_is_done`). Must not queue, dispatch or look runs up
+itself: the ControlPlane does, tenant-checked against the runs' stored snapshots.
 """
 
 from __future__ import annotations
@@ -21,25 +21,17 @@ from mcp_runtime._outputs import (
     SubmitOutput,
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
-from runtime_core.control_plane import ControlPlane, InstanceView, RunStatusView
+from runtime_core.control_plane import ControlPlane, InstanceView, RunStatusView, run_is_done
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SubmitMode, SubmitResult
 
-_TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
 
-
-def is_done(view: RunStatusView) -> bool:
-    """The most advanced identity decides: the execution, else the local run, else the shared run.
-
-    A finished execution whose local run is not closed yet is not done: the instance closes
-    the local run only after the engine's observers ran, so once `done` is true the run's
-    ledger, trace and snapshot are all written.
-    """
-    status = view.execution_status or view.local_status or view.shared_status
-    local_open = view.local_status is not None and view.local_status not in _TERMINAL
-    return status in _TERMINAL and not local_open
+def run_status_output(view: RunStatusView, *, include_steps: bool = True) -> RunStatusOutput:
+    """The `run.status` answer for a run's view (`done` decided by the runtime's terminal rule)."""
+    body = view.model_dump(exclude=set() if include_steps else {"steps"})
+    return RunStatusOutput.model_validate({**body, "done": run_is_done(view)})
 
 
 def _next_step(result: SubmitResult) -> str:
@@ -134,8 +126,7 @@ class RunTools:
 
     async def status(self, request: RunStatusInput, call: ToolCall) -> RunStatusOutput:
         view = await self._control_plane.run_status(request.run_id, call.snapshot)
-        body = view.model_dump(exclude=set() if request.include_steps else {"steps"})
-        return RunStatusOutput.model_validate({**body, "done": is_done(view)})
+        return run_status_output(view, include_steps=request.include_steps)
 
     async def cancel(self, request: CancelInput, call: ToolCall) -> CancelOutput:
         result = await self._control_plane.cancel(request.run_id, call.snapshot)

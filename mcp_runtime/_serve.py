@@ -102,6 +102,7 @@ class ServeOptions(BaseModel):
     data_dir: Path | None = None
     principal: str | None = None
     metrics_port: int | None = None
+    providers_file: Path | None = None
 
 
 # The default OpenTelemetry `service.name` of the control plane (OTEL_SERVICE_NAME overrides it).
@@ -116,7 +117,9 @@ async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
-    settings = RuntimeSettings.from_env(data_dir=options.data_dir)
+    settings = RuntimeSettings.from_env(
+        data_dir=options.data_dir, providers_file=options.providers_file or config.providers_file
+    )
     traced = configure_tracing(SERVICE_NAME)
     with _ShutdownSignals() as shutdown:
         try:

@@ -1,7 +1,8 @@
 """Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
-the request telemetry middleware (spans and the operation-duration metric), and the HTTP app
+MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`), the
+request telemetry middleware (spans and the operation-duration metric), and the HTTP app
 (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped, an
 unauthenticated `/healthz`, Prometheus `/metrics` and `/metrics/targets` service discovery).
 Must not contain tool behaviour.
@@ -24,6 +25,7 @@ from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
 from mcp_runtime.observability import McpOperationMetrics, McpTelemetryMiddleware
+from mcp_runtime.tasks import TaskSupport, task_support
 from runtime_core.observability import (
     METRICS_PATH,
     SD_PATH,
@@ -35,9 +37,11 @@ from runtime_core.observability import (
 SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
 Typical flow: `pipelines.list` -> `submit` (returns a shared_run_id) -> `queue.drain` ->
-poll `run.status` until done -> `ledger` / `trace`. Every call runs as your principal's tenant;
-ids of other tenants answer "not found". Errors start with a [code] and say what to do next.
-The prompt `run_pipeline` walks through it; `pipeline://<name>` resources hold definitions."""
+poll `run.status` until done -> `ledger` / `trace`. A client declaring MCP Tasks gets a task
+from `submit` / `replay` instead and follows it with tasks/get. Every call runs as your
+principal's tenant; ids of other tenants answer "not found". Errors start with a [code]
+and say what to do next. The prompt `run_pipeline` walks through it; `pipeline://<name>`
+resources hold definitions."""
 
 
 def build_server(
@@ -47,6 +51,8 @@ def build_server(
     auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None) if token_verifier else None
     specs = backend.tool_specs()
     operation_metrics = McpOperationMetrics.of(backend.metrics.registry) if backend.metrics else None
+    telemetry = McpTelemetryMiddleware(operation_metrics, frozenset(spec.name for spec in specs))
+    tasks = task_support(backend.tasks, guard) if backend.tasks is not None else TaskSupport([], [])
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="MCP Runtime control plane",
@@ -55,7 +61,9 @@ def build_server(
         token_verifier=token_verifier,
         auth=auth,
         tools=[build_tool(spec, guard) for spec in specs],
-        middleware=[McpTelemetryMiddleware(operation_metrics, frozenset(spec.name for spec in specs))],
+        extensions=tasks.extensions,
+        # Telemetry first: it measures the whole request, task middleware included.
+        middleware=[telemetry, *tasks.middleware],
     )
     register_resources(server, backend.catalog, guard)
     return server

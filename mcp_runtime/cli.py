@@ -45,7 +45,9 @@ def _step_table(view: ExecutionView) -> str:
 async def _run_pipeline(args: argparse.Namespace) -> int:
     pipeline = parse_pipeline(await asyncio.to_thread(Path(args.pipeline).read_text, encoding="utf-8"))
     state: dict[str, Any] = json.loads(args.input)
-    settings = RuntimeSettings.from_env(data_dir=args.data_dir, workers=args.workers)
+    settings = RuntimeSettings.from_env(
+        data_dir=args.data_dir, workers=args.workers, providers_file=args.providers_file
+    )
     snapshot = ExecutionContextSnapshot(user_id=args.user, tenant_id=args.tenant, context_key="cli")
     traced = configure_tracing(SERVICE_NAME)
     try:
@@ -78,6 +80,7 @@ async def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         principal=args.principal,
         metrics_port=args.metrics_port,
+        providers_file=args.providers_file,
     )
     await serve(options)
     return 0
@@ -99,6 +102,15 @@ async def _runtime_instance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_providers_file(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--providers-file",
+        type=Path,
+        default=None,
+        help="LLM / retrieval providers JSON (default: the server config's, or $MCP_RUNTIME_PROVIDERS_FILE)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-runtime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", default=None, help="data directory (default .mcp-runtime)")
     run.add_argument("--tenant", default="default")
     run.add_argument("--user", default="cli")
+    _add_providers_file(run)
     run.set_defaults(handler=_run_pipeline)
 
     serve_cmd = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)")
@@ -131,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="also serve Prometheus /metrics on this port (stdio has no other way; http has /metrics)",
     )
+    _add_providers_file(serve_cmd)
     serve_cmd.set_defaults(handler=_serve)
 
     instance_cmd = commands.add_parser(

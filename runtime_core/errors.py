@@ -40,6 +40,12 @@ class InvalidPipelineError(RuntimeCoreError):
         return {**super().to_dict(), "rule": self.rule}
 
 
+class InvalidArgumentError(RuntimeCoreError):
+    """A request argument cannot be used as given (a malformed cursor, an empty time window)."""
+
+    code = "invalid_arguments"
+
+
 class NotFoundError(RuntimeCoreError):
     """An id is unknown *to this caller* (foreign tenants get the same answer)."""
 
@@ -68,3 +74,9 @@ class InputTooLargeError(RuntimeCoreError):
     """An input or result is above the configured size limit."""
 
     code = "input_too_large"
+
+
+class ConfigurationError(RuntimeCoreError):
+    """A configuration file or setting is invalid; the runtime refuses to start with it."""
+
+    code = "invalid_configuration"

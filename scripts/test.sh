@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is needed, lint, then run every test against a real
-# redis-server that the tests start themselves on a free loopback port.
+# redis-server that the tests start themselves on a free loopback port and the PostgreSQL server
+# on 127.0.0.1:5432 (started, or installed from Debian's packages, when none answers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
+bash scripts/ensure-postgres.sh
 # The metrics tests scrape with a real Prometheus server and lint with promtool (Debian's).
 if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
   echo "installing prometheus (apt-get)" >&2

@@ -8,6 +8,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from redis.asyncio.cluster import RedisCluster
+
+from runtime_core.hot_state import HotState
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.steps import StepInvocation
 
@@ -21,6 +24,17 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
+
+
+async def command_calls(hot_state: HotState, *stats: str) -> int:
+    """Calls of the given `cmdstat_*` commands so far, summed over every master of a cluster."""
+    redis = hot_state.redis
+    nodes = redis.get_primaries() if isinstance(redis, RedisCluster) else [None]
+    total = 0
+    for node in nodes:
+        info = await (redis.info("commandstats", target_nodes=node) if node else redis.info("commandstats"))
+        total += sum(int(info.get(stat, {}).get("calls", 0)) for stat in stats)
+    return total
 
 
 class CountingExecutor:

@@ -1,6 +1,10 @@
-"""The end-to-end demo both example clients run: submit the RAG pipeline, drain, follow, ledger.
+"""The end-to-end demo both example clients run: submit the RAG pipeline, follow it, ledger.
 
 Uses only the MCP tools (through the SDK's `mcp.Client`), exactly as an assistant would.
+When the server offers MCP Tasks (`io.modelcontextprotocol/tasks`) and the client was built
+with `tasks_extension()`, `submit` runs as a task: the SDK follows it (tasks/get) and
+`call_tool` returns once the run finished, its final `run.status` in `run`. Otherwise the
+demo drives the classic loop: submit -> queue.drain -> poll run.status.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import time
 from typing import Any
 
 from mcp import Client
+from mcp.client.extension import ClientExtension
+
+from mcp_runtime.tasks import TASKS_EXTENSION, TasksClientExtension
 
 PIPELINE = "rag-final-test"
 PIPELINE_INPUT = {"candidateId": "c-1", "jobId": "j-1"}
@@ -25,6 +32,15 @@ def innermost(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     return error
+
+
+def tasks_extension(timeout_s: float) -> ClientExtension:
+    """Declares MCP Tasks to the server and follows a task until its run finished."""
+    return TasksClientExtension(timeout_s=timeout_s)
+
+
+def offers_tasks(client: Client) -> bool:
+    return TASKS_EXTENSION in (client.server_capabilities.extensions or {})
 
 
 def say(text: str) -> None:
@@ -56,10 +72,16 @@ async def wait_until_done(client: Client, run_id: str, timeout_s: float) -> dict
         await asyncio.sleep(0.2)
 
 
-async def run_rag_demo(client: Client, *, timeout_s: float = 60.0) -> int:
-    catalog = await call(client, "pipelines.list", {})
-    say("pipelines: " + ", ".join(p["name"] for p in catalog["pipelines"]))
+async def run_as_task(client: Client) -> tuple[str, dict[str, Any]]:
+    """`submit` as an MCP task: returns when the run finished, with its final run.status."""
+    finished = await call(client, "submit", {"pipeline": PIPELINE, "input": PIPELINE_INPUT})
+    say(f"submitted {PIPELINE} as an MCP task: {finished['shared_run_id']} tenant {finished['tenant_id']}")
+    say("  (the server ran it; the client followed the task with tasks/get until it completed)")
+    return finished["shared_run_id"], finished["run"]
 
+
+async def run_by_polling(client: Client, timeout_s: float) -> tuple[str, dict[str, Any]]:
+    """The classic loop: submit, drain the queue, poll run.status until done."""
     submitted = await call(client, "submit", {"pipeline": PIPELINE, "input": PIPELINE_INPUT})
     run_id = submitted["shared_run_id"]
     say(f"submitted {PIPELINE}: {run_id} ({submitted['status']}) tenant {submitted['tenant_id']}")
@@ -68,8 +90,16 @@ async def run_rag_demo(client: Client, *, timeout_s: float = 60.0) -> int:
     say(f"drained: {drained['dispatched']} dispatched, stop reason {drained['stop_reason']}")
     if not drained["dispatched"]:
         say("  (nothing left to drain: the server's background pump dispatched the run first)")
+    return run_id, await wait_until_done(client, run_id, timeout_s)
 
-    status = await wait_until_done(client, run_id, timeout_s)
+
+async def run_rag_demo(client: Client, *, timeout_s: float = 60.0) -> int:
+    catalog = await call(client, "pipelines.list", {})
+    say("pipelines: " + ", ".join(p["name"] for p in catalog["pipelines"]))
+
+    run_id, status = await (
+        run_as_task(client) if offers_tasks(client) else run_by_polling(client, timeout_s)
+    )
     say(f"\nrun {run_id}\n  local run  {status['local_run_id']}\n  execution  {status['execution_id']}")
     say(f"  instance   {status['assigned_runtime_instance_id']}\n  status     {status['execution_status']}")
     for step in status["steps"]:

@@ -14,7 +14,7 @@ import os
 import sys
 
 import httpx2
-from demo_flow import DemoFailed, innermost, run_rag_demo
+from demo_flow import DemoFailed, innermost, run_rag_demo, tasks_extension
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -34,7 +34,8 @@ async def main() -> int:
     code = 1
     try:
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
-            async with Client(streamable_http_client(args.url, http_client=http)) as client:
+            transport = streamable_http_client(args.url, http_client=http)
+            async with Client(transport, extensions=[tasks_extension(args.timeout)]) as client:
                 code = await run_rag_demo(client, timeout_s=args.timeout)
     except* DemoFailed as failed:
         print(innermost(failed), file=sys.stderr)

@@ -13,7 +13,7 @@ import asyncio
 import os
 import sys
 
-from demo_flow import DemoFailed, innermost, run_rag_demo
+from demo_flow import DemoFailed, innermost, run_rag_demo, tasks_extension
 from mcp import Client, StdioServerParameters
 
 
@@ -35,7 +35,7 @@ async def main() -> int:
     args = parser.parse_args()
     code = 1
     try:
-        async with Client(server_parameters(args)) as client:
+        async with Client(server_parameters(args), extensions=[tasks_extension(args.timeout)]) as client:
             code = await run_rag_demo(client, timeout_s=args.timeout)
     except* DemoFailed as failed:
         print(innermost(failed), file=sys.stderr)

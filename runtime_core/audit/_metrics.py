@@ -93,6 +93,13 @@ class RuntimeMetrics:
             registry=r,
         )
         self.snapshots_written = Counter("snapshots_written", "Terminal snapshots.", namespace=ns, registry=r)
+        self.llm_tokens = Counter(
+            "llm_tokens",
+            "LLM tokens consumed by step attempts, by provider name, model and kind (input, output).",
+            ["provider", "model", "kind"],
+            namespace=ns,
+            registry=r,
+        )
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this registry."""
@@ -123,6 +130,16 @@ class RuntimeMetrics:
     def retention_action(self, action: str, count: int) -> None:
         if count:
             self.retention_actions.labels(action=action).inc(count)
+
+    # Providers
+
+    def tokens_used(self, usage: dict[str, object]) -> None:
+        """Count one attempt's `usage` record (`provider`, `model`, `inputTokens`, `outputTokens`)."""
+        labels = {"provider": str(usage.get("provider")), "model": str(usage.get("model"))}
+        for kind, field in (("input", "inputTokens"), ("output", "outputTokens")):
+            count = usage.get(field)
+            if isinstance(count, int) and count > 0:
+                self.llm_tokens.labels(kind=kind, **labels).inc(count)
 
     # Concurrency and recovery
 

@@ -62,6 +62,9 @@ class MetricsObserver:
 
     def _step_outcome(self, event: EngineEvent, outcome: str, now: float) -> None:
         self.metrics.steps.labels(outcome=outcome).inc()
+        usage = event.attributes.get("usage")
+        if isinstance(usage, dict):
+            self.metrics.tokens_used(usage)
         attempt = pop_attempt(self._attempts, event)
         step_key = attempt.step_key if attempt is not None else ""
         if event.name == "step.retry_scheduled":

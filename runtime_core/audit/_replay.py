@@ -2,12 +2,15 @@
 
 Owns the replay decision (live state present -> nothing to do; deleted -> restore from the
 terminal snapshot, or for a non-terminal execution from its archive) and the strict check
-that the live fingerprint equals the terminal snapshot's. Tenant boundary: a foreign
-tenant's execution is reported exactly like an unknown one. Must not run the execution.
+that the live fingerprint equals the terminal snapshot's. A terminal execution it restored
+is reported to `on_restored` (the lifecycle drops it again after its grace). Tenant
+boundary: a foreign tenant's execution is reported exactly like an unknown one. Must not
+run the execution.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -16,7 +19,7 @@ from runtime_core.audit._checkpoints import ExecutionCheckpoints, unknown_execut
 from runtime_core.audit._document import ExecutionDocument, view_from_document
 from runtime_core.audit._fingerprints import fingerprint_view
 from runtime_core.audit._restore import RestoreOutcome, restore_execution
-from runtime_core.dag import DagStore
+from runtime_core.dag import DagStore, ExecutionStatus
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.retention import PayloadResolver
 from runtime_core.storage import DurableStore
@@ -63,6 +66,7 @@ class ReplayService:
         self.store = store
         self.resolver = resolver
         self.checkpoints = checkpoints
+        self.on_restored: Callable[[str], Awaitable[None]] | None = None
 
     async def replay(self, execution_id: str, snapshot: ExecutionContextSnapshot) -> ReplayResult:
         with restored_snapshot(snapshot):
@@ -77,6 +81,9 @@ class ReplayService:
                 )
             document, source = await self._document(execution_id, snapshot.tenant_id)
             outcome = await restore_execution(self.dag_store, document)
+            restored_terminal = ExecutionStatus(document.status).is_terminal
+            if outcome is RestoreOutcome.RESTORED and restored_terminal and self.on_restored is not None:
+                await self.on_restored(execution_id)
             return ReplayResult(
                 execution_id=execution_id,
                 already_exists=outcome is RestoreOutcome.ALREADY_EXISTS,

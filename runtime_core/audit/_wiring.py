@@ -50,6 +50,7 @@ class AuditSettings(BaseModel):
 
 @dataclass
 class AuditServices:
+    store: DurableStore
     metrics: RuntimeMetrics
     resolver: PayloadResolver
     archiver: StepArchiver
@@ -99,6 +100,7 @@ def build_audit_services(
         durable_store, dag_store, instance_id=instance_id, batch_size=settings.trace_batch_size
     )
     return AuditServices(
+        store=durable_store,
         metrics=metrics,
         resolver=resolver,
         archiver=archiver,

@@ -28,7 +28,7 @@ from runtime_core.observability import (
     tracing_enabled,
 )
 from runtime_core.policy import RetryEngine
-from runtime_core.steps import ExecutorRegistry, default_executor_registry
+from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
 
 log = logging.getLogger("runtime_core.bootstrap")
@@ -44,6 +44,7 @@ class EngineServices:
         self.redis_url: str
         self.hot_state: HotState
         self.dag_store: DagStore
+        self.step_providers: StepProviders
         self.executors: ExecutorRegistry
         self.engine: DagEngine
         self.durable_store: DurableStore
@@ -78,7 +79,9 @@ class EngineServices:
         self._opened.push_async_callback(self.hot_state.close)
         await self.hot_state.ping()
         self.dag_store = DagStore(self.hot_state)
-        self.executors = default_executor_registry(self.settings.data_dir)
+        self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
+        self._opened.push_async_callback(self.step_providers.aclose)
+        self.executors = default_executor_registry(providers=self.step_providers)
         self.engine = DagEngine(
             self.dag_store,
             self.executors,
@@ -163,5 +166,6 @@ class RuntimeServices(EngineServices):
             data_dir=self.settings.data_dir,
             host_name=self.settings.control_plane.host,
             tenants_file=self.settings.control_plane.tenants_file,
+            providers_file=self.settings.providers_file,
             heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
         )

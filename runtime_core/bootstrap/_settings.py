@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
 from runtime_core.observability import ObservabilitySettings
+from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
 
 
 class RuntimeSettings(BaseModel):
@@ -19,6 +20,7 @@ class RuntimeSettings(BaseModel):
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
     workers: int = 4
+    providers_file: Path | None = None
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings.from_env)
@@ -33,7 +35,14 @@ class RuntimeSettings(BaseModel):
             "redis_prefix": os.environ.get("MCP_RUNTIME_REDIS_PREFIX"),
             "mongodb_uri": os.environ.get("MONGODB_URI"),
             "mongodb_database": os.environ.get("MONGODB_DATABASE"),
+            "providers_file": os.environ.get(PROVIDERS_FILE_ENV),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    def step_providers(self) -> StepProviderSettings:
+        """The named LLM / retrieval provider entries (none without a providers file)."""
+        if self.providers_file is None:
+            return StepProviderSettings()
+        return load_provider_settings(self.providers_file)

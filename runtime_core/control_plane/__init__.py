@@ -19,6 +19,8 @@ from runtime_core.control_plane._views import (
     InstanceView,
     RunStatusView,
     StepRow,
+    run_final_status,
+    run_is_done,
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -35,6 +37,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "InstanceView",
     "RunStatusView",
     "StepRow",
+    "run_is_done",
+    "run_final_status",
     # Run lookup and the queries / actions on one run
     "RunLocator",
     "LocatedRun",

@@ -2,8 +2,10 @@
 
 Owns choosing the cancellation path: a shared run still queued is cancelled in the shared
 queue (no LocalRunId or ExecutionId is ever created); a dispatched run is cancelled through
-its owning instance's provider (which bridges to execution control when it is running); a
-bare execution through the execution canceller. Every lookup is tenant-checked first.
+its owning instance's provider (which bridges to execution control when it is running), or
+through execution control directly when that instance is out of this process's reach (the
+in-process instance of another control plane); a bare execution through the execution
+canceller. Every lookup is tenant-checked first.
 Must not dispatch or execute.
 """
 
@@ -14,8 +16,8 @@ from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._views import CancelResult
 from runtime_core.errors import ConflictError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
-from runtime_core.instances import LocalRunStatus, LocalRunView, RunIndexRecord
-from runtime_core.providers import CancelRunRequest
+from runtime_core.instances import InstanceEntry, LocalRunStatus, LocalRunView, RunIndexRecord
+from runtime_core.providers import CancelRunRequest, ProviderError
 from runtime_core.queueing import QueueOutcome, SharedRunStatus
 
 _CANCELLABLE_SHARED = (
@@ -34,6 +36,11 @@ class RunCanceller:
         self, any_id: str, caller: ExecutionContextSnapshot, *, reason: str = ""
     ) -> CancelResult:
         located = await self.locator.locate(any_id, caller)
+        if located.archived is not None:
+            raise ConflictError(
+                f"Run '{any_id}' is already {located.archived.status}; there is nothing left to cancel.",
+                hint="Read run.status for its outcome; submit again to run it anew.",
+            )
         reason = reason or f"cancelled by {caller.user_id}"
         with restored_snapshot(located.snapshot):
             if located.shared is not None and located.shared.status in _CANCELLABLE_SHARED:
@@ -104,23 +111,46 @@ class RunCanceller:
                 f"Runtime instance '{local.runtime_instance_id}' of run '{any_id}' is gone.",
                 hint="Its execution is recovered by the recovery reconciler; cancel it by ExecutionId.",
             )
-        view = await self.parts.providers.for_instance(entry.descriptor).cancel_run(
-            CancelRunRequest(
-                runtime_instance_id=local.runtime_instance_id,
-                local_run_id=local.local_run_id,
-                reason=reason,
-                requested_by=caller.user_id,
-            )
-        )
+        execution_id, status, message = await self._cancel_on_instance(entry, located, local, reason, caller)
         return CancelResult(
             requested_id=any_id,
             shared_run_id=local.shared_run_id,
             local_run_id=local.local_run_id,
-            execution_id=view.execution_id,
+            execution_id=execution_id,
             shared_status=located.shared.status.value if located.shared else None,
-            local_status=view.status.value,
-            message=_local_cancel_message(view),
+            local_status=status.value,
+            message=message,
         )
+
+    async def _cancel_on_instance(
+        self,
+        entry: InstanceEntry,
+        located: LocatedRun,
+        local: RunIndexRecord,
+        reason: str,
+        caller: ExecutionContextSnapshot,
+    ) -> tuple[str | None, LocalRunStatus, str]:
+        """Through the owning instance's provider: (execution id, local status, message).
+
+        An instance out of reach from here (an in-process instance of another control-plane
+        process) has its execution cancelled through execution control in Redis instead; the
+        owning instance observes that and closes the local run.
+        """
+        try:
+            view = await self.parts.providers.for_instance(entry.descriptor).cancel_run(
+                CancelRunRequest(
+                    runtime_instance_id=local.runtime_instance_id,
+                    local_run_id=local.local_run_id,
+                    reason=reason,
+                    requested_by=caller.user_id,
+                )
+            )
+        except ProviderError:
+            if local.execution_id is None:
+                raise
+            await self.parts.canceller.cancel(local.execution_id, located.snapshot, reason=reason)
+            return local.execution_id, local.status, "execution cancellation requested"
+        return view.execution_id, view.status, _local_cancel_message(view)
 
 
 def _local_cancel_message(view: LocalRunView) -> str:

@@ -4,7 +4,8 @@ Owns building the parts (`build`, through `build_parts`), starting / stopping th
 in-process runtime instances, the background pump, the scale-out watcher and the health /
 execution recovery reconcilers, and the caller-facing operations: submit, drain,
 list_instances, pause_queue, resume_queue, run_status / cancel (answered by
-`RunStatusReader` / `RunCanceller`) and its cluster-wide metrics gauges.
+`RunStatusReader` / `RunCanceller`), list_runs (the lifecycle's run catalog) and its
+cluster-wide metrics gauges; it also starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -42,6 +43,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
+from runtime_core.lifecycle import RunListPage, RunListQuery
 from runtime_core.observability import METRICS_ENDPOINT_KEY, CachedGauges, ObservabilitySettings
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
@@ -71,7 +73,7 @@ class ControlPlane:
         self.parts = parts
         self.settings = settings
         self.workers = workers
-        self.locator = RunLocator(parts.runs, parts.index, parts.dag_store)
+        self.locator = RunLocator(parts.runs, parts.index, parts.dag_store, parts.durable)
         self._status = RunStatusReader(parts, self.locator)
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
@@ -109,6 +111,7 @@ class ControlPlane:
             self.parts.background_pump.start()
         if self.settings.recovery_enabled:
             self.parts.recovery_loops.start()
+        self.parts.lifecycle.start()
         self._stop.clear()
         self._watcher_task = asyncio.create_task(
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
@@ -130,6 +133,7 @@ class ControlPlane:
 
     async def stop(self) -> None:
         self._stop.set()
+        await self.parts.lifecycle.stop()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
         if self._watcher_task is not None:
@@ -264,3 +268,7 @@ class ControlPlane:
         self, any_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""
     ) -> CancelResult:
         return await self._canceller.cancel(any_id, _require(snapshot), reason=reason)
+
+    async def list_runs(self, query: RunListQuery, snapshot: ExecutionContextSnapshot | None) -> RunListPage:
+        """The caller's tenant's runs, newest first, still running or archived alike."""
+        return await self.parts.lifecycle.catalog.list_runs(_require(snapshot), query)

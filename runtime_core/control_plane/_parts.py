@@ -1,8 +1,9 @@
 """ControlPlaneParts: every collaborator of the control plane, and `build_parts` that wires them.
 
-Owns the assembly of the queueing, instances, providers and recovery parts from one
-`ControlPlaneSettings` (which store, which admission, which reconcilers). Must not start
-anything nor hold operations: `ControlPlane` starts the parts, its readers answer queries.
+Owns the assembly of the queueing, instances, providers, recovery and lifecycle parts from
+one `ControlPlaneSettings` (which store, which admission, which reconcilers, when finished
+runs leave Redis). Must not start anything nor hold operations: `ControlPlane` starts the
+parts, its readers answer queries.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from runtime_core.instances import (
     RuntimeHostManager,
     TenantSettingsCatalog,
 )
+from runtime_core.lifecycle import Lifecycle, LifecycleStores, build_lifecycle
 from runtime_core.providers import (
     GrpcRuntimeProvider,
     HttpRuntimeProvider,
@@ -57,6 +59,7 @@ from runtime_core.recovery import (
     RecoverySettings,
     RuntimeHealthReconciler,
 )
+from runtime_core.storage import DurableStore
 
 
 @dataclass
@@ -87,7 +90,9 @@ class ControlPlaneParts:
     recovery: ExecutionRecoveryReconciler
     recovery_loops: RecoveryLoops
     discovery: ControlPlaneDiscovery
+    lifecycle: Lifecycle
     hosts: RuntimeHostManager | None = None
+    durable: DurableStore | None = None
 
 
 def build_parts(
@@ -178,6 +183,7 @@ def build_parts(
         recovery_settings,
         on_requeued=background.wake,
     )
+    lifecycle = _lifecycle(LifecycleStores(runs, queue, index, engine.store, scale_out), settings, audit)
     return ControlPlaneParts(
         hot_state=hot_state,
         dag_store=engine.store,
@@ -208,5 +214,18 @@ def build_parts(
             recovery_interval_ms=settings.recovery_interval_ms,
         ),
         discovery=ControlPlaneDiscovery(hot_state),
+        lifecycle=lifecycle,
         hosts=hosts,
+        durable=audit.store if audit else None,
     )
+
+
+def _lifecycle(
+    stores: LifecycleStores, settings: ControlPlaneSettings, audit: AuditServices | None
+) -> Lifecycle:
+    """Archiving needs the durable store; a replay's restored execution is dropped again after the grace."""
+    if audit is None:
+        return build_lifecycle(stores, settings.lifecycle)
+    lifecycle = build_lifecycle(stores, settings.lifecycle, durable=audit.store, snapshots=audit.snapshots)
+    audit.replay.on_restored = lifecycle.schedule.restored
+    return lifecycle

@@ -2,7 +2,9 @@
 
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
-hot state (steps, control status, sink results). Must not change any state.
+hot state (steps, control status, sink results); or, for a finished run whose hot state was
+retired (also when that happens while it is being read), from its durable RunRecord, so the
+answer is the same before and after the cleanup. Must not change any state.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import LocalRunView, RunIndexRecord
 from runtime_core.providers import RunRef
+from runtime_core.storage import RunRecord
 
 
 class RunStatusReader:
@@ -26,13 +29,51 @@ class RunStatusReader:
 
     async def read(self, any_id: str, caller: ExecutionContextSnapshot) -> RunStatusView:
         located = await self.locator.locate(any_id, caller)
+        if located.archived is not None:
+            return await self._archived_view(any_id, located.archived, located.snapshot)
         with restored_snapshot(located.snapshot):
             view = RunStatusView(requested_id=any_id, tenant_id=located.snapshot.tenant_id)
             await self._fill_shared(view, located)
             if located.local is not None:
                 self._fill_local(view, await self._local_view(located.local))
-            if located.execution_id:
-                await self._fill_execution(view, located.execution_id, located.snapshot)
+            if located.execution_id and not await self._fill_execution(
+                view, located.execution_id, located.snapshot
+            ):
+                # The execution's keys went after this run was located: it was archived meanwhile.
+                archived = await self.locator.archived(located.execution_id, caller)
+                if archived is not None:
+                    return await self._archived_view(any_id, archived, located.snapshot)
+        return view
+
+    async def _archived_view(
+        self, any_id: str, record: RunRecord, snapshot: ExecutionContextSnapshot
+    ) -> RunStatusView:
+        with restored_snapshot(snapshot):
+            view = RunStatusView(
+                requested_id=any_id,
+                tenant_id=record.tenant_id,
+                **record.model_dump(
+                    include={
+                        "shared_run_id",
+                        "local_run_id",
+                        "execution_id",
+                        "shared_status",
+                        "queue_status",
+                        "submit_mode",
+                        "assigned_runtime_instance_id",
+                        "pump_runtime_instance_id",
+                        "pump_worker_id",
+                        "scale_out_request_id",
+                        "local_status",
+                        "execution_status",
+                        "control_status",
+                        "failure_reason",
+                    }
+                ),
+                steps=[StepRow.model_validate(step.model_dump()) for step in record.steps],
+            )
+            if record.result and record.execution_id:
+                view.result = await self._decoded(record.execution_id, record.result, snapshot)
         return view
 
     async def _fill_shared(self, view: RunStatusView, located: LocatedRun) -> None:
@@ -85,13 +126,16 @@ class RunStatusReader:
 
     async def _fill_execution(
         self, view: RunStatusView, execution_id: str, snapshot: ExecutionContextSnapshot
-    ) -> None:
+    ) -> bool:
+        """False when the execution has no hot state."""
         execution = await self.parts.dag_store.read_execution(execution_id)
         view.execution_id = execution_id
         if execution is None:
-            return
+            return False
         view.execution_status = execution.meta.status
         view.control_status = execution.control_status
+        if execution.control_status == "WaitingForInput":
+            view.waiting_key = await self.parts.dag_store.waiting_key(execution_id)
         view.steps = [
             StepRow(
                 name=s.name,
@@ -104,9 +148,16 @@ class RunStatusReader:
         ]
         if execution.meta.status != "Running":
             view.result = await self._sink_results(execution, snapshot)
+        return True
 
     async def _sink_results(self, execution: ExecutionView, snapshot: ExecutionContextSnapshot) -> Any:
-        feeding = {dep for step in execution.meta.pipeline.steps for dep in step.depends_on}
-        sinks = {s.name: s.result for s in execution.steps if s.name not in feeding and s.result is not None}
-        decoded = await self.parts.engine.results.decode(execution.meta.execution_id, sinks, snapshot)
+        sink_names = execution.meta.pipeline.sink_step_names()
+        sinks = {s.name: s.result for s in execution.steps if s.name in sink_names and s.result is not None}
+        return await self._decoded(execution.meta.execution_id, sinks, snapshot)
+
+    async def _decoded(
+        self, execution_id: str, sinks: dict[str, Any], snapshot: ExecutionContextSnapshot
+    ) -> Any:
+        """The sink results as values (payload references resolved); one sink gives its value alone."""
+        decoded = await self.parts.engine.results.decode(execution_id, sinks, snapshot)
         return next(iter(decoded.values())) if len(decoded) == 1 else decoded

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runtime_core.lifecycle import LifecycleSettings
 from runtime_core.queueing import SubmitMode
 from runtime_core.recovery import DEFAULT_HEALTH_WINDOW_MS
 
@@ -21,6 +22,7 @@ class ControlPlaneSettings(BaseModel):
 
     `health_window_ms`: a heartbeat older than this marks an instance Unsafe; the health and
     recovery reconcilers run every `health_check_interval_ms` / `recovery_interval_ms`.
+    `lifecycle`: when finished runs leave Redis and how long the durable store keeps records.
     """
 
     host: str = Field(default_factory=_default_host)
@@ -44,6 +46,7 @@ class ControlPlaneSettings(BaseModel):
     health_window_ms: int = Field(default=DEFAULT_HEALTH_WINDOW_MS, ge=10)
     health_check_interval_ms: int = Field(default=1_000, ge=1)
     recovery_interval_ms: int = Field(default=1_000, ge=1)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
 
     @property
     def control_plane_id(self) -> str:
@@ -52,10 +55,14 @@ class ControlPlaneSettings(BaseModel):
     @classmethod
     def from_env(cls) -> ControlPlaneSettings:
         env = {
+            # Names this control plane and its local instances: give each process on one host its own.
+            "host": os.environ.get("MCP_RUNTIME_HOST"),
             "tenants_file": os.environ.get("MCP_RUNTIME_TENANTS_FILE"),
             "local_instances": os.environ.get("MCP_RUNTIME_LOCAL_INSTANCES"),
             "workers_per_instance": os.environ.get("MCP_RUNTIME_WORKERS_PER_INSTANCE"),
             "background_pump": os.environ.get("MCP_RUNTIME_BACKGROUND_PUMP"),
             "default_submit_mode": os.environ.get("MCP_RUNTIME_SUBMIT_MODE"),
         }
-        return cls.model_validate({key: value for key, value in env.items() if value})
+        values: dict[str, object] = {key: value for key, value in env.items() if value}
+        values["lifecycle"] = LifecycleSettings.from_env()
+        return cls.model_validate(values)

@@ -130,9 +130,29 @@ class RunStatusView(BaseModel):
     effective_workers: int | None = None
     execution_status: str | None = None
     control_status: str | None = None
+    waiting_key: str | None = None
     failure_reason: str | None = None
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None
+
+
+TERMINAL_RUN_STATUSES = frozenset({"Completed", "Failed", "Cancelled", "Rejected"})
+
+
+def run_final_status(view: RunStatusView) -> str | None:
+    """The status of the most advanced identity: the execution, else the local run, else the shared run."""
+    return view.execution_status or view.local_status or view.shared_status
+
+
+def run_is_done(view: RunStatusView) -> bool:
+    """Terminal by its most advanced identity, and its local run (if any) closed.
+
+    A finished execution whose local run is not closed yet is not done: the instance closes
+    the local run only after the engine's observers ran, so once done the run's ledger,
+    trace and snapshot are all written.
+    """
+    local_open = view.local_status is not None and view.local_status not in TERMINAL_RUN_STATUSES
+    return run_final_status(view) in TERMINAL_RUN_STATUSES and not local_open
 
 
 class CancelResult(BaseModel):

@@ -21,6 +21,7 @@ from runtime_core.dag._store import (
     ClaimBatch,
     ClaimOutcome,
     DagStore,
+    DropOutcome,
     ExecutionMeta,
     ExecutionStatus,
     ExecutionView,
@@ -45,6 +46,7 @@ __all__ = [
     "DagEngine",
     # Store
     "DagStore",
+    "DropOutcome",
     "EngineEvent",
     "EngineSettings",
     "ExecutionKeys",

@@ -16,17 +16,20 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from runtime_core.concurrency import AdmissionDenial, ConcurrencyGate, LeaseDenial, LeaseGrant
+from runtime_core.dag._batching import ClaimSizer
 from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._gating import StepGates, validate_step_policies
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
+    AdvanceResult,
     ClaimBatch,
     ClaimOutcome,
     DagStore,
@@ -57,7 +60,16 @@ from runtime_core.pipeline import (
     resolve_inputs,
     validate_pipeline,
 )
-from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
+from runtime_core.steps import (
+    ExecutorRegistry,
+    StepExecutor,
+    StepFailure,
+    StepInvocation,
+    StepParked,
+    check_step_configs,
+    result_usage,
+    usage_attributes,
+)
 
 log = logging.getLogger("runtime_core.dag")
 
@@ -103,7 +115,9 @@ class InlineResults:
 @dataclass(frozen=True)
 class EngineSettings:
     lease_ms: int = 60_000
-    claim_batch_size: int = 1
+    # Most steps one worker claims (and later reports) per round trip; the claim size adapts
+    # to how fast steps execute (`ClaimSizer`). 1 claims and completes one step per call.
+    claim_batch_size: int = 32
     idle_poll_min_ms: int = 2
     idle_poll_max_ms: int = 100
     # While another worker of this process executes a step of the execution, an idle worker
@@ -154,8 +168,9 @@ class _ExecutionRun:
     meta: ExecutionMeta
     steps: dict[str, StepDefinition]
     gates: StepGates
+    sizer: ClaimSizer
     idle: _IdleWorkers = field(default_factory=_IdleWorkers)
-    executing: int = 0  # steps this process's workers are executing right now
+    holding: int = 0  # this process's workers holding claims (executing or reporting them)
     final_status: str | None = None
     parked_status: str | None = None
     stopped: bool = False
@@ -195,6 +210,16 @@ class _Idle:
 
     now_ms: int
     wake_at_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A step that ran, reported with the worker's next claim: the result to store and the
+    extra attributes of its `step.completed` event (token usage)."""
+
+    claim: StepClaim
+    stored: Any
+    attributes: dict[str, Any]
 
 
 ParkHandler = Callable[[StepClaim, StepParked, ExecutionContextSnapshot | None], Awaitable[None]]
@@ -255,10 +280,13 @@ class DagEngine:
 
     def validate(self, pipeline: PipelineDefinition) -> None:
         """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
-        concurrency policies. Submit and `pipelines.validate` call it so a bad pipeline is refused
-        before it is queued; the first broken rule raises InvalidPipelineError."""
+        concurrency policies, each step's config against its step type's config model, and that
+        step configs name providers configured here. Submit and `pipelines.validate` call it so a
+        bad pipeline is refused before it is queued; the first broken rule raises
+        InvalidPipelineError."""
         validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
+        check_step_configs(pipeline.steps, self.executors)
 
     async def reassign_execution(
         self, execution_id: str, snapshot: ExecutionContextSnapshot | None, attributes: dict[str, str]
@@ -315,7 +343,8 @@ class DagEngine:
         if meta is None:
             raise NotFoundError(f"Execution '{execution_id}' not found.", hint="Check the ExecutionId.")
         gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key)
-        return _ExecutionRun(meta, {step.name: step for step in meta.pipeline.steps}, gates)
+        steps = {step.name: step for step in meta.pipeline.steps}
+        return _ExecutionRun(meta, steps, gates, ClaimSizer(self.settings.claim_batch_size))
 
     async def _until_available(
         self, operation: Callable[[], Awaitable[_T]], what: str, execution_id: str, **context: Any
@@ -365,7 +394,7 @@ class DagEngine:
             if await self.store.recover_stale(run.execution_id):
                 await self._emit("step.recovered", run.execution_id, run.snapshot, worker_id=worker_id)
                 return _WorkerPace(pace.idle_ms)
-        wait_ms = self.settings.idle_wait_while_executing_ms if run.executing else pace.idle_ms
+        wait_ms = self.settings.idle_wait_while_executing_ms if run.holding else pace.idle_ms
         if idle.wake_at_ms is not None:
             wait_ms = max(1, min(wait_ms, idle.wake_at_ms - idle.now_ms))
         # Woken by a local change, or timed out (the timeout covers other processes' work).
@@ -373,26 +402,89 @@ class DagEngine:
         return _WorkerPace(min(self.settings.idle_poll_max_ms, pace.idle_ms * 2), woken_locally=woken)
 
     async def _advance_batch(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
-        """Fast path (no gated step): claim a batch in one round trip and execute it."""
-        batch = await self.store.claim_ready_steps(
-            run.execution_id,
-            max_steps=self.settings.claim_batch_size,
-            lease_ms=self.settings.lease_ms,
-            worker_id=worker_id,
-            token_prefix=token_prefix,
-        )
+        """Fast path (no gated step): each round trip reports the steps this worker executed
+        and claims its next batch (`advance_steps`), until nothing is claimable."""
+        done: list[Completion] = []
+        holding = False
+        try:
+            while True:
+                claim_count = run.sizer.size() if run.advancing else 0
+                advanced = await self._advance(run, done, claim_count, token_prefix)
+                await self._report(run, done, advanced, worker_id)
+                done = []
+                batch = advanced.claims
+                if claim_count == 0 or not batch.claims:
+                    return await self._nothing_claimed(run, batch, worker_id) if claim_count else None
+                if not holding:
+                    holding, run.holding = True, run.holding + 1
+                await self._settle_resuming(run, batch, worker_id)
+                for claim in batch.claims:
+                    completion = await self._execute(run, claim, worker_id)
+                    if completion is not None:
+                        done.append(completion)
+                if not done and not run.advancing:
+                    return None
+        finally:
+            if holding:
+                run.holding -= 1
+
+    async def _nothing_claimed(self, run: _ExecutionRun, batch: ClaimBatch, worker_id: str) -> _Idle | None:
+        """Why a claim came back empty: the execution ended, control blocks claims, or nothing
+        is claimable before `next_eligible_ms`."""
         if batch.outcome in (ClaimOutcome.EXECUTION_MISSING, ClaimOutcome.EXECUTION_TERMINAL):
             run.stop(final_status=batch.detail or None)
             return None
         if batch.outcome is ClaimOutcome.CONTROL_BLOCKED:
             await self._on_blocked(run, batch.detail, worker_id)
             return _Idle(batch.now_ms)
-        if not batch.claims:
-            return _Idle(batch.now_ms, batch.next_eligible_ms)
-        await self._settle_resuming(run, batch, worker_id)
-        for claim in batch.claims:
-            await self._execute(run, claim, worker_id)
-        return None
+        return _Idle(batch.now_ms, batch.next_eligible_ms)
+
+    async def _advance(
+        self, run: _ExecutionRun, done: list[Completion], claim_count: int, token_prefix: str
+    ) -> AdvanceResult:
+        """One `advance_steps` call. Steps that ran are reported with the same tokens until
+        Redis answers (accepted at most once); a bare claim fails over to the worker loop."""
+        started = time.perf_counter()
+
+        def call() -> Awaitable[AdvanceResult]:
+            return self.store.advance(
+                run.execution_id,
+                [(completion.claim, completion.stored) for completion in done],
+                max_claim=claim_count,
+                lease_ms=self.settings.lease_ms,
+                token_prefix=token_prefix,
+            )
+
+        if done:
+            advanced = await self._until_available(call, "step.advance", run.execution_id, steps=len(done))
+        else:
+            advanced = await call()
+        run.sizer.record_call((time.perf_counter() - started) * 1000)
+        return advanced
+
+    async def _report(
+        self, run: _ExecutionRun, done: list[Completion], advanced: AdvanceResult, worker_id: str
+    ) -> None:
+        """Emit each completion's event, wake idle workers for what became claimable, and
+        finalize once the execution converged with nothing left to run."""
+        released = 0
+        for completion, result in zip(done, advanced.completed, strict=True):
+            released += result.released
+            await self._after_transition(
+                run,
+                completion.claim,
+                result.outcome,
+                False,
+                "step.completed",
+                worker_id,
+                wake=0,
+                **completion.attributes,
+            )
+        others = released - len(advanced.claims.claims)
+        if others > 0:
+            run.idle.wake(others)
+        if advanced.converged:
+            await self._try_finalize(run)
 
     async def _advance_gated(self, run: _ExecutionRun, worker_id: str, token_prefix: str) -> _Idle | None:
         """Gated path: control gate -> policy admission -> lease -> DAG claim, one step at a time."""
@@ -449,9 +541,14 @@ class DagEngine:
                 ClaimOutcome.EXECUTION_MISSING,
             )
         await self._settle_resuming(run, batch, worker_id)
+        run.holding += 1
         try:
-            await self._execute(run, batch.claims[0], worker_id)
+            completion = await self._execute(run, batch.claims[0], worker_id)
+            if completion is not None:
+                advanced = await self._advance(run, [completion], 0, token_prefix)
+                await self._report(run, [completion], advanced, worker_id)
         finally:
+            run.holding -= 1
             await self._release_lease(run, grant)
         return True
 
@@ -524,14 +621,18 @@ class DagEngine:
             await self._emit("execution.finalized", run.execution_id, run.snapshot, status=status)
         return True
 
-    async def _execute(self, run: _ExecutionRun, claim: StepClaim, worker_id: str) -> None:
-        run.executing += 1
+    async def _execute(self, run: _ExecutionRun, claim: StepClaim, worker_id: str) -> Completion | None:
+        """Run one claimed step; its completion to report, or None when it failed or parked
+        (those transitions are made at once)."""
+        started = time.perf_counter()
         try:
-            await self._execute_claimed(run, claim, worker_id)
+            return await self._execute_claimed(run, claim, worker_id)
         finally:
-            run.executing -= 1
+            run.sizer.record_step((time.perf_counter() - started) * 1000)
 
-    async def _execute_claimed(self, run: _ExecutionRun, claim: StepClaim, worker_id: str) -> None:
+    async def _execute_claimed(
+        self, run: _ExecutionRun, claim: StepClaim, worker_id: str
+    ) -> Completion | None:
         step = run.steps[claim.step_name]
         await self._emit(
             "step.claimed",
@@ -550,21 +651,17 @@ class DagEngine:
             self._check_result(step, result)
         except StepParked as parked:
             await self._park(run, step, claim, parked, worker_id)
-            return
+            return None
         except StepFailure as failure:
             await self._fail(run, step, claim, failure, worker_id)
-            return
-
-        async def complete() -> Any:
-            stored = await self.results.encode(run.execution_id, step.name, result, run.snapshot)
-            return await self.store.complete_step(claim, stored)
-
-        outcome = await self._until_available(complete, "step.complete", run.execution_id, step=step.name)
-        # The completing worker claims next; with batches of one it takes one released step.
-        others = outcome.released - 1 if self.settings.claim_batch_size == 1 else outcome.released
-        await self._after_transition(
-            run, claim, outcome.outcome, outcome.converged, "step.completed", worker_id, wake=max(0, others)
+            return None
+        stored = await self._until_available(
+            lambda: self.results.encode(run.execution_id, step.name, result, run.snapshot),
+            "step.encode",
+            run.execution_id,
+            step=step.name,
         )
+        return Completion(claim, stored, usage_attributes(result_usage(result)))
 
     @contextlib.asynccontextmanager
     async def _lease_kept(self, claim: StepClaim) -> AsyncIterator[None]:
@@ -656,7 +753,9 @@ class DagEngine:
         self, run: _ExecutionRun, step: StepDefinition, claim: StepClaim, failure: StepFailure, worker_id: str
     ) -> None:
         seed = f"{run.execution_id}:{step.name}:{claim.retry_count}"
-        decision = self.retry.decide(step.config, failure.code, claim.retry_count, seed)
+        decision = self.retry.decide(
+            step.config, failure.code, claim.retry_count, seed, retry_after_ms=failure.retry_after_ms
+        )
         error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
         result = await self._until_available(
             lambda: self.store.fail_step(
@@ -679,6 +778,7 @@ class DagEngine:
             retry_count=result.retry_count,
             retries_exhausted=decision.exhausted,
             next_retry_at_ms=result.next_retry_at_ms,
+            **usage_attributes(failure.usage),
         )
 
     async def _park(

@@ -43,8 +43,12 @@ class ExecutionKeys:
     def all(self) -> list[str]:
         return [getattr(self, name) for name in self.__dataclass_fields__]
 
+    def advance_keys(self) -> list[str]:
+        """KEYS of advance_steps.lua: the claim keys, `claimed`, then what completions touch."""
+        return [*self.claim_keys(), self.claimed, self.pending, self.children]
+
     def claim_keys(self) -> list[str]:
-        """KEYS[1..9] of both claim scripts (claim_ready_steps.lua, claim_step.lua)."""
+        """KEYS[1..9] of both claim scripts (advance_steps.lua, claim_step.lua)."""
         return [
             self.meta,
             self.status,

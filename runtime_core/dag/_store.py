@@ -6,8 +6,10 @@ script's return codes to an enum.
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -61,6 +63,12 @@ class FinalizeOutcome(Enum):
     ALREADY_FINAL = 0
     EXECUTION_MISSING = -1
     NOT_CONVERGED = -3
+
+
+class DropOutcome(Enum):
+    DROPPED = 1
+    STILL_RUNNING = 0
+    MISSING = -1
 
 
 class ReassignOutcome(Enum):
@@ -127,6 +135,17 @@ class TransitionResult:
 
 
 @dataclass(frozen=True)
+class AdvanceResult:
+    """What one `advance` did: a result per completion (in order), the claims, and whether
+    the execution converged (nothing ready or running) afterwards."""
+
+    now_ms: int
+    completed: list[TransitionResult]
+    claims: ClaimBatch
+    converged: bool
+
+
+@dataclass(frozen=True)
 class ExecutionMeta:
     execution_id: str
     pipeline: PipelineDefinition
@@ -157,6 +176,9 @@ class ExecutionView:
     control_status: str | None
 
 
+KEY_CACHE_SIZE = 4096
+
+
 def _decode(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
 
@@ -167,9 +189,14 @@ class DagStore:
     def __init__(self, hot_state: HotState) -> None:
         self.hot_state = hot_state
         self._scripts = hot_state.scripts
+        # Key names are built once per execution, not per step transition (the hot path).
+        self._keys = functools.lru_cache(maxsize=KEY_CACHE_SIZE)(self._build_keys)
+
+    def _build_keys(self, execution_id: str) -> ExecutionKeys:
+        return ExecutionKeys.of(self.hot_state, execution_id)
 
     def keys(self, execution_id: str) -> ExecutionKeys:
-        return ExecutionKeys.of(self.hot_state, execution_id)
+        return self._keys(execution_id)
 
     async def create_execution(
         self,
@@ -208,26 +235,59 @@ class DagStore:
         )
         return int(created) == 1
 
+    async def advance(
+        self,
+        execution_id: str,
+        completions: Sequence[tuple[StepClaim, Any]] = (),
+        *,
+        max_claim: int,
+        lease_ms: int,
+        token_prefix: str,
+    ) -> AdvanceResult:
+        """Complete `completions` ((claim, stored result) pairs), then claim up to `max_claim`
+        steps: the common path of an execution in one scripted round trip."""
+        k = self._keys(execution_id)
+        args: list[Any] = [len(completions)]
+        for claim, result in completions:
+            args += [claim.step_name, claim.token, canonical_json(result)]
+        args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG]
+        reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
+        now = int(reply[1])
+        if int(reply[0]) != 1:
+            missing = TransitionResult(TransitionOutcome.EXECUTION_MISSING, now)
+            return AdvanceResult(
+                now, [missing] * len(completions), ClaimBatch(ClaimOutcome.EXECUTION_MISSING, now), False
+            )
+        converged, count = int(reply[2]) == 1, int(reply[3])
+        completed = [self._completion(reply[4 + 2 * i], reply[5 + 2 * i], now) for i in range(count)]
+        claims = self._claims(execution_id, reply[4 + 2 * count :], now)
+        return AdvanceResult(now, completed, claims, converged)
+
+    @staticmethod
+    def _completion(code: Any, detail: Any, now: int) -> TransitionResult:
+        outcome = TransitionOutcome(int(code))
+        released = int(detail) if outcome is TransitionOutcome.APPLIED else 0
+        return TransitionResult(outcome, now, released=released)
+
+    def _claims(self, execution_id: str, reply: list[Any], now: int) -> ClaimBatch:
+        code, detail, next_eligible, count = int(reply[0]), str(reply[1]), reply[2], int(reply[3])
+        if code != 1:
+            return ClaimBatch(ClaimOutcome(code), now, detail=detail)
+        control = detail or None
+        if count == 0:
+            next_ms = int(float(next_eligible)) if next_eligible != "" else None
+            return ClaimBatch(ClaimOutcome.CLAIMED, now, next_eligible_ms=next_ms, control_status=control)
+        claims = [self._claim(execution_id, *reply[4 + 4 * i : 8 + 4 * i], now=now) for i in range(count)]
+        return ClaimBatch(ClaimOutcome.CLAIMED, now, claims, control_status=control)
+
     async def claim_ready_steps(
         self, execution_id: str, *, max_steps: int, lease_ms: int, worker_id: str, token_prefix: str
     ) -> ClaimBatch:
-        k = self.keys(execution_id)
-        reply = await self._scripts["claim_ready_steps"](
-            keys=[*k.claim_keys(), k.claimed],
-            args=[max_steps, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
+        """Claim up to `max_steps` claimable steps (`advance` with nothing to complete)."""
+        advanced = await self.advance(
+            execution_id, max_claim=max_steps, lease_ms=lease_ms, token_prefix=token_prefix
         )
-        code, now = int(reply[0]), int(reply[1])
-        if code != 1:
-            return ClaimBatch(ClaimOutcome(code), now, detail=str(reply[2]) if len(reply) > 2 else "")
-        count, control = int(reply[2]), str(reply[3]) or None
-        if count == 0:
-            next_ms = int(float(reply[4])) if reply[4] != "" else None
-            return ClaimBatch(ClaimOutcome.CLAIMED, now, next_eligible_ms=next_ms, control_status=control)
-        claims = []
-        for i in range(count):
-            name, token, retries, deps = reply[5 + 4 * i : 9 + 4 * i]
-            claims.append(self._claim(execution_id, name, token, retries, deps, now))
-        return ClaimBatch(ClaimOutcome.CLAIMED, now, claims, control_status=control)
+        return advanced.claims
 
     async def claim_step(
         self, execution_id: str, step_name: str, *, lease_ms: int, worker_id: str, token_prefix: str
@@ -240,14 +300,14 @@ class DagStore:
         code, now = int(reply[0]), int(reply[1])
         if code != 1:
             return ClaimBatch(ClaimOutcome(code), now, detail=str(reply[2]) if len(reply) > 2 else "")
-        claim = self._claim(execution_id, step_name, reply[2], reply[3], reply[4], now)
+        claim = self._claim(execution_id, step_name, reply[2], reply[3], reply[4], now=now)
         return ClaimBatch(ClaimOutcome.CLAIMED, now, [claim], control_status=str(reply[5]) or None)
 
     async def ready_steps(self, execution_id: str, *, limit: int = 1000) -> ReadyView:
         """Steps in the ready set (Ready or WaitingForRetry) with their eligible-at; one read."""
         k = self.keys(execution_id)
         pipe = self.hot_state.redis.pipeline(transaction=False)
-        pipe.time()
+        self.hot_state.queue_server_time(pipe, k.meta)
         pipe.hget(k.meta, "status")
         pipe.hget(k.control, "status")
         pipe.zrangebyscore(k.ready, "-inf", "+inf", start=0, num=limit, withscores=True)
@@ -260,20 +320,17 @@ class DagStore:
         )
 
     @staticmethod
-    def _claim(execution_id: str, name: str, token: str, retries: str, deps: str, now: int) -> StepClaim:
+    def _claim(execution_id: str, name: str, token: str, retries: str, deps: str, *, now: int) -> StepClaim:
         decoded = {dep: _decode(raw) for dep, raw in json.loads(deps).items()} if deps != "[]" else {}
         return StepClaim(execution_id, name, token, int(retries), decoded, now)
 
     async def complete_step(self, claim: StepClaim, result: Any) -> TransitionResult:
-        k = self.keys(claim.execution_id)
-        reply = await self._scripts["complete_step"](
-            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.running, k.token, k.result],
-            args=[claim.step_name, claim.token, canonical_json(result)],
+        """Complete one step (`advance` claiming nothing)."""
+        advanced = await self.advance(
+            claim.execution_id, [(claim, result)], max_claim=0, lease_ms=0, token_prefix=""
         )
-        code, now = int(reply[0]), int(reply[1])
-        if code != 1:
-            return TransitionResult(TransitionOutcome(code), now)
-        return TransitionResult(TransitionOutcome(code), now, int(reply[2]) == 1, released=int(reply[3]))
+        [completed] = advanced.completed
+        return replace(completed, converged=advanced.converged)
 
     async def fail_step(
         self, claim: StepClaim, *, retry: bool, delay_ms: int, error: dict[str, Any]
@@ -343,6 +400,10 @@ class DagStore:
     async def control_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
 
+    async def waiting_key(self, execution_id: str) -> str | None:
+        """The key human input must be submitted under while the execution waits for it."""
+        return await self.hot_state.redis.hget(self.keys(execution_id).control, "waiting_key") or None
+
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)
         if not raw:
@@ -382,6 +443,12 @@ class DagStore:
             for s in meta.pipeline.steps
         ]
         return ExecutionView(meta, steps, control)
+
+    async def drop_finished(self, execution_id: str) -> DropOutcome:
+        """Remove the hot state of a terminal execution (its durable copies answer for it now)."""
+        keys = self.keys(execution_id)
+        reply = await self._scripts["drop_execution"](keys=keys.all(), args=[])
+        return DropOutcome(int(reply[0]))
 
     async def delete_execution(self, execution_id: str) -> int:
         """Remove all hot state of an execution (retention eviction, replay tests)."""

@@ -49,6 +49,7 @@ class RuntimeInstanceProcessOptions(BaseModel):
     data_dir: Path = Path(".mcp-runtime")
     host_id: str
     tenants_file: Path | None = None
+    providers_file: Path | None = None
     heartbeat_ms: int = Field(default=2_000, ge=10)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
     parent_pid: int | None = None
@@ -136,6 +137,11 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=Path(".mcp-runtime"))
     parser.add_argument("--host-id", required=True, help="this process's host id (part of instance ids)")
     parser.add_argument("--tenants-file", type=Path)
+    parser.add_argument(
+        "--providers-file",
+        type=Path,
+        help="LLM / retrieval providers JSON (default: $MCP_RUNTIME_PROVIDERS_FILE)",
+    )
     parser.add_argument("--heartbeat-ms", type=int, default=2_000)
     parser.add_argument(
         "--discovery-timeout", dest="discovery_timeout_s", type=float, default=10.0, help="seconds"

@@ -37,6 +37,7 @@ from runtime_core.instances import (
     RunExecutionIndex,
 )
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
+from runtime_core.steps import PROVIDERS_FILE_ENV
 
 log = logging.getLogger("runtime_core.hosting")
 
@@ -122,7 +123,10 @@ async def run_runtime_instance_process(
         for signum in _STOP_SIGNALS:
             loop.add_signal_handler(signum, stop.set)
     settings = RuntimeSettings(
-        data_dir=options.data_dir, redis_url=options.redis_url, redis_prefix=options.redis_prefix
+        data_dir=options.data_dir,
+        redis_url=options.redis_url,
+        redis_prefix=options.redis_prefix,
+        providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
     traced = configure_tracing(PROCESS_SERVICE_NAME)
     try:

@@ -6,10 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from runtime_core.hot_state._cluster import connect_cluster, is_cluster_url
+from runtime_core.hot_state._coalescing import CoalescedScript
 from runtime_core.hot_state._guard import GuardedRedis
 from runtime_core.hot_state._scripts import LuaScripts
 
@@ -24,14 +27,25 @@ def time_reply_ms(reply: tuple[int | str, int | str]) -> int:
 
 @dataclass
 class HotState:
-    """What every Redis-backed store needs: client, key prefix, loaded scripts."""
+    """What every Redis-backed store needs: client, key prefix, loaded scripts.
 
-    redis: Redis
+    `redis` is a single-node `Redis` or a `RedisCluster`: callers use only commands and
+    keyed scripts both route the same way.
+    """
+
+    redis: Redis | RedisCluster
     prefix: str = DEFAULT_PREFIX
     scripts: LuaScripts = field(init=False)
+    _coalesced: dict[str, CoalescedScript] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scripts = LuaScripts(self.redis)
+
+    def coalesced(self, name: str) -> CoalescedScript:
+        """The script `name` whose concurrent calls share pipelined round trips."""
+        if name not in self._coalesced:
+            self._coalesced[name] = CoalescedScript(self.redis, self.scripts[name])
+        return self._coalesced[name]
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
@@ -39,6 +53,13 @@ class HotState:
     def tagged(self, tag: str, *parts: str) -> str:
         """Key inside hash slot `{tag}` so one Lua script can touch all of them (Cluster-safe)."""
         return self.prefix + "{" + tag + "}" + "".join(":" + p for p in parts)
+
+    def queue_server_time(self, pipe: Any, slot_key: str) -> None:
+        """Queue a read of the server clock of `slot_key`'s node on `pipe` (a TIME reply).
+
+        Cluster pipelines refuse the keyless TIME; this routes by `slot_key` on both kinds.
+        """
+        pipe.eval(self.scripts.source("server_time"), 1, slot_key)
 
     async def server_time_ms(self) -> int:
         return time_reply_ms(await self.redis.time())
@@ -79,8 +100,17 @@ def connect_hot_state(
 
     Hundreds of concurrent workers then share `max_connections` sockets rather than
     raising "Too many connections" under load. Every connection failure or timeout
-    surfaces as `StoreUnavailableError` (see `GuardedRedis`).
+    surfaces as `StoreUnavailableError` (see `GuardedRedis`). A `redis+cluster://h:p,h:p`
+    URL selects the Redis Cluster client (`GuardedRedisCluster`) with the same guarantees.
     """
+    if is_cluster_url(url):
+        cluster = connect_cluster(
+            url,
+            max_connections=max_connections,
+            socket_connect_timeout=DEFAULT_POOL_SETTINGS["socket_connect_timeout"],
+            socket_timeout=DEFAULT_POOL_SETTINGS["socket_timeout"],
+        )
+        return HotState(redis=cluster, prefix=prefix)
     pool = BlockingConnectionPool.from_url(
         url,
         decode_responses=True,

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from runtime_core.errors import StoreUnavailableError
@@ -32,10 +33,19 @@ class EmbeddedRedis:
     needs so a Redis restart does not lose acknowledged transitions.
     """
 
-    def __init__(self, data_dir: Path, *, port: int | None = None, appendonly: bool = True) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        appendonly: bool = True,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        """`extra_args` are more `redis-server` options, e.g. a Redis Cluster node's."""
         self.data_dir = Path(data_dir)
         self.port = port or find_free_port()
         self.appendonly = appendonly
+        self.extra_args = tuple(extra_args)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -68,6 +78,7 @@ class EmbeddedRedis:
             "yes" if self.appendonly else "no",
             "--appendfsync",
             "everysec",
+            *self.extra_args,
         ]
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait_until_accepting(timeout_s)

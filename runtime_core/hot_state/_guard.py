@@ -12,17 +12,31 @@ operations).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ClusterDownError, RedisClusterException, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime_core.errors import StoreUnavailableError
 
+_T = TypeVar("_T")
+
 # BusyLoadingError (Redis replaying its AOF after a restart) is a ConnectionError subclass.
-UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
+# On a Redis Cluster also: the cluster is down, a slot has no master (failover in progress).
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    OSError,
+    ClusterDownError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+# How redis-py's cluster client says it could not reach any startup node.
+_NO_CLUSTER_NODE_REACHABLE = "cannot be connected"
 
 
 def store_unavailable(operation: str, exc: BaseException) -> StoreUnavailableError:
@@ -33,46 +47,51 @@ def store_unavailable(operation: str, exc: BaseException) -> StoreUnavailableErr
     )
 
 
-def _translated(operation: str, exc: BaseException, cancels_before: int) -> BaseException:
-    if _cancelled_since(cancels_before):
-        return asyncio.CancelledError(f"cancelled during Redis {operation}")
-    return store_unavailable(operation, exc)
-
-
-def _cancels() -> int:
+def _current_cancels() -> int:
     task = asyncio.current_task()
     return task.cancelling() if task is not None else 0
 
 
-def _cancelled_since(cancels_before: int) -> bool:
-    return _cancels() > cancels_before
+def is_outage(exc: BaseException) -> bool:
+    """Redis (or the cluster) cannot answer right now: try again later."""
+    if isinstance(exc, UNAVAILABLE_ERRORS):
+        return True
+    return isinstance(exc, RedisClusterException) and _NO_CLUSTER_NODE_REACHABLE in str(exc)
+
+
+async def guarded_call(
+    operation: str,
+    call: Callable[[], Awaitable[_T]],
+) -> _T:
+    """Await `call`; an outage becomes `StoreUnavailableError`, a swallowed cancellation is re-raised."""
+    cancels = _current_cancels()
+    try:
+        reply = await call()
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        if _current_cancels() > cancels:
+            raise asyncio.CancelledError(f"cancelled during Redis {operation}") from exc
+        raise store_unavailable(operation, exc) from exc
+    if _current_cancels() > cancels:
+        raise asyncio.CancelledError(f"cancelled during Redis {operation}")
+    return reply
 
 
 class GuardedPipeline(Pipeline):
     async def execute(self, raise_on_error: bool = True) -> list[Any]:
-        cancels = _cancels()
-        try:
-            replies = await super().execute(raise_on_error)
-        except UNAVAILABLE_ERRORS as exc:
-            raise _translated("pipeline", exc, cancels) from exc
-        if _cancelled_since(cancels):
-            raise asyncio.CancelledError("cancelled during a Redis pipeline")
-        return replies
+        execute = super().execute
+        return await guarded_call("pipeline", lambda: execute(raise_on_error))
 
 
 class GuardedRedis(Redis):
     """redis.asyncio client that reports an unreachable Redis as `StoreUnavailableError`."""
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
-        cancels = _cancels()
         operation = str(args[0]) if args else "command"
-        try:
-            reply = await super().execute_command(*args, **options)
-        except UNAVAILABLE_ERRORS as exc:
-            raise _translated(operation, exc, cancels) from exc
-        if _cancelled_since(cancels):
-            raise asyncio.CancelledError(f"cancelled during Redis {operation}")
-        return reply
+        return await guarded_call(
+            operation, lambda: super(GuardedRedis, self).execute_command(*args, **options)
+        )
 
     def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> GuardedPipeline:
         return GuardedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)

@@ -25,6 +25,10 @@ class ReloadingScript:
     def __init__(self, script: AsyncScript) -> None:
         self._script = script
 
+    @property
+    def sha(self) -> str:
+        return self._script.sha
+
     async def __call__(
         self, keys: Sequence[Any] | None = None, args: Sequence[Any] | None = None, client: Any = None
     ) -> Any:
@@ -41,15 +45,22 @@ class LuaScripts:
 
     def __init__(self, redis: Redis, lua_dir: Path = LUA_DIR) -> None:
         self._scripts: dict[str, ReloadingScript] = {}
+        self._sources: dict[str, str] = {}
         for path in sorted(lua_dir.glob("*.lua")):
-            script = redis.register_script(path.read_text(encoding="utf-8"))
-            self._scripts[path.stem] = ReloadingScript(script)
+            source = path.read_text(encoding="utf-8")
+            self._sources[path.stem] = source
+            self._scripts[path.stem] = ReloadingScript(redis.register_script(source))
 
     def __getitem__(self, name: str) -> ReloadingScript:
         try:
             return self._scripts[name]
         except KeyError:
             raise KeyError(f"No Lua script named {name!r} in {LUA_DIR}") from None
+
+    def source(self, name: str) -> str:
+        """The script's text, for EVAL inside a pipeline (EVAL never fails with NOSCRIPT)."""
+        self[name]
+        return self._sources[name]
 
     def names(self) -> list[str]:
         return sorted(self._scripts)

@@ -1,6 +1,6 @@
 """Identity types and the execution context.
 
-Owns the prefixed id types (SharedRunId, LocalRunId, ExecutionId, RuntimeInstanceId), the
+Owns the prefixed id types (SharedRunId, LocalRunId, ExecutionId, RuntimeInstanceId, TaskId), the
 frozen ExecutionContextSnapshot and the context-variable helper that restores it around
 tenant-sensitive work. Must not read tenants from anywhere but the snapshot.
 """
@@ -15,11 +15,13 @@ from runtime_core.identity._ids import (
     LocalRunId,
     RuntimeInstanceId,
     SharedRunId,
+    TaskId,
     new_claim_token,
     new_execution_id,
     new_local_run_id,
     new_runtime_instance_id,
     new_shared_run_id,
+    new_task_id,
     parse_any_run_id,
 )
 from runtime_core.identity._snapshot import ExecutionContextSnapshot
@@ -32,12 +34,14 @@ __all__ = [
     "LocalRunId",
     "RuntimeInstanceId",
     "SharedRunId",
+    "TaskId",
     "current_snapshot",
     "new_claim_token",
     "new_execution_id",
     "new_local_run_id",
     "new_runtime_instance_id",
     "new_shared_run_id",
+    "new_task_id",
     "parse_any_run_id",
     "require_snapshot",
     "restored_snapshot",

@@ -10,11 +10,13 @@ SharedRunId = NewType("SharedRunId", str)
 LocalRunId = NewType("LocalRunId", str)
 ExecutionId = NewType("ExecutionId", str)
 RuntimeInstanceId = NewType("RuntimeInstanceId", str)
+TaskId = NewType("TaskId", str)
 
 SHARED_RUN_PREFIX = "srun_"
 LOCAL_RUN_PREFIX = "lrun_"
 EXECUTION_PREFIX = "exec_"
 RUNTIME_INSTANCE_PREFIX = "rt_"
+TASK_PREFIX = "task_"
 
 
 def _sortable_suffix() -> str:
@@ -37,6 +39,11 @@ def new_execution_id() -> ExecutionId:
 def new_runtime_instance_id(prefix: str = "") -> RuntimeInstanceId:
     middle = f"{prefix.strip('-_')}_" if prefix else ""
     return RuntimeInstanceId(f"{RUNTIME_INSTANCE_PREFIX}{middle}{secrets.token_hex(5)}")
+
+
+def new_task_id() -> TaskId:
+    """An MCP task id: 128 random bits and no clock part, so it cannot be guessed or enumerated."""
+    return TaskId(TASK_PREFIX + secrets.token_hex(16))
 
 
 def new_claim_token() -> str:

@@ -59,6 +59,7 @@ class HostManagerSettings(BaseModel):
     data_dir: Path
     host_name: str = "localhost"
     tenants_file: Path | None = None
+    providers_file: Path | None = None
     heartbeat_interval_ms: int = Field(default=2_000, ge=10)
     registration_timeout_s: float = Field(default=30.0, gt=0)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
@@ -210,6 +211,8 @@ class RuntimeHostManager:
             args["--max-local-workers-per-execution"] = str(launch.max_local_workers_per_execution)
         if s.tenants_file:
             args["--tenants-file"] = str(s.tenants_file)
+        if s.providers_file:
+            args["--providers-file"] = str(s.providers_file)
         if launch.transport is HostTransport.GRPC:  # an HTTP process serves /metrics on its port
             args["--metrics-port"] = str(find_free_port())
         return [part for pair in args.items() for part in pair]

@@ -91,7 +91,7 @@ class InstanceRegistry:
         """Every registered instance (any tenant): for readiness, scaling and operators' tools."""
         listing = self.hot_state.redis.pipeline(transaction=False)
         listing.smembers(instance_index_key(self.hot_state))
-        listing.time()
+        self.hot_state.queue_server_time(listing, instance_index_key(self.hot_state))
         members, time_reply = await listing.execute()
         ids = sorted(members)
         if not ids:

@@ -2,10 +2,12 @@
 
 Owns the Redis records written by the instance that owns a local run, the pointers from
 SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key, the
-per-instance set of non-terminal (assigned) local runs that recovery enumerates, the
-settlement of shared-run dispatch attempts, and the tenant-visibility check every run
-status / cancel path runs before it touches a local controller. A foreign tenant's id gets
-exactly the answer an unknown id gets. Must not change local run state itself.
+per-instance set of non-terminal (assigned) local runs that recovery enumerates, the set of
+ended local runs (by end time) the lifecycle sweeper retires, retiring them (their records
+expire, their memberships go), the settlement of shared-run dispatch attempts, and the
+tenant-visibility check every run status / cancel path runs before it touches a local
+controller. A foreign tenant's id gets exactly the answer an unknown id gets. Must not
+change local run state itself.
 
 Dispatch attempts: each provider call of the shared-run dispatcher carries a fresh attempt
 id. The attempt is settled once (HSETNX on one hash field per shared run): by the instance
@@ -75,6 +77,11 @@ class RunExecutionIndex:
     def _attempts_key(self, shared_run_id: str) -> str:
         return self.hot_state.key("runindex", "attempts", shared_run_id)
 
+    @property
+    def ended_key(self) -> str:
+        """Local runs that reached a terminal status, scored by when they ended."""
+        return self.hot_state.key("runindex", "ended")
+
     async def put(self, record: RunIndexRecord) -> None:
         pipe = self.hot_state.redis.pipeline(transaction=False)
         self._queue_put(pipe, record)
@@ -121,8 +128,39 @@ class RunExecutionIndex:
         assigned = self._assigned_key(record.runtime_instance_id)
         if record.status.is_terminal:
             pipe.zrem(assigned, record.local_run_id)
+            # NX: re-writing a terminal record never moves a retirement a sweeper has leased.
+            ended_at = record.completed_at_ms or record.created_at_ms
+            pipe.zadd(self.ended_key, {record.local_run_id: ended_at}, nx=True)
         else:
             pipe.zadd(assigned, {record.local_run_id: record.created_at_ms})
+
+    async def retire(self, record: RunIndexRecord, retention_ms: int) -> None:
+        """An ended local run leaves the listings; its records expire after `retention_ms`.
+
+        The SharedRunId / ExecutionId pointers (and the shared run's dispatch attempts) expire
+        only while they still name this local run: a later attempt keeps its own.
+        """
+        redis = self.hot_state.redis
+        owned: list[str] = []
+        if record.shared_run_id:
+            shared_pointer = self._pointer_key("shared", record.shared_run_id)
+            if await redis.get(shared_pointer) == record.local_run_id:
+                owned += [shared_pointer, self._attempts_key(record.shared_run_id)]
+        if record.execution_id:
+            execution_pointer = self._pointer_key("execution", record.execution_id)
+            if await redis.get(execution_pointer) == record.local_run_id:
+                owned.append(execution_pointer)
+        pipe = redis.pipeline(transaction=False)
+        for key in (self._local_key(record.local_run_id), *owned):
+            pipe.pexpire(key, retention_ms)
+        pipe.zrem(self._tenant_key(record.tenant_id), record.local_run_id)
+        pipe.zrem(self._assigned_key(record.runtime_instance_id), record.local_run_id)
+        pipe.zrem(self.ended_key, record.local_run_id)
+        await pipe.execute()
+
+    async def forget_ended(self, local_run_id: str) -> None:
+        """Drop an ended entry whose record is gone (expired or never written)."""
+        await self.hot_state.redis.zrem(self.ended_key, local_run_id)
 
     async def update(self, record: RunIndexRecord, **changes: Any) -> RunIndexRecord:
         updated = record.model_copy(update=changes)
@@ -132,6 +170,18 @@ class RunExecutionIndex:
     async def get_local(self, local_run_id: str) -> RunIndexRecord | None:
         raw = await self.hot_state.redis.get(self._local_key(local_run_id))
         return RunIndexRecord.model_validate_json(raw) if raw else None
+
+    async def get_many_local(self, local_run_ids: list[str]) -> dict[str, RunIndexRecord]:
+        """The records that exist among `local_run_ids`, by LocalRunId (one round trip)."""
+        if not local_run_ids:
+            return {}
+        # One GET per key in a pipeline (not MGET): the keys live in different Cluster slots.
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for local_run_id in local_run_ids:
+            pipe.get(self._local_key(local_run_id))
+        raws = await pipe.execute()
+        records = (RunIndexRecord.model_validate_json(raw) for raw in raws if raw)
+        return {record.local_run_id: record for record in records}
 
     async def _follow(self, kind: str, value: str) -> RunIndexRecord | None:
         local_run_id = await self.hot_state.redis.get(self._pointer_key(kind, value))

@@ -49,6 +49,11 @@ class PipelineDefinition(BaseModel):
                 return step
         raise KeyError(name)
 
+    def sink_step_names(self) -> frozenset[str]:
+        """Steps no other step depends on: their results are the run's result."""
+        feeding = {dep for step in self.steps for dep in step.depends_on}
+        return frozenset(step.name for step in self.steps if step.name not in feeding)
+
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
 

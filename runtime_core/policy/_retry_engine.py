@@ -62,12 +62,19 @@ class RetryEngine:
         return retry
 
     def decide(
-        self, config: dict[str, Any] | None, failure_code: str, retry_count: int, seed: str
+        self,
+        config: dict[str, Any] | None,
+        failure_code: str,
+        retry_count: int,
+        seed: str,
+        *,
+        retry_after_ms: int | None = None,
     ) -> RetryDecision:
         """Decide for a step `config` whose failure has `failure_code`.
 
         `retry_count` is the number of retries already used; `seed` (conventionally
-        `execution_id:step:retry_count`) fixes the jitter.
+        `execution_id:step:retry_count`) fixes the jitter. `retry_after_ms` (a provider's
+        `Retry-After`) is a floor: the delay is never shorter, whatever backoff and jitter say.
         """
         retry = RetryConfig.from_step_config(config)
         eligibility = self._eligibility(retry, failure_code)
@@ -86,11 +93,14 @@ class RetryEngine:
                 f"{retry_count} of {eligibility.max_retries} used.",
             )
         delay_ms = self._delay_ms(retry, retry_count, seed)
+        floor = ""
+        if retry_after_ms is not None and retry_after_ms > delay_ms:
+            delay_ms, floor = retry_after_ms, " (the provider's Retry-After)"
         return RetryDecision(
             retry=True,
             delay_ms=delay_ms,
             reason=f"Retry {retry_count + 1} of {eligibility.max_retries} for failure code "
-            f"'{failure_code}' allowed by {eligibility.source}; next attempt in {delay_ms} ms.",
+            f"'{failure_code}' allowed by {eligibility.source}; next attempt in {delay_ms} ms{floor}.",
         )
 
     def _eligibility(self, retry: RetryConfig, failure_code: str) -> _Eligibility | RetryDecision:

@@ -26,12 +26,19 @@ from runtime_core.queueing._models import (
     QueueItemStatus,
     SharedRunRecord,
     SharedRunStatus,
+    SharedRunSummary,
     SubmitMode,
 )
 from runtime_core.queueing._pump import PumpProgress, SharedQueuePump
 from runtime_core.queueing._queue import DEFAULT_CLAIM_LEASE_MS, QueueOutcome, QueueTransition, SharedQueue
 from runtime_core.queueing._requeue import FulfilledRunRequeue
-from runtime_core.queueing._run_store import RunTransition, SharedRunStore, TransitionOutcome
+from runtime_core.queueing._run_store import (
+    ListingPosition,
+    RetireOutcome,
+    RunTransition,
+    SharedRunStore,
+    TransitionOutcome,
+)
 from runtime_core.queueing._scale_out import (
     ScaleOutRequestRecord,
     ScaleOutRequestStore,
@@ -49,8 +56,11 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "SharedRunStore",
     "SharedRunRecord",
     "SharedRunStatus",
+    "SharedRunSummary",
     "RunTransition",
     "TransitionOutcome",
+    "RetireOutcome",
+    "ListingPosition",
     # Shared queue
     "SharedQueue",
     "SharedQueueKeys",

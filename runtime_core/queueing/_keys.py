@@ -1,9 +1,10 @@
 """Redis key layout of the shared run store and shared queue.
 
 Every key lives under ONE hash tag, `{squeue}`: the run records, the item table, the
-pending and claimed ZSETs, the sequence counter and the per-tenant listing ZSETs. So every
-shared-queue script (`shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
-`shared_requeue`, `shared_cancel`, `shared_run_transition`) touches a single Cluster slot;
+pending and claimed ZSETs, the sequence counter, the per-tenant listing ZSETs and the ZSET of
+runs that ended before dispatch (which the lifecycle sweeper retires). So every shared-queue
+script (`shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`, `shared_requeue`,
+`shared_cancel`, `shared_run_transition`, `retire_shared_run`) touches a single Cluster slot;
 the price is that the whole shared queue lives on one shard, which is the point of a
 global queue with exactly-once claims.
 """
@@ -44,3 +45,8 @@ class SharedQueueKeys:
     @property
     def seq(self) -> str:
         return self.hot_state.tagged(SHARED_QUEUE_TAG, "seq")
+
+    @property
+    def ended(self) -> str:
+        """Shared runs that ended before dispatch (Rejected, Cancelled, Failed), by ended-at ms."""
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "ended")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -57,8 +57,9 @@ _OPTIONAL_TEXT_FIELDS = (
     "resume_execution_id",
     "recovered_from_runtime_instance_id",
     "trace_context",
+    "queue_status",
 )
-_OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms")
+_OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms", "archived_at_ms")
 
 
 class SharedRunRecord(BaseModel):
@@ -94,6 +95,13 @@ class SharedRunRecord(BaseModel):
     resume_execution_id: str | None = None
     recovered_from_runtime_instance_id: str | None = None
     trace_context: str | None = None
+    # Set when the run finished and its durable run record answers for it (its hot record expires).
+    archived_at_ms: int | None = None
+    queue_status: str | None = None
+
+    @property
+    def submitted_by(self) -> str:
+        return self.snapshot.user_id if self.snapshot else ""
 
     def creation_fields(self) -> dict[str, str]:
         """The string fields a Lua script writes when it creates the record."""
@@ -107,6 +115,9 @@ class SharedRunRecord(BaseModel):
             "pipeline": self.pipeline.to_json(),
             "input": json.dumps(self.input, sort_keys=True),
             "admission_group": admission_group(self.snapshot) if self.snapshot else "",
+            # Copies a run listing filters on without parsing the pipeline or the snapshot.
+            "pipeline_name": self.pipeline.name,
+            "submitted_by": self.submitted_by,
         }
 
     @classmethod
@@ -124,6 +135,41 @@ class SharedRunRecord(BaseModel):
         values.update({name: raw[name] for name in _OPTIONAL_TEXT_FIELDS if raw.get(name)})
         values.update({name: int(raw[name]) for name in _OPTIONAL_INT_FIELDS if raw.get(name)})
         return cls.model_validate(values)
+
+
+_SUMMARY_FIELDS = (
+    "shared_run_id",
+    "tenant_id",
+    "status",
+    "submit_mode",
+    "pipeline_name",
+    "submitted_by",
+    "created_at_ms",
+    "failure_reason",
+    "local_run_id",
+)
+
+
+class SharedRunSummary(BaseModel):
+    """The few fields of a shared run a listing shows and filters on (no pipeline, no input)."""
+
+    shared_run_id: str
+    tenant_id: str
+    status: SharedRunStatus
+    submit_mode: SubmitMode
+    pipeline_name: str
+    submitted_by: str
+    created_at_ms: int
+    failure_reason: str | None = None
+    local_run_id: str | None = None
+
+    FIELDS: ClassVar[tuple[str, ...]] = _SUMMARY_FIELDS
+
+    @classmethod
+    def from_values(cls, values: list[str | None]) -> SharedRunSummary:
+        """From an HMGET of `FIELDS` on a record with the listing copies (`creation_fields`)."""
+        raw = dict(zip(_SUMMARY_FIELDS, values, strict=True))
+        return cls.model_validate({name: value for name, value in raw.items() if value is not None})
 
 
 class QueueItem(BaseModel):

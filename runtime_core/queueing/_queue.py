@@ -133,7 +133,7 @@ class SharedQueue:
     async def _requeue(self, claim: QueueClaim, target: str, reason: str) -> QueueTransition:
         k = self.keys
         reply = await self._scripts["shared_requeue"](
-            keys=[k.items, k.pending, k.claimed, k.seq, k.run(claim.shared_run_id)],
+            keys=[k.items, k.pending, k.claimed, k.seq, k.run(claim.shared_run_id), k.ended],
             args=[claim.shared_run_id, claim.token, target, reason],
         )
         return _transition(reply)
@@ -141,7 +141,8 @@ class SharedQueue:
     async def cancel(self, shared_run_id: str, *, reason: str, requested_by: str) -> QueueTransition:
         k = self.keys
         reply = await self._scripts["shared_cancel"](
-            keys=[k.run(shared_run_id), k.items, k.pending], args=[shared_run_id, reason, requested_by]
+            keys=[k.run(shared_run_id), k.items, k.pending, k.ended],
+            args=[shared_run_id, reason, requested_by],
         )
         return _transition(reply)
 

@@ -1,26 +1,38 @@
 """The shared run store: shared run records in Redis, created and moved only by Lua.
 
 Owns reading records, creating a Submitted record and compare-and-set status transitions
-through `shared_run_transition` (the only place that knows its KEYS/ARGV), and the
-per-tenant listing and the run counts by tenant and status the metrics gauge reports. Queue
-transitions live in the shared queue. Must not dispatch.
+through `shared_run_transition`, retiring a finished run through `retire_shared_run` (the
+only places that know those scripts' KEYS/ARGV), the per-tenant listing of the runs still
+in hot state, newest first, and the run counts by tenant and status the metrics gauge
+reports. Queue transitions live in the shared queue. Must not dispatch.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
 from runtime_core.queueing._keys import READ_BATCH, SharedQueueKeys
-from runtime_core.queueing._models import SharedRunRecord, SharedRunStatus
+from runtime_core.queueing._models import SharedRunRecord, SharedRunStatus, SharedRunSummary
+
+ListingPosition = tuple[int, str]
+"""(created_at_ms, shared_run_id) of the last run a newest-first listing returned."""
 
 
 class TransitionOutcome(Enum):
     APPLIED = 1
     REFUSED = 0
+    MISSING = -1
+
+
+class RetireOutcome(Enum):
+    RETIRED = 1
+    ALREADY_RETIRED = 2
+    NOT_FINISHED = 0
     MISSING = -1
 
 
@@ -67,7 +79,7 @@ class SharedRunStore:
         fields: dict[str, str],
     ) -> RunTransition:
         reply = await self.hot_state.scripts["shared_run_transition"](
-            keys=[self.keys.run(shared_run_id), self.keys.tenant_runs(tenant_id)],
+            keys=[self.keys.run(shared_run_id), self.keys.tenant_runs(tenant_id), self.keys.ended],
             args=[shared_run_id, expected_csv, new_status.value, json.dumps(fields)],
         )
         detail = str(reply[2]) if len(reply) > 2 else None
@@ -98,7 +110,99 @@ class SharedRunStore:
             pipe.hmget(key, "tenant_id", "status")
         return [(tenant or "", status) for tenant, status in await pipe.execute() if status]
 
+    async def retire(
+        self, shared_run_id: str, tenant_id: str, ended_by_local_run_id: str | None, retention_ms: int
+    ) -> RetireOutcome:
+        """Take a finished run out of the live structures; its record expires after `retention_ms`.
+
+        `ended_by_local_run_id`: the local run whose end finished it (None: it ended before any
+        dispatch). Refused (NOT_FINISHED) while the run waits for a dispatch or names another
+        local run.
+        """
+        k = self.keys
+        reply = await self.hot_state.scripts["retire_shared_run"](
+            keys=[
+                k.run(shared_run_id),
+                k.items,
+                k.pending,
+                k.claimed,
+                k.tenant_runs(tenant_id),
+                k.ended,
+            ],
+            args=[shared_run_id, ended_by_local_run_id or "", retention_ms],
+        )
+        return RetireOutcome(int(reply[0]))
+
     async def list_tenant(self, tenant_id: str, *, limit: int = 100) -> list[SharedRunRecord]:
         ids = await self.hot_state.redis.zrevrange(self.keys.tenant_runs(tenant_id), 0, limit - 1)
         records = [await self.get(shared_run_id) for shared_run_id in ids]
         return [record for record in records if record is not None]
+
+    async def tenant_summaries(
+        self, tenant_id: str, *, after: ListingPosition | None = None, batch_size: int = 200
+    ) -> AsyncIterator[list[SharedRunSummary]]:
+        """The tenant's runs in hot state, newest first (ties: larger id first), in batches.
+
+        `after`: continue strictly after that position. Each batch continues after the last run
+        of the previous one, so runs retired meanwhile shift nothing. Runs whose hot record is
+        gone are skipped.
+        """
+        position = after
+        while True:
+            ids, position = await self._next_ids(tenant_id, position, batch_size)
+            if not ids:
+                return
+            yield await self._summaries(ids)
+
+    async def _next_ids(
+        self, tenant_id: str, after: ListingPosition | None, count: int
+    ) -> tuple[list[str], ListingPosition | None]:
+        key, redis = self.keys.tenant_runs(tenant_id), self.hot_state.redis
+        entries: list[tuple[str, float]] = []
+        newest: str = "+inf"
+        if after is not None:
+            at_ms, last_id = after
+            same_ms = await redis.zrangebyscore(key, at_ms, at_ms, withscores=True)
+            entries = sorted((e for e in same_ms if e[0] < last_id), reverse=True)[:count]
+            newest = f"({at_ms}"
+        if len(entries) < count:
+            entries += await redis.zrevrangebyscore(
+                key, newest, "-inf", start=0, num=count - len(entries), withscores=True
+            )
+        if not entries:
+            return [], after
+        last_id, last_ms = entries[-1]
+        return [member for member, _ in entries], (int(last_ms), last_id)
+
+    async def _summaries(self, shared_run_ids: list[str]) -> list[SharedRunSummary]:
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for shared_run_id in shared_run_ids:
+            pipe.hmget(self.keys.run(shared_run_id), list(SharedRunSummary.FIELDS))
+        summaries = []
+        for shared_run_id, values in zip(shared_run_ids, await pipe.execute(), strict=True):
+            summary = await self._summary(shared_run_id, values)
+            if summary is not None:
+                summaries.append(summary)
+        return summaries
+
+    async def _summary(self, shared_run_id: str, values: list[str | None]) -> SharedRunSummary | None:
+        named = dict(zip(SharedRunSummary.FIELDS, values, strict=True))
+        if named["status"] is None:
+            return None  # expired or retired between the listing and this read
+        if named["pipeline_name"] is not None:
+            return SharedRunSummary.from_values(values)
+        # A record written before the listing copies existed: read it whole once.
+        record = await self.get(shared_run_id)
+        if record is None:
+            return None
+        return SharedRunSummary(
+            shared_run_id=record.shared_run_id,
+            tenant_id=record.tenant_id,
+            status=record.status,
+            submit_mode=record.submit_mode,
+            pipeline_name=record.pipeline.name,
+            submitted_by=record.submitted_by,
+            created_at_ms=record.created_at_ms,
+            failure_reason=record.failure_reason,
+            local_run_id=record.local_run_id,
+        )

@@ -1,9 +1,10 @@
 """The scale-out request store: requested capacity persisted in Redis with tenant settings.
 
 Owns scale-out request records (Pending, Observed, Fulfilled, Rejected) with the tenant's
-runtime settings and snapshot copied in at request time, the pending index, and the
-exactly-once observation (ZREM on the pending ZSET decides who handles a request). Keys
-live under the hash tag `{scaleout}`. Must not create capacity or requeue runs.
+runtime settings and snapshot copied in at request time, the pending index, the
+exactly-once observation (ZREM on the pending ZSET decides who handles a request) and
+forgetting the request of a finished run. Keys live under the hash tag `{scaleout}`. Must
+not create capacity or requeue runs.
 """
 
 from __future__ import annotations
@@ -107,6 +108,13 @@ class ScaleOutRequestStore:
 
     async def reject(self, record: ScaleOutRequestRecord, reason: str) -> ScaleOutRequestRecord:
         return await self._save(record, status=ScaleOutStatus.REJECTED, reason=reason)
+
+    async def forget(self, request_id: str) -> None:
+        """Drop the request of a run that finished (archived): it can never be acted on again."""
+        pipe = self.hot_state.redis.pipeline(transaction=True)
+        pipe.zrem(self._pending, request_id)
+        pipe.hdel(self._records, request_id)
+        await pipe.execute()
 
     async def _save(self, record: ScaleOutRequestRecord, **changes: object) -> ScaleOutRequestRecord:
         changes["updated_at_ms"] = await self.hot_state.server_time_ms()

@@ -58,7 +58,7 @@ class ResultCompactor:
         pipe = self.dag_store.hot_state.redis.pipeline(transaction=False)
         pipe.hmget(keys.meta, ["completed_count", "created_at_ms", RETENTION_WATERMARK])
         pipe.memory_usage(keys.result, samples=0)
-        pipe.time()
+        self.dag_store.hot_state.queue_server_time(pipe, keys.meta)
         (completed, created_at, watermark), result_bytes, now = await pipe.execute()
         if created_at is None:
             return None

@@ -1,35 +1,42 @@
-"""Built-in step executors, the executor registry, and the retrieval / LLM provider interfaces.
+"""Built-in step executors, the executor registry, and the retrieval / LLM providers they call.
 
 Owns what one step does once it has been claimed: read its resolved inputs and config,
-return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked. Must not
-coordinate: claiming, retries, parking and persistence belong to the DAG engine.
+return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked; the public step
+API every step (built-in or plug-in) is written with (`runtime_core.steps.api`); and the
+submit-time check of each step's config against its step's config model and of the
+providers it names. Providers live in the `llm` and `retrieval` sub-packages, configured by
+name in the providers file. Must not coordinate: claiming, retries, parking and persistence
+belong to the DAG engine; plug-in discovery belongs to `runtime_core.plugins`.
 """
 
 from runtime_core.steps._compose import ComposeConfig, RagComposeExecutor
-from runtime_core.steps._config import StepConfig, parse_config
+from runtime_core.steps._config import StepConfig, StepConfigError, parse_config, validation_problems
+from runtime_core.steps._config_checks import PROVIDER_RULE, STEP_CONFIG_RULE, check_step_configs
 from runtime_core.steps._decision import DecisionScoreExecutor, ScoreConfig
 from runtime_core.steps._defaults import default_executor_registry
 from runtime_core.steps._executor import StepExecutor, StepFailure, StepInvocation, StepParked
+from runtime_core.steps._http_failures import redact, retry_after_ms
 from runtime_core.steps._http_tool import HttpToolConfig, HttpToolExecutor
 from runtime_core.steps._human import ApprovalConfig, HumanApprovalExecutor
-from runtime_core.steps._llm_providers import (
-    LlmProvider,
-    LlmProviders,
-    TemplateLlmProvider,
-    default_llm_providers,
-)
 from runtime_core.steps._merge import MergeConfig, RagMergeExecutor
-from runtime_core.steps._prompt import AiPromptExecutor, PromptConfig, render_template
+from runtime_core.steps._prompt import AiPromptExecutor, render_template
+from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
 from runtime_core.steps._registry import ExecutorRegistry
-from runtime_core.steps._results import canonical, canonical_json, step_result, unwrap_result
-from runtime_core.steps._retrieval import RagRetrievalExecutor, RetrievalConfig
-from runtime_core.steps._retrieval_providers import (
-    EMBEDDED_RELATIONAL_KEYS,
-    SEED_SQL_PATH,
-    RetrievalProvider,
-    RetrievalProviders,
-    SqliteRelationalProvider,
-    default_retrieval_providers,
+from runtime_core.steps._results import (
+    canonical,
+    canonical_json,
+    result_usage,
+    step_result,
+    unwrap_result,
+    usage_attributes,
+)
+from runtime_core.steps._retrieval import RagRetrievalExecutor
+from runtime_core.steps._retrieval_config import RetrievalConfig, check_retrieval_provider
+from runtime_core.steps._step_providers import (
+    PROVIDERS_FILE_ENV,
+    StepProviders,
+    StepProviderSettings,
+    load_provider_settings,
 )
 from runtime_core.steps._test_steps import (
     FlakyConfig,
@@ -37,6 +44,22 @@ from runtime_core.steps._test_steps import (
     NoopExecutor,
     WaitForFileConfig,
     WaitForFileExecutor,
+)
+from runtime_core.steps.api import (
+    BUILTIN_SOURCE,
+    STEP_ENTRY_POINT_GROUP,
+    FunctionStep,
+    StepDefinitionError,
+    StepDescription,
+    step,
+)
+from runtime_core.steps.llm import LlmProvider, LlmProviders, TemplateLlmProvider
+from runtime_core.steps.retrieval import (
+    EMBEDDED_RELATIONAL_KEYS,
+    SEED_SQL_PATH,
+    RetrievalProvider,
+    RetrievalProviders,
+    SqliteRelationalProvider,
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -47,35 +70,57 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepParked",
     "ExecutorRegistry",
     "default_executor_registry",
+    # The public step API (all of it in runtime_core.steps.api)
+    "step",
+    "FunctionStep",
+    "StepDefinitionError",
+    "StepDescription",
+    "STEP_ENTRY_POINT_GROUP",
+    "BUILTIN_SOURCE",
     # Step config and results
     "StepConfig",
+    "StepConfigError",
     "parse_config",
+    "validation_problems",
+    "check_step_configs",
+    "STEP_CONFIG_RULE",
+    "PROVIDER_RULE",
     "canonical",
     "canonical_json",
     "step_result",
     "unwrap_result",
+    "result_usage",
+    "usage_attributes",
+    # Provider configuration (the providers file)
+    "StepProviderSettings",
+    "StepProviders",
+    "load_provider_settings",
+    "PROVIDERS_FILE_ENV",
+    # HTTP failure mapping shared by HTTP-backed steps and providers
+    "retry_after_ms",
+    "redact",
     # RAG executors
     "RagRetrievalExecutor",
     "RetrievalConfig",
+    "check_retrieval_provider",
     "RagMergeExecutor",
     "MergeConfig",
     "RagComposeExecutor",
     "ComposeConfig",
-    # Retrieval providers
+    # Retrieval providers (more in runtime_core.steps.retrieval)
     "RetrievalProvider",
     "RetrievalProviders",
     "SqliteRelationalProvider",
-    "default_retrieval_providers",
     "EMBEDDED_RELATIONAL_KEYS",
     "SEED_SQL_PATH",
-    # Prompt executor and LLM providers
+    # Prompt executor and LLM providers (more in runtime_core.steps.llm)
     "AiPromptExecutor",
     "PromptConfig",
+    "check_prompt_provider",
     "render_template",
     "LlmProvider",
     "LlmProviders",
     "TemplateLlmProvider",
-    "default_llm_providers",
     # Decision, tool and human executors
     "DecisionScoreExecutor",
     "ScoreConfig",

@@ -24,6 +24,7 @@ class RagComposeExecutor:
 
     step_key = "rag.compose"
     config_model = ComposeConfig
+    description = "Turn merged data into a stable text context plus the structured object (deterministic)."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(ComposeConfig, invocation)

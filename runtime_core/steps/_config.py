@@ -1,7 +1,9 @@
 """Typed step configuration: the pydantic base every executor's `config` model derives from.
 
 Owns parsing `StepInvocation.config` into a model and turning a bad config into a permanent
-StepFailure. Must not hold any executor behaviour.
+StepFailure, and `StepConfigError`, what an executor's submit-time `check_config` raises when a
+config refers to something this runtime does not have (an unconfigured provider). Must not
+hold any executor behaviour.
 """
 
 from __future__ import annotations
@@ -23,14 +25,29 @@ class StepConfig(BaseModel):
 ConfigT = TypeVar("ConfigT", bound=StepConfig)
 
 
+class StepConfigError(Exception):
+    """A step config that parses but cannot run here; `hint` says what to configure."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
 def parse_config(model: type[ConfigT], invocation: StepInvocation) -> ConfigT:
     try:
         return model.model_validate(invocation.config)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in issue['loc'])}: {issue['msg']}" for issue in error.errors()
-        )
         raise StepFailure(
-            f"step {invocation.step_name!r} ({invocation.step_key}) has an invalid config: {problems}",
+            f"step {invocation.step_name!r} ({invocation.step_key}) has an invalid config: "
+            f"{validation_problems(error)}",
             code="permanent",
         ) from error
+
+
+def validation_problems(error: ValidationError) -> str:
+    """`field.path: message; ...` for each problem, never the offending value (it may be a secret)."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in issue['loc']) or '(root)'}: {issue['msg']}"
+        for issue in error.errors()
+    )

@@ -33,6 +33,7 @@ class DecisionScoreExecutor:
 
     step_key = "decision.score"
     config_model = ScoreConfig
+    description = "Score a candidate against a job (skills, experience) and decide advance or reject."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(ScoreConfig, invocation)

@@ -31,13 +31,24 @@ class StepFailure(Exception):
     """A step's own failure; `code` drives retry policies (transient, timeout, permanent, ...).
 
     Without retry policies, `permanent` and `not_found` are never retried and any other code
-    is (`runtime_core.policy.NON_RETRYABLE_FAILURE_CODES`).
+    is (`runtime_core.policy.NON_RETRYABLE_FAILURE_CODES`). `retry_after_ms` is the earliest a
+    retry may start (a provider's `Retry-After`): backoff and jitter may only push it later.
+    `usage` is what the failed attempt consumed (LLM tokens), recorded in the ledger.
     """
 
-    def __init__(self, message: str, *, code: str = "transient") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "transient",
+        retry_after_ms: int | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.retry_after_ms = retry_after_ms
+        self.usage = usage
 
 
 class StepParked(Exception):

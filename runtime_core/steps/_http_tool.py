@@ -1,8 +1,9 @@
 """The `tool.http` executor: one HTTP(S) request, with failures classified for the retry engine.
 
-Owns the request shape and the status/error -> StepFailure code mapping: connect errors and
-5xx/429 are `transient`, timeouts and 408 are `timeout`, other 3xx/4xx are `permanent`.
-Must not retry by itself: retries belong to the engine's retry policy.
+Owns the request shape. Replies and transport errors become StepFailures through
+`_http_failures` (5xx/429/connect errors `transient`, 429/503 with their `Retry-After`,
+timeouts and 408 `timeout`, other 3xx/4xx `permanent`). Must not retry by itself: retries
+belong to the engine's retry policy.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from runtime_core.steps._config import StepConfig, parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
+from runtime_core.steps._http_failures import failure_for_status, failure_for_transport
 from runtime_core.steps._results import canonical, step_result
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
@@ -38,19 +40,21 @@ class HttpToolExecutor:
 
     step_key = "tool.http"
     config_model = HttpToolConfig
+    description = "Call an HTTP(S) endpoint with the step's inputs; failures are classified for retries."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(HttpToolConfig, invocation)
         url = _checked_url(config.url)
         request_body = _request_arguments(config.method, invocation.inputs)
+        what = f"{config.method} {url}"
         try:
             async with httpx.AsyncClient(timeout=config.timeout_seconds, follow_redirects=False) as client:
                 response = await client.request(config.method, url, headers=config.headers, **request_body)
-        except httpx.TimeoutException as error:
-            raise StepFailure(f"{config.method} {url} timed out: {error!r}", code="timeout") from error
         except httpx.TransportError as error:
-            raise StepFailure(f"{config.method} {url} failed: {error!r}", code="transient") from error
-        _raise_for_status(config.method, url, response)
+            raise failure_for_transport(what, error) from error
+        failure = failure_for_status(what, response)
+        if failure is not None:
+            raise failure
         return step_result(
             _response_data(response), method=config.method, status=response.status_code, url=str(url)
         )
@@ -75,18 +79,6 @@ def _request_arguments(method: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def _query_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _raise_for_status(method: str, url: httpx.URL, response: httpx.Response) -> None:
-    status = response.status_code
-    if status < 300:
-        return
-    message = f"{method} {url} answered {status}: {response.text[:200]}"
-    if status >= 500 or status == 429:
-        raise StepFailure(message, code="transient")
-    if status == 408:
-        raise StepFailure(message, code="timeout")
-    raise StepFailure(message, code="permanent")
 
 
 def _response_data(response: httpx.Response) -> Any:

@@ -23,6 +23,7 @@ class RagMergeExecutor:
 
     step_key = "rag.merge"
     config_model = MergeConfig
+    description = "Combine upstream step results into one structure keyed by source step name."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(MergeConfig, invocation)

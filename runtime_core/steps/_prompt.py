@@ -1,8 +1,11 @@
 """The `ai.prompt` executor: render `config.template` from the inputs and call an LLM provider.
 
-Owns template rendering: `{name}` or `{name.path}` reads the (unwrapped) input, non-string
-values render as key-sorted JSON, `{{` and `}}` are literal braces. Must not talk to a
-model itself: that is the provider's job (see `_llm_providers`).
+Owns template rendering (`{name}` or `{name.path}` reads the (unwrapped) input, non-string
+values render as key-sorted JSON, `{{` and `}}` are literal braces), validating structured
+output against `config.responseSchema`, and the result: `data` holds the `prompt`, the
+reply `text` and, with a schema, the parsed `output`; meta holds model, provider, prompt
+hash and the token `usage` (which the engine copies into the ledger). Must not talk to a
+model itself: that is the provider's job (see `runtime_core.steps.llm`).
 """
 
 from __future__ import annotations
@@ -11,40 +14,52 @@ import json
 import re
 from typing import Any
 
-from runtime_core.steps._config import StepConfig, parse_config
+from runtime_core.steps._config import parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
-from runtime_core.steps._llm_providers import LlmProviders
+from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
 from runtime_core.steps._results import sha256_hex, step_result, unwrap_result
+from runtime_core.steps.llm import LlmProviders, LlmRequest, parse_structured_output
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}")
 
 
-class PromptConfig(StepConfig):
-    template: str
-    provider: str = "template"
-    model: str = "template-v1"
-    params: dict[str, Any] = {}
-
-
 class AiPromptExecutor:
-    """`data`: the completion `text` and the rendered `prompt`."""
-
     step_key = "ai.prompt"
     config_model = PromptConfig
+    description = "Render a prompt template from the inputs and complete it with a named LLM provider."
 
     def __init__(self, providers: LlmProviders) -> None:
         self._providers = providers
+
+    def check_config(self, config: PromptConfig) -> None:
+        """Submit-time: the provider the step names is configured here."""
+        check_prompt_provider(config, self._providers)
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(PromptConfig, invocation)
         prompt = render_template(config.template, invocation.inputs)
         provider = self._providers.resolve(config.provider)
-        text = await provider.complete(prompt, config.model, dict(config.params))
+        reply = await provider.complete(
+            LlmRequest(
+                prompt=prompt,
+                model=config.model,
+                system=render_template(config.system, invocation.inputs) if config.system else None,
+                params=dict(config.params),
+                response_schema=config.response_schema,
+                schema_name=config.schema_name,
+                schema_strict=config.schema_strict,
+            )
+        )
+        usage = reply.usage.record(config.provider, reply.model) if reply.usage else None
+        data: dict[str, Any] = {"prompt": prompt, "text": reply.text}
+        if config.response_schema is not None:
+            what = f"the reply of LLM provider {config.provider!r}"
+            data["output"] = parse_structured_output(
+                reply.text, config.response_schema, what=what, usage=usage
+            )
+        meta: dict[str, Any] = {"usage": usage} if usage else {}
         return step_result(
-            {"prompt": prompt, "text": text},
-            model=config.model,
-            promptSha256=sha256_hex(prompt),
-            provider=config.provider,
+            data, model=reply.model, promptSha256=sha256_hex(prompt), provider=config.provider, **meta
         )
 
 

@@ -39,3 +39,15 @@ def unwrap_result(value: Any) -> Any:
     if isinstance(value, dict) and "data" in value:
         return value["data"]
     return value
+
+
+def result_usage(result: Any) -> dict[str, Any] | None:
+    """The `usage` meta of a result envelope (what the step consumed, e.g. LLM tokens), if any."""
+    if isinstance(result, dict) and isinstance(result.get("usage"), dict):
+        return result["usage"]
+    return None
+
+
+def usage_attributes(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Event attributes carrying `usage` to the ledger and metrics; none when nothing was consumed."""
+    return {"usage": usage} if usage else {}

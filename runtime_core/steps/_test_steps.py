@@ -21,6 +21,7 @@ from runtime_core.steps._results import step_result
 class NoopExecutor:
     step_key = "test.noop"
     config_model = StepConfig
+    description = "Return the step name (tests and benchmarks)."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         return {"data": {"step": invocation.step_name}}
@@ -35,6 +36,7 @@ class FlakyExecutor:
 
     step_key = "test.flaky"
     config_model = FlakyConfig
+    description = "Fail with code transient for the first failTimes attempts, then succeed (tests)."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(FlakyConfig, invocation)
@@ -62,6 +64,7 @@ class WaitForFileExecutor:
 
     step_key = "test.wait_for_file"
     config_model = WaitForFileConfig
+    description = "Wait until a file exists, then succeed (crash tests)."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(WaitForFileConfig, invocation)

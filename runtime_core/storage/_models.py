@@ -1,14 +1,16 @@
 """Durable record models: the rows every DurableStore backend reads and writes.
 
 Owns the pydantic shapes of terminal snapshots, payload references, archived steps, ledger
-entries, trace spans, forensics records and run-index events, and the UTC datetime rule.
-Must not know how any backend stores them.
+entries, trace spans, forensics records, run-index events and run records (with the query
+and cursor of a run listing and the record kinds a retention purge can expire), and the
+UTC datetime rule. Must not know how any backend stores them.
 """
 
 from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -145,3 +147,81 @@ class RunIndexEvent(_Record):
     runtime_instance_id: str | None = None
     status: str
     recorded_at: UtcDatetime = Field(default_factory=utc_now)
+
+
+class RunRecordStep(_Record):
+    """One step row of a finished run, as `run.status` shows it."""
+
+    name: str
+    step_key: str
+    status: str
+    retry_count: int = 0
+    recovery_count: int = 0
+
+
+class RunRecord(_Record):
+    """A finished run, kept durably once its hot state may leave Redis.
+
+    Carries the shared run (ids, statuses, who submitted it, where it went), the local attempt
+    that ended it and its execution's summary: step rows and `result`, the sink steps' results
+    in their stored form (inline values or payload references, decoded by the result codec).
+    `status` is the most advanced of the execution, local and shared statuses.
+    """
+
+    shared_run_id: str
+    tenant_id: str
+    local_run_id: str | None = None
+    execution_id: str | None = None
+    pipeline_name: str
+    pipeline_version: str
+    submitted_by: str
+    submit_mode: str
+    status: str
+    shared_status: str
+    queue_status: str | None = None
+    local_status: str | None = None
+    execution_status: str | None = None
+    control_status: str | None = None
+    failure_reason: str | None = None
+    assigned_runtime_instance_id: str | None = None
+    pump_runtime_instance_id: str | None = None
+    pump_worker_id: str | None = None
+    scale_out_request_id: str | None = None
+    snapshot: dict[str, Any]
+    steps: list[RunRecordStep] = Field(default_factory=list)
+    result: dict[str, Any] = Field(default_factory=dict)
+    created_at: UtcDatetime
+    dispatched_at: UtcDatetime | None = None
+    started_at: UtcDatetime | None = None
+    ended_at: UtcDatetime
+    archived_at: UtcDatetime = Field(default_factory=utc_now)
+
+
+class RunRecordCursor(_Record):
+    """Where a newest-first run listing stopped: the last row's (created_at, shared_run_id)."""
+
+    created_at: UtcDatetime
+    shared_run_id: str
+
+
+class RunRecordQuery(_Record):
+    """Filters of a run listing (all optional, combined with AND), newest first."""
+
+    shared_status: str | None = None
+    status: str | None = None
+    pipeline_name: str | None = None
+    submitted_by: str | None = None
+    created_after: UtcDatetime | None = None
+    created_before: UtcDatetime | None = None
+    before: RunRecordCursor | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class DurableRecordKind(StrEnum):
+    """The record classes a retention purge expires, each by its own age."""
+
+    LEDGER = "ledger"
+    TRACE = "trace"
+    FORENSICS = "forensics"
+    SNAPSHOTS = "snapshots"
+    RUN_RECORDS = "run_records"

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from pymongo import ASCENDING, AsyncMongoClient, IndexModel
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import (
     BulkWriteError,
@@ -27,15 +27,18 @@ from runtime_core.errors import ConflictError, InputTooLargeError, StoreUnavaila
 from runtime_core.storage._codec import payload_ref, verified_body
 from runtime_core.storage._models import (
     ArchivedStep,
+    DurableRecordKind,
     ForensicsRecord,
     LedgerEntry,
     PayloadRef,
     RunIndexEvent,
+    RunRecord,
+    RunRecordQuery,
     TerminalSnapshot,
     TraceSpan,
     utc_now,
 )
-from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT
+from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH
 
 _DUPLICATE_KEY = 11000
 
@@ -43,7 +46,7 @@ RecordT = TypeVar("RecordT", bound=BaseModel)
 Document = dict[str, Any]
 
 _INDEXES: dict[str, list[IndexModel]] = {
-    "snapshots": [IndexModel([("tenant_id", ASCENDING)])],
+    "snapshots": [IndexModel([("tenant_id", ASCENDING)]), IndexModel([("created_at", ASCENDING)])],
     "payloads": [IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)])],
     "archived_steps": [
         IndexModel(
@@ -54,21 +57,39 @@ _INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("entry_id", ASCENDING)], unique=True),
         IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("recorded_at", ASCENDING)]),
         IndexModel([("tenant_id", ASCENDING), ("shared_run_id", ASCENDING), ("recorded_at", ASCENDING)]),
+        IndexModel([("recorded_at", ASCENDING)]),
     ],
     "trace_spans": [
         IndexModel([("trace_id", ASCENDING), ("span_id", ASCENDING)], unique=True),
         IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("start_ns", ASCENDING)]),
+        IndexModel([("end_ns", ASCENDING)]),
     ],
     "forensics": [
         IndexModel([("record_id", ASCENDING)], unique=True),
         IndexModel([("tenant_id", ASCENDING), ("runtime_instance_id", ASCENDING)]),
         IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
+        IndexModel([("recorded_at", ASCENDING)]),
     ],
     "run_index_history": [
         IndexModel([("event_id", ASCENDING)], unique=True),
         IndexModel([("tenant_id", ASCENDING), ("shared_run_id", ASCENDING)]),
         IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
+        IndexModel([("recorded_at", ASCENDING)]),
     ],
+    "run_records": [
+        IndexModel([("tenant_id", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)]),
+        IndexModel([("tenant_id", ASCENDING), ("local_run_id", ASCENDING)]),
+        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
+        IndexModel([("ended_at", ASCENDING)]),
+    ],
+}
+
+# Per record kind: (collection, age field) pairs a purge deletes from, oldest first.
+_PURGED_BY_AGE: dict[DurableRecordKind, tuple[tuple[str, str], ...]] = {
+    DurableRecordKind.LEDGER: (("ledger", "recorded_at"),),
+    DurableRecordKind.TRACE: (("trace_spans", "end_ns"),),
+    DurableRecordKind.FORENSICS: (("forensics", "recorded_at"),),
+    DurableRecordKind.RUN_RECORDS: (("run_records", "ended_at"), ("run_index_history", "recorded_at")),
 }
 
 
@@ -94,6 +115,27 @@ def _from_document(model: type[RecordT], document: Mapping[str, Any]) -> RecordT
 
 def _filters(tenant_id: str, **optional: str | None) -> Document:
     return {"tenant_id": tenant_id, **{k: v for k, v in optional.items() if v is not None}}
+
+
+def _run_record_query(tenant_id: str, query: RunRecordQuery) -> Document:
+    document = _filters(
+        tenant_id,
+        shared_status=query.shared_status,
+        status=query.status,
+        pipeline_name=query.pipeline_name,
+        submitted_by=query.submitted_by,
+    )
+    created: Document = {}
+    if query.created_after is not None:
+        created["$gte"] = query.created_after
+    if query.created_before is not None:
+        created["$lt"] = query.created_before
+    if created:
+        document["created_at"] = created
+    if query.before is not None:
+        at, run_id = query.before.created_at, query.before.shared_run_id
+        document["$or"] = [{"created_at": {"$lt": at}}, {"created_at": at, "_id": {"$lt": run_id}}]
+    return document
 
 
 def _only_duplicates(exc: BulkWriteError) -> bool:
@@ -261,6 +303,11 @@ class MongoDurableStore:
         order = [("recorded_at", ASCENDING), ("sequence", ASCENDING), ("_id", ASCENDING)]
         return await self._find(LedgerEntry, "ledger", query, order, limit)
 
+    async def has_ledger_event(self, tenant_id: str, execution_id: str, event: str) -> bool:
+        query = _filters(tenant_id, execution_id=execution_id, event=event)
+        async with self._guard():
+            return await self._db["ledger"].find_one(query, {"_id": 1}) is not None
+
     # Trace spans
 
     async def put_spans(self, spans: list[TraceSpan]) -> None:
@@ -270,6 +317,11 @@ class MongoDurableStore:
         query = _filters(tenant_id, execution_id=execution_id)
         order = [("start_ns", ASCENDING), ("span_id", ASCENDING)]
         return await self._find(TraceSpan, "trace_spans", query, order)
+
+    async def has_span(self, tenant_id: str, trace_id: str, span_id: str) -> bool:
+        query = _filters(tenant_id, trace_id=trace_id, span_id=span_id)
+        async with self._guard():
+            return await self._db["trace_spans"].find_one(query, {"_id": 1}) is not None
 
     # Recovery forensics
 
@@ -300,6 +352,81 @@ class MongoDurableStore:
         query = _filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
         order = [("recorded_at", ASCENDING), ("_id", ASCENDING)]
         return await self._find(RunIndexEvent, "run_index_history", query, order)
+
+    # Run records
+
+    async def put_run_record(self, record: RunRecord) -> None:
+        async with self._guard():
+            try:
+                await self._db["run_records"].replace_one(
+                    {"_id": record.shared_run_id, "tenant_id": record.tenant_id},
+                    {"_id": record.shared_run_id, **_to_document(record)},
+                    upsert=True,
+                )
+            except DuplicateKeyError as exc:
+                raise ConflictError(
+                    f"run record {record.shared_run_id} already belongs to another tenant",
+                    hint="A SharedRunId names one tenant's run; check where this record came from.",
+                ) from exc
+
+    async def find_run_record(
+        self,
+        tenant_id: str,
+        *,
+        shared_run_id: str | None = None,
+        local_run_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> RunRecord | None:
+        query = _filters(
+            tenant_id, shared_run_id=shared_run_id, local_run_id=local_run_id, execution_id=execution_id
+        )
+        found = await self._find(RunRecord, "run_records", query, [("created_at", DESCENDING)], 1)
+        return found[0] if found else None
+
+    async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
+        order = [("created_at", DESCENDING), ("_id", DESCENDING)]
+        return await self._find(
+            RunRecord, "run_records", _run_record_query(tenant_id, query), order, query.limit
+        )
+
+    # Retention
+
+    async def purge(
+        self, kind: DurableRecordKind, older_than: datetime, limit: int = DEFAULT_PURGE_BATCH
+    ) -> int:
+        if kind is DurableRecordKind.SNAPSHOTS:
+            return await self._purge_snapshots(older_than, limit)
+        cutoff: datetime | int = (
+            int(older_than.timestamp() * 1e9) if kind is DurableRecordKind.TRACE else older_than
+        )
+        deleted = 0
+        for name, age_field in _PURGED_BY_AGE[kind]:
+            deleted += await self._delete_oldest(name, {age_field: {"$lt": cutoff}}, age_field, limit)
+        return deleted
+
+    async def _delete_oldest(self, name: str, query: Document, age_field: str, limit: int) -> int:
+        async with self._guard():
+            cursor = self._db[name].find(query, {"_id": 1}).sort(age_field, ASCENDING).limit(limit)
+            ids = [document["_id"] async for document in cursor]
+            if not ids:
+                return 0
+            result = await self._db[name].delete_many({"_id": {"$in": ids}})
+        return result.deleted_count
+
+    async def _purge_snapshots(self, older_than: datetime, limit: int) -> int:
+        """The oldest terminal snapshots with their executions' payloads and archived steps."""
+        query = {"created_at": {"$lt": older_than}}
+        async with self._guard():
+            cursor = (
+                self._db["snapshots"].find(query, {"tenant_id": 1}).sort("created_at", ASCENDING).limit(limit)
+            )
+            executions = [(document["tenant_id"], document["_id"]) async for document in cursor]
+            for tenant_id, execution_id in executions:
+                key = _filters(tenant_id, execution_id=execution_id)
+                await self._db["payloads"].delete_many(key)
+                await self._db["archived_steps"].delete_many(key)
+                await self._db["snapshots"].delete_one({"_id": execution_id, "tenant_id": tenant_id})
+        return len(executions)
 
     # Lifecycle
 

@@ -6,19 +6,24 @@ Owns the method signatures and their documented semantics. Every read takes the 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from runtime_core.storage._models import (
     ArchivedStep,
+    DurableRecordKind,
     ForensicsRecord,
     LedgerEntry,
     PayloadRef,
     RunIndexEvent,
+    RunRecord,
+    RunRecordQuery,
     TerminalSnapshot,
     TraceSpan,
 )
 
 DEFAULT_LEDGER_LIMIT = 1000
+DEFAULT_PURGE_BATCH = 1000
 
 
 class DurableStore(Protocol):
@@ -80,6 +85,10 @@ class DurableStore(Protocol):
         """Ordered by recorded_at, then sequence, then insertion."""
         ...
 
+    async def has_ledger_event(self, tenant_id: str, execution_id: str, event: str) -> bool:
+        """Whether the tenant's ledger holds at least one `event` entry of the execution."""
+        ...
+
     # Trace spans
     async def put_spans(self, spans: list[TraceSpan]) -> None:
         """Store a batch; a (trace_id, span_id) already stored is ignored."""
@@ -87,6 +96,10 @@ class DurableStore(Protocol):
 
     async def list_spans(self, tenant_id: str, execution_id: str) -> list[TraceSpan]:
         """Ordered by start_ns, then span_id."""
+        ...
+
+    async def has_span(self, tenant_id: str, trace_id: str, span_id: str) -> bool:
+        """Whether the tenant's span (trace_id, span_id) is stored."""
         ...
 
     # Recovery forensics
@@ -115,6 +128,41 @@ class DurableStore(Protocol):
         execution_id: str | None = None,
     ) -> list[RunIndexEvent]:
         """Ordered by recorded_at, then insertion."""
+        ...
+
+    # Run records
+    async def put_run_record(self, record: RunRecord) -> None:
+        """Insert or replace the record of `record.shared_run_id` (same tenant only)."""
+        ...
+
+    async def find_run_record(
+        self,
+        tenant_id: str,
+        *,
+        shared_run_id: str | None = None,
+        local_run_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> RunRecord | None:
+        """The tenant's record matching every given id; None when absent or foreign."""
+        ...
+
+    async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
+        """Newest first: created_at descending, then shared_run_id descending; at most `query.limit`.
+
+        `query.before` keeps only records strictly after that cursor in this order.
+        """
+        ...
+
+    # Retention
+    async def purge(
+        self, kind: DurableRecordKind, older_than: datetime, limit: int = DEFAULT_PURGE_BATCH
+    ) -> int:
+        """Delete up to `limit` records of `kind` older than `older_than`; returns how many went.
+
+        Age: ledger recorded_at, trace span end, forensics recorded_at, terminal snapshot
+        created_at (its execution's payloads and archived steps go with it), run record ended_at
+        (run-index history by recorded_at, with the run records).
+        """
         ...
 
     # Lifecycle

@@ -14,6 +14,7 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +24,24 @@ from runtime_core.errors import ConflictError, StoreUnavailableError
 from runtime_core.storage._codec import payload_ref, sortable_timestamp, verified_body
 from runtime_core.storage._models import (
     ArchivedStep,
+    DurableRecordKind,
     ForensicsRecord,
     LedgerEntry,
     PayloadRef,
     RunIndexEvent,
+    RunRecord,
+    RunRecordQuery,
     TerminalSnapshot,
     TraceSpan,
     utc_now,
 )
-from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT
+from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH
 from runtime_core.storage._sqlite_schema import (
     ARCHIVED_STEPS,
     FORENSICS,
     LEDGER,
     RUN_INDEX_HISTORY,
+    RUN_RECORDS,
     SCHEMA,
     SNAPSHOTS,
     TRACE_SPANS,
@@ -70,6 +75,49 @@ def _filters(tenant_id: str, **optional: str | None) -> tuple[str, list[Any]]:
             clauses.append(f"{column} = ?")
             params.append(value)
     return " AND ".join(clauses), params
+
+
+def _run_record_filters(tenant_id: str, query: RunRecordQuery) -> tuple[str, list[Any]]:
+    where, params = _filters(
+        tenant_id,
+        shared_status=query.shared_status,
+        status=query.status,
+        pipeline_name=query.pipeline_name,
+        submitted_by=query.submitted_by,
+    )
+    clauses = [where]
+    if query.created_after is not None:
+        clauses.append("created_at >= ?")
+        params.append(sortable_timestamp(query.created_after))
+    if query.created_before is not None:
+        clauses.append("created_at < ?")
+        params.append(sortable_timestamp(query.created_before))
+    if query.before is not None:
+        at = sortable_timestamp(query.before.created_at)
+        clauses.append("(created_at < ? OR (created_at = ? AND shared_run_id < ?))")
+        params += [at, at, query.before.shared_run_id]
+    return " AND ".join(clauses), params
+
+
+def _oldest_rows(table: str, row_key: str, age_column: str) -> str:
+    """Delete the `limit` oldest rows of `table` older than a cutoff (params: cutoff, limit)."""
+    return (
+        f"DELETE FROM {table} WHERE {row_key} IN "
+        f"(SELECT {row_key} FROM {table} WHERE {age_column} < ? ORDER BY {age_column} LIMIT ?)"
+    )
+
+
+# Per record kind: the statements a purge runs, each deleting at most `limit` rows.
+_PURGE_STATEMENTS: dict[DurableRecordKind, tuple[str, ...]] = {
+    DurableRecordKind.LEDGER: (_oldest_rows("ledger", "row_id", "recorded_at"),),
+    DurableRecordKind.TRACE: (_oldest_rows("trace_spans", "rowid", "end_ns"),),
+    DurableRecordKind.FORENSICS: (_oldest_rows("forensics", "row_id", "recorded_at"),),
+    DurableRecordKind.RUN_RECORDS: (
+        _oldest_rows("run_records", "shared_run_id", "ended_at"),
+        _oldest_rows("run_index_history", "row_id", "recorded_at"),
+    ),
+}
+_EXECUTION_REPLAY_MATERIAL = ("payloads", "archived_steps", "snapshots")
 
 
 class SqliteDurableStore:
@@ -124,18 +172,26 @@ class SqliteDurableStore:
             cursor = await self._db.execute(sql, params)
             return cursor.rowcount
 
-    async def _write_many(self, sql: str, rows: list[dict[str, Any]]) -> None:
+    async def _write_many(self, sql: str, rows: Sequence[Sequence[Any] | dict[str, Any]]) -> None:
+        await self._write_statements([(sql, rows)])
+
+    async def _write_statements(
+        self, statements: Sequence[tuple[str, Sequence[Sequence[Any] | dict[str, Any]]]]
+    ) -> None:
         # Shielded: a cancelled caller gets its CancelledError at once, but cannot stop the batch
         # between BEGIN and COMMIT, which would leave the shared connection inside a transaction.
         async with self._guard():
-            await asyncio.shield(self._transaction(sql, rows))
+            await asyncio.shield(self._transaction(statements))
 
-    async def _transaction(self, sql: str, rows: list[dict[str, Any]]) -> None:
-        """Write all `rows` in one IMMEDIATE transaction that always ends: committed or rolled back."""
+    async def _transaction(
+        self, statements: Sequence[tuple[str, Sequence[Sequence[Any] | dict[str, Any]]]]
+    ) -> None:
+        """Run every statement over its rows in one IMMEDIATE transaction: committed or rolled back."""
         async with self._write_lock:
             try:
                 await self._db.execute("BEGIN IMMEDIATE")
-                await self._db.executemany(sql, rows)
+                for sql, rows in statements:
+                    await self._db.executemany(sql, rows)
                 await self._db.execute("COMMIT")
             except BaseException:
                 await self._rollback()
@@ -242,6 +298,10 @@ class SqliteDurableStore:
         rows = await self._fetch_all(sql, [*params, limit])
         return [LEDGER.from_row(row) for row in rows]
 
+    async def has_ledger_event(self, tenant_id: str, execution_id: str, event: str) -> bool:
+        where, params = _filters(tenant_id, execution_id=execution_id, event=event)
+        return await self._fetch_one(f"SELECT 1 FROM ledger WHERE {where} LIMIT 1", params) is not None
+
     # Trace spans
 
     async def put_spans(self, spans: list[TraceSpan]) -> None:
@@ -252,6 +312,10 @@ class SqliteDurableStore:
         where, params = _filters(tenant_id, execution_id=execution_id)
         rows = await self._fetch_all(TRACE_SPANS.select_sql(where, "start_ns, span_id"), params)
         return [TRACE_SPANS.from_row(row) for row in rows]
+
+    async def has_span(self, tenant_id: str, trace_id: str, span_id: str) -> bool:
+        where, params = _filters(tenant_id, trace_id=trace_id, span_id=span_id)
+        return await self._fetch_one(f"SELECT 1 FROM trace_spans WHERE {where}", params) is not None
 
     # Recovery forensics
 
@@ -284,6 +348,69 @@ class SqliteDurableStore:
         where, params = _filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
         rows = await self._fetch_all(RUN_INDEX_HISTORY.select_sql(where, "recorded_at, row_id"), params)
         return [RUN_INDEX_HISTORY.from_row(row) for row in rows]
+
+    # Run records
+
+    async def put_run_record(self, record: RunRecord) -> None:
+        written = await self._write(RUN_RECORDS.upsert_sql("shared_run_id"), RUN_RECORDS.to_row(record))
+        if written != 1:
+            raise ConflictError(
+                f"run record {record.shared_run_id} already belongs to another tenant",
+                hint="A SharedRunId names one tenant's run; check where this record came from.",
+            )
+
+    async def find_run_record(
+        self,
+        tenant_id: str,
+        *,
+        shared_run_id: str | None = None,
+        local_run_id: str | None = None,
+        execution_id: str | None = None,
+    ) -> RunRecord | None:
+        where, params = _filters(
+            tenant_id, shared_run_id=shared_run_id, local_run_id=local_run_id, execution_id=execution_id
+        )
+        row = await self._fetch_one(RUN_RECORDS.select_sql(where, "created_at DESC") + " LIMIT 1", params)
+        return RUN_RECORDS.from_row(row) if row else None
+
+    async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
+        where, params = _run_record_filters(tenant_id, query)
+        sql = RUN_RECORDS.select_sql(where, "created_at DESC, shared_run_id DESC") + " LIMIT ?"
+        rows = await self._fetch_all(sql, [*params, query.limit])
+        return [RUN_RECORDS.from_row(row) for row in rows]
+
+    # Retention
+
+    async def purge(
+        self, kind: DurableRecordKind, older_than: datetime, limit: int = DEFAULT_PURGE_BATCH
+    ) -> int:
+        if kind is DurableRecordKind.SNAPSHOTS:
+            return await self._purge_snapshots(sortable_timestamp(older_than), limit)
+        cutoff: str | int = (
+            int(older_than.timestamp() * 1e9)
+            if kind is DurableRecordKind.TRACE
+            else sortable_timestamp(older_than)
+        )
+        deleted = 0
+        for sql in _PURGE_STATEMENTS[kind]:
+            deleted += await self._write(sql, (cutoff, limit))
+        return deleted
+
+    async def _purge_snapshots(self, cutoff: str, limit: int) -> int:
+        """The oldest terminal snapshots with their executions' payloads and archived steps."""
+        rows = await self._fetch_all(
+            "SELECT tenant_id, execution_id FROM snapshots WHERE created_at < ? ORDER BY created_at LIMIT ?",
+            (cutoff, limit),
+        )
+        executions = [(row["tenant_id"], row["execution_id"]) for row in rows]
+        if executions:
+            await self._write_statements(
+                [
+                    (f"DELETE FROM {table} WHERE tenant_id = ? AND execution_id = ?", executions)
+                    for table in _EXECUTION_REPLAY_MATERIAL
+                ]
+            )
+        return len(executions)
 
     # Lifecycle
 

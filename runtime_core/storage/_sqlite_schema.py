@@ -21,6 +21,7 @@ from runtime_core.storage._models import (
     ForensicsRecord,
     LedgerEntry,
     RunIndexEvent,
+    RunRecord,
     TerminalSnapshot,
     TraceSpan,
 )
@@ -120,6 +121,44 @@ CREATE INDEX IF NOT EXISTS run_index_by_shared_run
     ON run_index_history (tenant_id, shared_run_id, recorded_at);
 CREATE INDEX IF NOT EXISTS run_index_by_execution
     ON run_index_history (tenant_id, execution_id, recorded_at);
+CREATE TABLE IF NOT EXISTS run_records (
+    shared_run_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    local_run_id TEXT,
+    execution_id TEXT,
+    pipeline_name TEXT NOT NULL,
+    pipeline_version TEXT NOT NULL,
+    submitted_by TEXT NOT NULL,
+    submit_mode TEXT NOT NULL,
+    status TEXT NOT NULL,
+    shared_status TEXT NOT NULL,
+    queue_status TEXT,
+    local_status TEXT,
+    execution_status TEXT,
+    control_status TEXT,
+    failure_reason TEXT,
+    assigned_runtime_instance_id TEXT,
+    pump_runtime_instance_id TEXT,
+    pump_worker_id TEXT,
+    scale_out_request_id TEXT,
+    snapshot TEXT NOT NULL,
+    steps TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    dispatched_at TEXT,
+    started_at TEXT,
+    ended_at TEXT NOT NULL,
+    archived_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS run_records_newest_first ON run_records (tenant_id, created_at, shared_run_id);
+CREATE INDEX IF NOT EXISTS run_records_by_local_run ON run_records (tenant_id, local_run_id);
+CREATE INDEX IF NOT EXISTS run_records_by_execution ON run_records (tenant_id, execution_id);
+CREATE INDEX IF NOT EXISTS run_records_by_end ON run_records (ended_at);
+CREATE INDEX IF NOT EXISTS ledger_by_age ON ledger (recorded_at);
+CREATE INDEX IF NOT EXISTS spans_by_end ON trace_spans (end_ns);
+CREATE INDEX IF NOT EXISTS forensics_by_age ON forensics (recorded_at);
+CREATE INDEX IF NOT EXISTS snapshots_by_age ON snapshots (created_at);
+CREATE INDEX IF NOT EXISTS run_index_by_age ON run_index_history (recorded_at);
 """
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
@@ -138,9 +177,20 @@ class RecordTable(Generic[RecordT]):
         return tuple(self.model.model_fields)
 
     def insert_sql(self, conflict: str) -> str:
+        return f"INSERT OR {conflict} INTO {self._into_values()}"
+
+    def _into_values(self) -> str:
         names = ", ".join(self.columns)
         values = ", ".join(f":{c}" for c in self.columns)
-        return f"INSERT OR {conflict} INTO {self.name} ({names}) VALUES ({values})"
+        return f"{self.name} ({names}) VALUES ({values})"
+
+    def upsert_sql(self, key: str) -> str:
+        """Insert, or replace every column of the row with the same `key` of the same tenant."""
+        updates = ", ".join(f"{c} = excluded.{c}" for c in self.columns if c != key)
+        return (
+            f"INSERT INTO {self._into_values()} ON CONFLICT ({key}) DO UPDATE SET {updates} "
+            f"WHERE {self.name}.tenant_id = excluded.tenant_id"
+        )
 
     def select_sql(self, where: str, order_by: str) -> str:
         return f"SELECT {', '.join(self.columns)} FROM {self.name} WHERE {where} ORDER BY {order_by}"
@@ -170,3 +220,4 @@ LEDGER = RecordTable("ledger", LedgerEntry, frozenset({"attributes"}))
 TRACE_SPANS = RecordTable("trace_spans", TraceSpan, frozenset({"attributes"}))
 FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
 RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)
+RUN_RECORDS = RecordTable("run_records", RunRecord, frozenset({"snapshot", "steps", "result"}))

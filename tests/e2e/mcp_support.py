@@ -1,6 +1,6 @@
 """Helpers for the MCP end-to-end tests: clean subprocess environments, a served HTTP
-subprocess that is always terminated, a bearer-token client session, and a scan for leftover
-embedded redis-servers."""
+subprocess that is always terminated, an SDK client sending a bearer token, and a scan for
+leftover embedded redis-servers."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import httpx2
 from mcp import Client
+from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 
 from runtime_core.hot_state import find_free_port
@@ -51,6 +52,23 @@ def processes_working_in(directory: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+class BearerClient:
+    """`async with BearerClient(url, token) as client`: an SDK client over streamable HTTP that
+    sends `Authorization: Bearer <token>` (optionally with client extensions)."""
+
+    def __init__(self, url: str, token: str, extensions: list[ClientExtension] | None = None) -> None:
+        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        self._client = Client(streamable_http_client(url, http_client=self._http), extensions=extensions)
+
+    async def __aenter__(self) -> Client:
+        await self._http.__aenter__()
+        return await self._client.__aenter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._client.__aexit__(*exc)  # type: ignore[arg-type]
+        await self._http.__aexit__(*exc)  # type: ignore[arg-type]
 
 
 def healthy(base_url: str) -> bool:
@@ -125,19 +143,3 @@ def run_example(
         timeout=timeout_s,
         check=False,
     )
-
-
-class BearerSession:
-    """An SDK client session over streamable HTTP sending `Authorization: Bearer <token>`."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-        self._client = Client(streamable_http_client(f"{base_url}/mcp", http_client=self._http))
-
-    async def __aenter__(self) -> Client:
-        await self._http.__aenter__()
-        return await self._client.__aenter__()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._client.__aexit__(*exc)  # type: ignore[arg-type]
-        await self._http.__aexit__(*exc)  # type: ignore[arg-type]

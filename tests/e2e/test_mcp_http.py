@@ -16,10 +16,11 @@ import pytest
 from mcp import Client
 
 from mcp_runtime import hash_token
-from runtime_core.hot_state import EmbeddedRedis, connect_hot_state, find_free_port
+from runtime_core.hot_state import connect_hot_state, find_free_port
 from runtime_core.instances import InstanceRegistry, TenantSettingsCatalog
-from tests.e2e.mcp_support import BearerSession as _session
+from tests.conftest import REDIS_KINDS, RedisTarget
 from tests.e2e.mcp_support import (
+    BearerClient,
     child_process,
     clean_environment,
     processes_working_in,
@@ -60,14 +61,20 @@ def prefix() -> str:
     return f"mcphttp{secrets.token_hex(4)}:"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=REDIS_KINDS)
 def server_url(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory, prefix: str
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, prefix: str
 ) -> Iterator[str]:
+    """One served control plane per kind of Redis: every test using it runs on both."""
+    redis = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
     data_dir = tmp_path_factory.mktemp("mcp-http")
-    env = clean_environment(REDIS_URL=redis_server.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
+    env = clean_environment(REDIS_URL=redis.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
     with served_http(_write_config(data_dir / "server.json"), data_dir, env) as base_url:
         yield base_url
+
+
+def _session(base_url: str, token: str) -> BearerClient:
+    return BearerClient(f"{base_url}/mcp", token)
 
 
 async def _ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +132,7 @@ def test_http_example_client_runs_the_rag_pipeline_to_completion(server_url: str
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "status     Completed" in finished.stdout and "tenant acme" in finished.stdout
+    assert "as an MCP task" in finished.stdout  # the server offers Tasks: the example uses them
 
 
 async def test_valid_token_submits_the_rag_pipeline_and_sees_it_complete(server_url: str) -> None:
@@ -175,14 +183,15 @@ async def test_other_tenant_forensics_and_drain_show_none_of_its_runs(server_url
     assert forensics["records"] == []
 
 
+@pytest.mark.redis_kinds("single", "cluster")
 async def test_sigterm_shuts_down_cleanly_and_unregisters_the_instances(
-    redis_server: EmbeddedRedis, tmp_path: Path
+    redis_target: RedisTarget, tmp_path: Path
 ) -> None:
     prefix = f"mcpstop{secrets.token_hex(4)}:"
-    env = clean_environment(REDIS_URL=redis_server.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
+    env = clean_environment(REDIS_URL=redis_target.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
     with served_http(_write_config(tmp_path / "server.json"), tmp_path, env):
         registry = InstanceRegistry(
-            connect_hot_state(redis_server.url, prefix=prefix), TenantSettingsCatalog()
+            connect_hot_state(redis_target.url, prefix=prefix), TenantSettingsCatalog()
         )
         assert await registry.entries()
     assert await registry.entries() == []

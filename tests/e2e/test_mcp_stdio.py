@@ -36,6 +36,7 @@ def test_stdio_example_client_runs_the_rag_pipeline_to_completion(tmp_path: Path
     finished = run_example("stdio_client.py", "--data-dir", str(tmp_path), env=clean_environment())
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert "status     Completed" in finished.stdout
+    assert "as an MCP task" in finished.stdout  # the server offers Tasks: the example uses them
     assert "execution.finalized" in finished.stdout
 
 

@@ -23,7 +23,7 @@ from mcp_runtime import hash_token
 from runtime_core.hot_state import EmbeddedRedis, find_free_port
 from tests.e2e.mcp_support import (
     REPOSITORY,
-    BearerSession,
+    BearerClient,
     child_process,
     clean_environment,
     mcp_runtime_command,
@@ -160,7 +160,7 @@ async def _drain_until_done(client: Client, run_ids: list[str]) -> None:
 async def test_prometheus_reports_queue_depth_per_tenant_and_step_durations_from_the_child(
     stack: Stack,
 ) -> None:
-    async with BearerSession(stack.base_url, GLOBEX_TOKEN) as globex:
+    async with BearerClient(f"{stack.base_url}/mcp", GLOBEX_TOKEN) as globex:
         queued = [(await _ok(globex, "submit", RAG))["shared_run_id"] for _ in range(3)]
 
         depth = stack.prometheus.wait_for(GLOBEX_DEPTH, lambda v: 3.0 in v.values())
@@ -185,7 +185,7 @@ async def test_prometheus_reports_queue_depth_per_tenant_and_step_durations_from
 async def test_prometheus_reports_capacity_of_the_child_and_tool_call_durations_by_tool(
     stack: Stack,
 ) -> None:
-    async with BearerSession(stack.base_url, ACME_TOKEN) as acme:
+    async with BearerClient(f"{stack.base_url}/mcp", ACME_TOKEN) as acme:
         await _ok(acme, "pipelines.list", {})
         refused = await acme.call_tool("run.status", {"run_id": "srun_does_not_exist"})
     assert refused.is_error
@@ -243,7 +243,7 @@ async def test_one_trace_runs_from_the_client_traceparent_through_mcp_dispatch_a
 ) -> None:
     trace_id, client_span = secrets.token_hex(16), secrets.token_hex(8)
     traceparent = f"00-{trace_id}-{client_span}-01"
-    async with BearerSession(stack.base_url, ACME_TOKEN) as acme:
+    async with BearerClient(f"{stack.base_url}/mcp", ACME_TOKEN) as acme:
         run_id = (await _ok(acme, "submit", RAG, meta={"traceparent": traceparent}))["shared_run_id"]
         await _drain_until_done(acme, [run_id])
 
@@ -291,7 +291,7 @@ async def test_one_trace_runs_from_the_client_traceparent_through_mcp_dispatch_a
 
 async def test_a_tool_error_is_an_error_span_with_its_code(stack: Stack) -> None:
     trace_id = secrets.token_hex(16)
-    async with BearerSession(stack.base_url, ACME_TOKEN) as acme:
+    async with BearerClient(f"{stack.base_url}/mcp", ACME_TOKEN) as acme:
         meta = {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01"}
         result = await acme.call_tool("run.status", {"run_id": "srun_unknown"}, meta=meta)
     assert result.is_error

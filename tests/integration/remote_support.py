@@ -7,7 +7,7 @@ every child (SIGTERM, SIGKILL after the grace period) so no process outlives its
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,17 @@ APPROVAL = parse_pipeline({"name": "approval", "steps": [{"name": "approve", "st
 
 @asynccontextmanager
 async def hosted_control_plane(
-    hot_state: HotState, redis_server: EmbeddedRedis, data_dir: Path, **settings: Any
+    hot_state: HotState,
+    redis_server: EmbeddedRedis,
+    data_dir: Path,
+    *,
+    executors: Sequence[object] = (),
+    providers_file: Path | None = None,
+    **settings: Any,
 ) -> AsyncIterator[ControlPlane]:
-    """A started control plane (discovery published, no in-process instances, no recovery)."""
-    engine, control = make_engine(hot_state)
+    """A started control plane (discovery published, no in-process instances, no recovery);
+    `executors` replace built-ins in its engine, children read `providers_file`."""
+    engine, control = make_engine(hot_state, *executors)
     values: dict[str, Any] = {
         "host": "testhost",
         "local_instances": 0,
@@ -56,6 +63,7 @@ async def hosted_control_plane(
         data_dir=data_dir,
         host_name="testhost",
         tenants_file=EXAMPLE_TENANTS,
+        providers_file=providers_file,
         heartbeat_interval_ms=200,
         discovery_timeout_s=1,
         stop_grace_s=10,

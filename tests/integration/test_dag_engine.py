@@ -21,7 +21,9 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import StepInvocation, default_executor_registry
-from tests.helpers import CountingExecutor, fan_out_pipeline, wait_until
+from tests.helpers import CountingExecutor, command_calls, fan_out_pipeline, wait_until
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 SNAPSHOT = ExecutionContextSnapshot(user_id="u-1", tenant_id="tenant-a")
 
@@ -59,8 +61,8 @@ FINGERPRINT_PIPELINE = parse_pipeline(
 )
 
 
-async def test_two_workers_racing_for_one_step_exactly_one_wins(hot_state: HotState, redis_server) -> None:
-    other = connect_hot_state(redis_server.url, prefix=hot_state.prefix)
+async def test_two_workers_racing_for_one_step_exactly_one_wins(hot_state: HotState, redis_target) -> None:
+    other = connect_hot_state(redis_target.url, prefix=hot_state.prefix)
     store_a, store_b = DagStore(hot_state), DagStore(other)
     engine = make_engine(hot_state)
     try:
@@ -188,7 +190,7 @@ async def test_a_missing_retrieval_id_fails_at_once_while_a_transient_failure_is
                     "name": "candidate",
                     "stepKey": "rag.retrieval",
                     "input": {"candidateId": "state.candidateId"},
-                    "config": {"operation": "candidate.byId", "providerKey": "sqlserver", "retry": retry},
+                    "config": {"operation": "candidate.byId", "providerKey": "default", "retry": retry},
                 },
                 {"name": "flaky", "stepKey": "test.flaky", "config": {"failTimes": 2, "retry": retry}},
             ],
@@ -296,11 +298,11 @@ async def _fingerprint_run(redis_url: str, execution_id: str, workers: int, *, c
 
 
 async def test_terminal_fingerprint_is_identical_for_1_4_8_workers_and_an_injected_crash(
-    redis_server,
+    redis_target,
 ) -> None:
     execution_id = "exec_fingerprint0001"
     prints = {
-        label: await _fingerprint_run(redis_server.url, execution_id, workers, crash=crash)
+        label: await _fingerprint_run(redis_target.url, execution_id, workers, crash=crash)
         for label, workers, crash in [("1", 1, False), ("4", 4, False), ("8", 8, False), ("crash", 4, True)]
     }
     assert len(set(prints.values())) == 1, prints
@@ -399,5 +401,4 @@ async def test_idle_workers_wait_for_the_local_completion_instead_of_polling(hot
 
 
 async def _script_calls(hot_state: HotState) -> int:
-    stats = await hot_state.redis.info("commandstats")
-    return sum(int(stats.get(k, {}).get("calls", 0)) for k in ("cmdstat_evalsha", "cmdstat_eval"))
+    return await command_calls(hot_state, "cmdstat_evalsha", "cmdstat_eval")

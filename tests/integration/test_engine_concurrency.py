@@ -22,6 +22,8 @@ from tests.integration.control_support import (
     controlled_runtime,
 )
 
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
 OPENAI = {"provider": "openai", "model": "gpt-4.1", "operation": "llm.chat"}
 
 

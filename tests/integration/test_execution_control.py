@@ -24,6 +24,8 @@ from tests.integration.control_support import (
     controlled_runtime,
 )
 
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
 
 PAUSABLE = parse_pipeline(
@@ -74,11 +76,11 @@ async def test_pause_mid_run_blocks_new_claims_lets_running_steps_finish_and_rea
     assert control_events == ["execution.pause_requested", "execution.paused"]
 
 
-async def test_resumed_execution_completes_with_the_fingerprint_of_an_uninterrupted_run(redis_server) -> None:
+async def test_resumed_execution_completes_with_the_fingerprint_of_an_uninterrupted_run(redis_target) -> None:
     execution_id = "exec_pauseresume0001"
     prints = []
     for interrupted in (False, True):
-        hot_state = connect_hot_state(redis_server.url, prefix=f"pr{secrets.token_hex(4)}:")
+        hot_state = connect_hot_state(redis_target.url, prefix=f"pr{secrets.token_hex(4)}:")
         try:
             holder = HoldExecutor("hold")
             runtime = controlled_runtime(hot_state, holder)

@@ -356,6 +356,35 @@ async def test_cancelling_a_running_shared_run_through_the_control_plane_ends_ca
         await plane.stop()
 
 
+async def test_a_run_on_another_control_planes_instance_is_cancelled_through_its_execution(
+    hot_state: HotState,
+) -> None:
+    """The in-process instance of control plane A is out of B's reach: B cancels the execution."""
+    gate = GateExecutor()
+    owner = control_plane(hot_state, gate)
+    other = control_plane(hot_state, host="otherhost")
+    await start_instance(owner)
+    try:
+        submitted = await owner.submit(GATED, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        await owner.drain(1, DEFAULT_TENANT)
+        await wait_until(lambda: _true(gate.started == 1))
+        cancelled = await other.cancel(submitted.shared_run_id, DEFAULT_TENANT, reason="from elsewhere")
+        gate.release()
+
+        async def cancelled_in_index() -> bool:
+            record = await owner.parts.index.get_by_shared(submitted.shared_run_id)
+            return record is not None and record.status is LocalRunStatus.CANCELLED
+
+        await wait_until(cancelled_in_index, timeout=10)
+        view = await other.run_status(submitted.shared_run_id, DEFAULT_TENANT)
+        assert cancelled.execution_id and cancelled.message == "execution cancellation requested"
+        assert (view.local_status, view.execution_status) == ("Cancelled", "Cancelled")
+    finally:
+        gate.release()
+        await owner.stop()
+        await other.stop()
+
+
 async def test_failed_execution_outcome_is_readable_through_the_run_index(hot_state: HotState) -> None:
     plane = control_plane(hot_state)
     instance = await started(plane)

@@ -15,7 +15,7 @@ import pytest
 
 from runtime_core.audit import fingerprint_view
 from runtime_core.dag import execution_fingerprint
-from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.instances import AdmissionKind, InstanceHealth, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import ScaleOutStatus, SharedRunStatus, SubmitMode
@@ -39,6 +39,8 @@ from tests.integration.recovery_support import (
     tenant_instance,
     wait_completed,
 )
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 
 @pytest.fixture
@@ -142,13 +144,11 @@ async def test_recovery_does_not_consume_retry_budget(rig: Rig) -> None:
     assert steps["hold"].recovery_count == 1
 
 
-async def test_recovered_execution_fingerprint_equals_an_uncrashed_run(
-    rig: Rig, redis_server: EmbeddedRedis
-) -> None:
+async def test_recovered_execution_fingerprint_equals_an_uncrashed_run(rig: Rig, redis_target) -> None:
     in_flight = await crashed_in_flight(rig)
     recovered = await fingerprint_view(await live_view(rig, in_flight.execution_id), rig.audit.resolver)
 
-    reference_state = connect_hot_state(redis_server.url, prefix=f"ref{secrets.token_hex(4)}:")
+    reference_state = connect_hot_state(redis_target.url, prefix=f"ref{secrets.token_hex(4)}:")
     try:
         gate = GateExecutor()
         gate.release()

@@ -27,7 +27,7 @@ from runtime_core.queueing import (
     SharedRunStore,
     SubmitMode,
 )
-from tests.helpers import wait_until
+from tests.helpers import command_calls, wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
     ONE_STEP,
@@ -37,6 +37,8 @@ from tests.integration.control_plane_support import (
     control_plane,
     start_instance,
 )
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 PUMP = PumpIdentity(pump_runtime_instance_id="rt_testhost:control-plane", pump_worker_id="test-pump")
 
@@ -238,12 +240,12 @@ async def test_dispatch_without_an_ambient_context_clears_the_restored_one(hot_s
 
 
 async def test_four_concurrent_pumps_dispatch_each_of_200_shared_runs_exactly_once(
-    hot_state: HotState, redis_server
+    hot_state: HotState, redis_target
 ) -> None:
     plane = control_plane(hot_state)
     sizes = {"worker_count": 200, "max_local_workers_per_execution": 1, "max_concurrent_runs": 200}
     instances = [await start_instance(plane, n=n, local_queue_capacity=200, **sizes) for n in (1, 2)]
-    connections = [connect_hot_state(redis_server.url, prefix=hot_state.prefix) for _ in range(4)]
+    connections = [connect_hot_state(redis_target.url, prefix=hot_state.prefix) for _ in range(4)]
     try:
         ids = [
             (await plane.submit(ONE_STEP, {"i": i}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
@@ -543,16 +545,11 @@ async def test_one_cycle_reads_the_registry_once_and_still_spreads_runs_over_ins
     try:
         for _ in range(2):
             await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
-        before = await _command_calls(hot_state, "cmdstat_smembers")
+        before = await command_calls(hot_state, "cmdstat_smembers")
         result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
-        listings = await _command_calls(hot_state, "cmdstat_smembers") - before
+        listings = await command_calls(hot_state, "cmdstat_smembers") - before
         assigned = {a.assigned_runtime_instance_id for a in result.dispatched}
         assert len(result.dispatched) == 2 and listings == 1
         assert assigned == {first.runtime_instance_id, second.runtime_instance_id}
     finally:
         await plane.stop()
-
-
-async def _command_calls(hot_state: HotState, stat: str) -> int:
-    stats = await hot_state.redis.info("commandstats")
-    return int(stats.get(stat, {}).get("calls", 0))

@@ -26,12 +26,17 @@ from runtime_core.hot_state import find_free_port
 from runtime_core.storage import (
     SQLITE_FILE_NAME,
     ArchivedStep,
+    DurableRecordKind,
     DurableStore,
     DurableStoreSettings,
     ForensicsRecord,
     LedgerEntry,
     PayloadCorruptedError,
     RunIndexEvent,
+    RunRecord,
+    RunRecordCursor,
+    RunRecordQuery,
+    RunRecordStep,
     SqliteDurableStore,
     TerminalSnapshot,
     TraceSpan,
@@ -371,6 +376,197 @@ async def test_run_index_history_filters_by_shared_run_and_execution(store: Dura
         await store.append_run_index_event(event)
     assert await store.list_run_index_history(TENANT, shared_run_id="srun_1") == [queued, running]
     assert await store.list_run_index_history(TENANT, execution_id="exec_1") == [running]
+
+
+# Evidence of a finished execution (ledger event, root span)
+
+
+async def test_has_ledger_event_and_has_span_answer_only_for_the_owning_tenant(store: DurableStore) -> None:
+    await store.append_ledger([_ledger("execution.finalized", execution_id="exec_1")])
+    await store.put_spans([_span("00f067aa0ba902b7", 1)])
+    trace_id = _span("00f067aa0ba902b7", 1).trace_id
+    assert await store.has_ledger_event(TENANT, "exec_1", "execution.finalized")
+    assert not await store.has_ledger_event(TENANT, "exec_1", "execution.created")
+    assert not await store.has_ledger_event(TENANT, "exec_2", "execution.finalized")
+    assert not await store.has_ledger_event(FOREIGN, "exec_1", "execution.finalized")
+    assert await store.has_span(TENANT, trace_id, "00f067aa0ba902b7")
+    assert not await store.has_span(TENANT, trace_id, "b7ad6b7169203331")
+    assert not await store.has_span(FOREIGN, trace_id, "00f067aa0ba902b7")
+
+
+# Run records
+
+
+def _run_record(
+    shared_run_id: str,
+    *,
+    created_at: datetime = T0,
+    tenant_id: str = TENANT,
+    status: str = "Completed",
+    shared_status: str = "Dispatched",
+    pipeline_name: str = "rag",
+    submitted_by: str = "alice",
+    ended_at: datetime | None = None,
+) -> RunRecord:
+    suffix = shared_run_id.removeprefix("srun_")
+    return RunRecord(
+        shared_run_id=shared_run_id,
+        tenant_id=tenant_id,
+        local_run_id=f"lrun_{suffix}",
+        execution_id=f"exec_{suffix}",
+        pipeline_name=pipeline_name,
+        pipeline_version="1",
+        submitted_by=submitted_by,
+        submit_mode="QueueFirst",
+        status=status,
+        shared_status=shared_status,
+        local_status=status,
+        execution_status=status,
+        snapshot={"user_id": submitted_by, "tenant_id": tenant_id},
+        steps=[RunRecordStep(name="only", step_key="test.noop", status=status, retry_count=1)],
+        result={"only": {"data": {"n": [1, 2.5, None, True]}}},
+        created_at=created_at,
+        dispatched_at=created_at + timedelta(milliseconds=5),
+        started_at=created_at + timedelta(milliseconds=7),
+        ended_at=ended_at or created_at + timedelta(seconds=1),
+        archived_at=created_at + timedelta(seconds=2),
+    )
+
+
+async def test_run_record_round_trips_and_is_found_by_any_of_its_ids(store: DurableStore) -> None:
+    record = _run_record("srun_1")
+    await store.put_run_record(record)
+    assert await store.find_run_record(TENANT, shared_run_id="srun_1") == record
+    assert await store.find_run_record(TENANT, local_run_id="lrun_1") == record
+    assert await store.find_run_record(TENANT, execution_id="exec_1") == record
+    assert await store.find_run_record(TENANT, execution_id="exec_2") is None
+    assert await store.find_run_record(FOREIGN, shared_run_id="srun_1") is None
+    assert await store.list_run_records(FOREIGN, RunRecordQuery()) == []
+
+
+async def test_writing_a_run_record_again_replaces_it(store: DurableStore) -> None:
+    await store.put_run_record(_run_record("srun_1", status="Failed"))
+    await store.put_run_record(_run_record("srun_1", status="Completed"))
+    assert await store.find_run_record(TENANT, shared_run_id="srun_1") == _run_record("srun_1")
+
+
+async def test_a_run_record_of_another_tenant_with_the_same_id_is_a_conflict(store: DurableStore) -> None:
+    await store.put_run_record(_run_record("srun_1"))
+    with pytest.raises(ConflictError):
+        await store.put_run_record(_run_record("srun_1", tenant_id=FOREIGN))
+    assert await store.find_run_record(TENANT, shared_run_id="srun_1") == _run_record("srun_1")
+
+
+async def test_run_records_list_newest_first_with_ties_broken_by_id(store: DurableStore) -> None:
+    records = [
+        _run_record("srun_a", created_at=T0),
+        _run_record("srun_b", created_at=T0 + timedelta(seconds=1)),
+        _run_record("srun_c", created_at=T0 + timedelta(seconds=1)),
+        _run_record("srun_d", created_at=T0 + timedelta(seconds=2)),
+    ]
+    for record in records:
+        await store.put_run_record(record)
+    listed = await store.list_run_records(TENANT, RunRecordQuery())
+    assert [r.shared_run_id for r in listed] == ["srun_d", "srun_c", "srun_b", "srun_a"]
+
+
+async def test_run_record_pages_continue_strictly_after_the_cursor(store: DurableStore) -> None:
+    for n in range(7):
+        await store.put_run_record(_run_record(f"srun_{n}", created_at=T0 + timedelta(seconds=n // 2)))
+    seen: list[str] = []
+    cursor: RunRecordCursor | None = None
+    while True:
+        page = await store.list_run_records(TENANT, RunRecordQuery(limit=3, before=cursor))
+        seen += [r.shared_run_id for r in page]
+        if len(page) < 3:
+            break
+        cursor = RunRecordCursor(created_at=page[-1].created_at, shared_run_id=page[-1].shared_run_id)
+    assert seen == ["srun_6", "srun_5", "srun_4", "srun_3", "srun_2", "srun_1", "srun_0"]
+
+
+async def test_run_record_filters_combine(store: DurableStore) -> None:
+    await store.put_run_record(_run_record("srun_1", pipeline_name="rag", submitted_by="alice"))
+    await store.put_run_record(_run_record("srun_2", pipeline_name="fan", submitted_by="alice"))
+    await store.put_run_record(
+        _run_record("srun_3", status="Cancelled", shared_status="Cancelled", submitted_by="bob")
+    )
+    await store.put_run_record(_run_record("srun_4", created_at=T0 + timedelta(hours=1)))
+
+    async def ids(**filters: object) -> list[str]:
+        query = RunRecordQuery.model_validate(filters)
+        return sorted(r.shared_run_id for r in await store.list_run_records(TENANT, query))
+
+    assert await ids(pipeline_name="fan") == ["srun_2"]
+    assert await ids(submitted_by="bob") == ["srun_3"]
+    assert await ids(shared_status="Cancelled") == ["srun_3"]
+    assert await ids(status="Completed", submitted_by="alice") == ["srun_1", "srun_2", "srun_4"]
+    assert await ids(created_after=T0 + timedelta(minutes=1)) == ["srun_4"]
+    assert await ids(created_before=T0 + timedelta(minutes=1)) == ["srun_1", "srun_2", "srun_3"]
+    assert await ids(created_after=T0, created_before=T0 + timedelta(minutes=1), pipeline_name="x") == []
+
+
+# Retention purge
+
+
+async def test_purge_deletes_only_records_older_than_the_cutoff(store: DurableStore) -> None:
+    old, new = T0, T0 + timedelta(days=10)
+    cutoff = T0 + timedelta(days=5)
+    await store.append_ledger([_ledger("old", at=old), _ledger("new", at=new)])
+    old_span, new_span = _span("00f067aa0ba902b7", 1_000), _span("b7ad6b7169203331", 2_000)
+    new_span = new_span.model_copy(
+        update={"start_ns": int(new.timestamp() * 1e9), "end_ns": int(new.timestamp() * 1e9) + 1}
+    )
+    old_span = old_span.model_copy(
+        update={"start_ns": int(old.timestamp() * 1e9), "end_ns": int(old.timestamp() * 1e9) + 1}
+    )
+    await store.put_spans([old_span, new_span])
+    for at, instance in ((old, "rt_old"), (new, "rt_new")):
+        await store.put_forensics(
+            ForensicsRecord(
+                tenant_id=TENANT, runtime_instance_id=instance, kind="k", action="a", recorded_at=at
+            )
+        )
+    await store.put_run_record(_run_record("srun_old", ended_at=old))
+    await store.put_run_record(_run_record("srun_new", created_at=new, ended_at=new))
+
+    assert await store.purge(DurableRecordKind.LEDGER, cutoff) == 1
+    assert await store.purge(DurableRecordKind.TRACE, cutoff) == 1
+    assert await store.purge(DurableRecordKind.FORENSICS, cutoff) == 1
+    assert await store.purge(DurableRecordKind.RUN_RECORDS, cutoff) == 1
+
+    assert [e.event for e in await store.list_ledger(TENANT)] == ["new"]
+    assert await store.list_spans(TENANT, "exec_1") == [new_span]
+    assert [f.runtime_instance_id for f in await store.list_forensics(TENANT)] == ["rt_new"]
+    assert [r.shared_run_id for r in await store.list_run_records(TENANT, RunRecordQuery())] == ["srun_new"]
+
+
+async def test_purging_a_snapshot_removes_its_executions_payloads_and_archived_steps(
+    store: DurableStore,
+) -> None:
+    old = _snapshot("exec_old").model_copy(update={"created_at": T0})
+    new = _snapshot("exec_new").model_copy(update={"created_at": T0 + timedelta(days=10)})
+    for snapshot in (old, new):
+        await store.put_snapshot(snapshot)
+        execution_id = snapshot.execution_id
+        await store.put_payload(f"pl_{execution_id}", TENANT, execution_id, "s", b"body", "text/plain")
+        await store.archive_step(
+            ArchivedStep(execution_id=execution_id, tenant_id=TENANT, step_name="s", status="Completed")
+        )
+    assert await store.purge(DurableRecordKind.SNAPSHOTS, T0 + timedelta(days=5)) == 1
+    assert await store.get_snapshot("exec_old", TENANT) is None
+    assert await store.get_payload("pl_exec_old", TENANT) is None
+    assert await store.list_archived_steps("exec_old", TENANT) == []
+    assert await store.get_snapshot("exec_new", TENANT) == new
+    assert await store.get_payload("pl_exec_new", TENANT) == b"body"
+    assert len(await store.list_archived_steps("exec_new", TENANT)) == 1
+
+
+async def test_purge_removes_at_most_its_batch_size_oldest_first(store: DurableStore) -> None:
+    await store.append_ledger([_ledger(f"e{n}", at=T0 + timedelta(seconds=n), sequence=n) for n in range(5)])
+    assert await store.purge(DurableRecordKind.LEDGER, T0 + timedelta(days=1), limit=2) == 2
+    assert [e.event for e in await store.list_ledger(TENANT)] == ["e2", "e3", "e4"]
+    assert await store.purge(DurableRecordKind.LEDGER, T0 + timedelta(days=1), limit=10) == 3
+    assert await store.purge(DurableRecordKind.LEDGER, T0 + timedelta(days=1)) == 0
 
 
 # Lifecycle

@@ -36,7 +36,7 @@ from runtime_core.hot_state import HotState
 from runtime_core.pipeline import PipelineCatalog
 
 AUTHORIZER = Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY)
-CODED_ERROR = re.compile(r"^Error executing tool [\w.]+: \[(?P<code>[a-z_]+)\] ")
+CODED_ERROR = re.compile(r"^\[(?P<code>[a-z_]+)\] ")
 CALL_TIMEOUT_S = 20.0
 _SIZE_BY_TYPE = {"hash": "HLEN", "zset": "ZCARD", "set": "SCARD", "list": "LLEN", "string": "STRLEN"}
 

@@ -5,9 +5,10 @@ Two checks per script in `lua/*.lua`:
   arguments are `KEYS[n]` (or a loop over KEYS) only, never a key name built in Lua;
 - dynamic: the script is run through its real Python wrapper in a representative scenario
   (DAG store, execution control, retention, replay, concurrency gate, registry, admission
-  reservations, shared queue, recovery) while `MONITOR` records each EVALSHA and every
-  command the script ran; each touched key must be one of that call's KEYS and all of the
-  call's KEYS must hash to the same Redis Cluster slot (CRC16 with hash tags, per the spec).
+  reservations, shared queue, recovery) while `MONITOR` records each EVALSHA (or EVAL, for a
+  script queued inside a pipeline) and every command the script ran; each touched key must
+  be one of that call's KEYS and all of the call's KEYS must hash to the same Redis Cluster
+  slot (CRC16 with hash tags, per the spec).
 A new script without a scenario here fails `test_every_script_is_exercised_by_its_wrapper`.
 """
 
@@ -26,11 +27,19 @@ from redis.asyncio import Redis
 
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
-from runtime_core.dag import DagStore
+from runtime_core.dag import DagStore, DropOutcome
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import InstanceRegistry, RuntimeInstance
+from runtime_core.lifecycle import LifecycleSchedule
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.queueing import PumpIdentity, SharedRunStatus, SharedRunStore, SubmitMode
+from runtime_core.queueing import (
+    PumpIdentity,
+    RetireOutcome,
+    SharedQueueKeys,
+    SharedRunStatus,
+    SharedRunStore,
+    SubmitMode,
+)
 from runtime_core.recovery import (
     InstanceHealthStore,
     RecoveryClaims,
@@ -40,6 +49,7 @@ from runtime_core.recovery import (
 )
 from runtime_core.retention import EVICT_POLICY
 from runtime_core.storage import SqliteDurableStore
+from runtime_core.tasks import TaskRecord, TaskStatus, TaskStore
 from tests.helpers import wait_until
 from tests.integration.audit_support import TENANT_A, make_rig
 from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
@@ -72,6 +82,25 @@ def _sha_to_script() -> dict[str, str]:
     return {hashlib.sha1(p.read_bytes()).hexdigest(): p.stem for p in SCRIPTS}
 
 
+def _as_monitor_shows(text: str) -> str:
+    """A script's text as MONITOR prints an EVAL argument (after redis-py unescapes quotes)."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _eval_as_evalsha(command: str) -> list[str]:
+    """`EVAL <text> numkeys keys...` (a script queued in a pipeline) -> EVALSHA tokens.
+
+    redis-py joins MONITOR arguments with spaces, so the multi-word text is recognised by
+    comparing with each script's text rather than by splitting.
+    """
+    for path in SCRIPTS:
+        text = _as_monitor_shows(path.read_text(encoding="utf-8"))
+        if command.startswith(f"EVAL {text} "):
+            rest = command[len(f"EVAL {text} ") :].split(" ")
+            return ["EVALSHA", hashlib.sha1(path.read_bytes()).hexdigest(), *rest]
+    return command.split(" ")
+
+
 class ScriptMonitor:
     """`MONITOR` on its own connection: each EVALSHA with this prefix's keys and what it ran."""
 
@@ -93,7 +122,8 @@ class ScriptMonitor:
         try:
             while True:
                 entry = await monitor.next_command()  # type: ignore[attr-defined]
-                tokens = str(entry["command"]).split(" ")
+                command = str(entry["command"])
+                tokens = _eval_as_evalsha(command) if command.startswith("EVAL ") else command.split(" ")
                 if entry["client_type"] == "lua":
                     if current is not None:
                         current.touched += self._touched(tokens)
@@ -134,7 +164,7 @@ class ScriptMonitor:
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
     release_execution_claims / reassign_execution / control_cas / finalize / compact_results /
-    restore_execution."""
+    drop_execution / restore_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
         {
@@ -172,7 +202,7 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     await control.pause(execution_id, TENANT_A)
     await control.resume(execution_id, TENANT_A)
     assert await rig.engine.run(execution_id, workers=2) == "Completed"
-    await store.delete_execution(execution_id)
+    assert await store.drop_finished(execution_id) is DropOutcome.DROPPED
     assert (await rig.audit.replay.replay(execution_id, TENANT_A)).restored
 
 
@@ -196,7 +226,8 @@ async def _lease_scenario(hot_state: HotState) -> None:
 
 
 async def _control_plane_scenario(hot_state: HotState) -> None:
-    """publish_capacity, shared_* scripts, reservations, then the recovery scripts."""
+    """publish_capacity, shared_* scripts, reservations, the lifecycle scripts (claim a due ended run,
+    retire it), then the recovery scripts."""
     plane = control_plane(hot_state)
     instance = await start_instance(plane)
     try:
@@ -210,6 +241,13 @@ async def _control_plane_scenario(hot_state: HotState) -> None:
         requeued = await plane.parts.queue.claim_next(pump)
         assert requeued is not None
         await plane.parts.queue.requeue(requeued, "lua safety test")
+        ended = SharedQueueKeys(hot_state).ended
+        due = await LifecycleSchedule(hot_state).claim_due(ended, grace_ms=0, lease_ms=60_000, limit=10)
+        assert due == [cancelled.shared_run_id]
+        retired = await plane.parts.runs.retire(
+            cancelled.shared_run_id, DEFAULT_TENANT.tenant_id, None, 60_000
+        )
+        assert retired is RetireOutcome.RETIRED
         await _recovery_scenario(plane.parts.registry, hot_state, instance, dispatched.shared_run_id)
     finally:
         await plane.stop()
@@ -245,6 +283,31 @@ async def _recovery_scenario(
     await health.mark_recovered(rid, 60_000)
 
 
+async def _task_scenario(hot_state: HotState) -> None:
+    """task_create (new and duplicate id) / task_transition (moved, unchanged, terminal, missing)."""
+    store = TaskStore(hot_state)
+    record = TaskRecord(
+        task_id="task_" + secrets.token_hex(16),
+        tenant_id="tenant-a",
+        user_id="alice",
+        tool="submit",
+        run_id="srun_lua",
+        origin={},
+        ttl_ms=60_000,
+        poll_interval_ms=1_000,
+    )
+    assert await store.create(record) is not None
+    assert await store.create(record) is None
+    for status in (
+        TaskStatus.INPUT_REQUIRED,
+        TaskStatus.INPUT_REQUIRED,
+        TaskStatus.COMPLETED,
+        TaskStatus.WORKING,
+    ):
+        await store.transition(record.task_id, status)
+    await store.transition("task_" + "0" * 32, TaskStatus.WORKING)
+
+
 @pytest.fixture(scope="module")
 async def observed_calls(
     redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
@@ -256,6 +319,7 @@ async def observed_calls(
         await _dag_scenario(hot_state, durable)
         await _lease_scenario(hot_state)
         await _control_plane_scenario(hot_state)
+        await _task_scenario(hot_state)
     finally:
         await monitor.stop(hot_state)
         await durable.close()

@@ -15,89 +15,30 @@ import asyncio
 import logging
 import secrets
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
-from runtime_core.dag import EngineEvent, EngineSettings
+from runtime_core.dag import EngineSettings
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import EmbeddedRedis, StoreRetryPolicy, find_free_port
-from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
-from runtime_core.steps import StepInvocation
 from tests.helpers import wait_until
-
-TENANT = ExecutionContextSnapshot(user_id="ops", tenant_id="tenant-faults", context_key="faults")
-RUNS = 20
-BRANCHES = 3
-STEPS_PER_RUN = BRANCHES + 2
-ONE_SHOT_BOUND_S = 5.0
-PIPELINE = parse_pipeline(
-    {
-        "name": "faults",
-        "steps": [
-            {"name": "start", "stepKey": "test.faulty"},
-            *({"name": f"b{i}", "stepKey": "test.faulty", "dependsOn": ["start"]} for i in range(BRANCHES)),
-            {"name": "join", "stepKey": "test.faulty", "dependsOn": [f"b{i}" for i in range(BRANCHES)]},
-        ],
-    }
+from tests.reliability.fault_support import (
+    PIPELINE,
+    STEPS_PER_RUN,
+    TENANT,
+    AcceptedCompletions,
+    FaultyWorkExecutor,
+    OutageLog,
 )
 
-
-class FaultyWorkExecutor:
-    """`test.faulty`: counts executions per (execution, step); `start` waits for the gate."""
-
-    step_key = "test.faulty"
-
-    def __init__(self) -> None:
-        self.gate = asyncio.Event()
-        self.calls: Counter[tuple[str, str]] = Counter()
-        self.waiting = 0
-        self.returned = 0
-
-    async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
-        self.calls[(invocation.execution_id, invocation.step_name)] += 1
-        if invocation.step_name == "start":
-            self.waiting += 1
-            await self.gate.wait()
-        self.returned += 1
-        return {"data": {"step": invocation.step_name, "run": invocation.state["run"]}}
-
-
-class AcceptedCompletions:
-    """Observer: accepted `step.completed` transitions and created executions."""
-
-    def __init__(self) -> None:
-        self.completed: Counter[tuple[str, str]] = Counter()
-        self.created: list[str] = []
-
-    async def on_event(self, event: EngineEvent) -> None:
-        if event.name == "step.completed" and event.step_name is not None:
-            self.completed[(event.execution_id, event.step_name)] += 1
-        elif event.name == "execution.created":
-            self.created.append(event.execution_id)
-
-
-class OutageLog(logging.Handler):
-    """Captures the structured `store.unavailable` backoff records of every component."""
-
-    def __init__(self) -> None:
-        super().__init__(level=logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.msg.startswith("store.unavailable"):
-            self.records.append(record)
-
-    def count(self, operation: str) -> int:
-        return sum(1 for r in self.records if getattr(r, "operation", None) == operation)
+RUNS = 20
+ONE_SHOT_BOUND_S = 5.0
 
 
 @dataclass
@@ -191,7 +132,7 @@ async def _inject_faults(scenario: FaultScenario) -> None:
     async def completions_and_idle_workers_retried_while_down() -> bool:
         # Idle workers only re-check Redis every idle_wait_while_executing_ms (100 ms here)
         # while another worker of theirs executes: wait for one check to meet the outage too.
-        retried = scenario.outages.count("step.complete") >= RUNS
+        retried = scenario.outages.count("step.advance") >= RUNS
         return executor.returned >= RUNS and retried and scenario.outages.count("engine.worker") > 0
 
     await wait_until(completions_and_idle_workers_retried_while_down, timeout=30)
@@ -295,7 +236,7 @@ async def test_a_step_executed_again_had_its_first_completion_refused(scenario: 
 
 
 async def test_workers_pump_and_heartbeats_backed_off_with_structured_logs(scenario: FaultScenario) -> None:
-    assert scenario.outages.count("step.complete") >= RUNS
+    assert scenario.outages.count("step.advance") >= RUNS
     assert scenario.outages.count("engine.worker") > 0
     for record in scenario.outages.records:
         assert {"operation", "attempt", "retry_in_ms", "outage_ms", "error"} <= set(vars(record))

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -25,8 +23,7 @@ from runtime_core.steps import (
     StepParked,
     default_executor_registry,
 )
-
-SERVER_START_TIMEOUT_SECONDS = 10.0
+from tests.loopback import closed_port, serving
 
 
 def invocation(
@@ -70,11 +67,11 @@ def retrieval(step_name: str, operation: str, inputs: dict[str, Any], provider_k
 
 
 def candidate_step(candidate_id: str) -> StepInvocation:
-    return retrieval("candidate", "candidate.byId", {"candidateId": candidate_id}, "sqlserver")
+    return retrieval("candidate", "candidate.byId", {"candidateId": candidate_id}, "default")
 
 
 def job_step(job_id: str) -> StepInvocation:
-    return retrieval("job", "job.byId", {"jobId": job_id}, "postgres")
+    return retrieval("job", "job.byId", {"jobId": job_id}, "sqlite")
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +118,7 @@ async def test_retrieval_candidate_by_id_returns_seeded_row(registry: ExecutorRe
         },
         "operation": "candidate.byId",
         "provider": "relational",
-        "providerKey": "sqlserver",
+        "providerKey": "default",
     }
 
 
@@ -160,12 +157,12 @@ async def test_retrieval_unknown_id_is_not_retried_while_a_transient_failure_is(
 
 
 async def test_retrieval_unknown_operation_fails_permanent(registry: ExecutorRegistry) -> None:
-    failure = await fail(registry, retrieval("x", "candidate.search", {"candidateId": "c-1"}, "sqlserver"))
+    failure = await fail(registry, retrieval("x", "candidate.search", {"candidateId": "c-1"}, "default"))
     assert failure.code == "permanent"
 
 
 async def test_retrieval_missing_id_input_fails_permanent(registry: ExecutorRegistry) -> None:
-    failure = await fail(registry, retrieval("candidate", "candidate.byId", {}, "sqlserver"))
+    failure = await fail(registry, retrieval("candidate", "candidate.byId", {}, "default"))
     assert failure.code == "permanent"
 
 
@@ -441,34 +438,12 @@ def _http_app(release_slow: asyncio.Event) -> Starlette:
     )
 
 
-async def _wait_until_accepting(port: int) -> None:
-    """Poll until the listener accepts a connection; the caller bounds this with a timeout."""
-    while True:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.01)
-            continue
-        writer.close()
-        await writer.wait_closed()
-        return
-
-
 @pytest.fixture(scope="module")
 async def http_base_url() -> AsyncIterator[str]:
     release_slow = asyncio.Event()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(_http_app(release_slow), log_level="warning", lifespan="off"))
-    serving = asyncio.create_task(server.serve(sockets=[listener]))
-    async with asyncio.timeout(SERVER_START_TIMEOUT_SECONDS):
-        await _wait_until_accepting(port)
-    yield f"http://127.0.0.1:{port}"
-    release_slow.set()
-    server.should_exit = True
-    await asyncio.wait_for(serving, SERVER_START_TIMEOUT_SECONDS)
-    listener.close()
+    async with serving(_http_app(release_slow)) as base_url:
+        yield base_url
+        release_slow.set()
 
 
 def http_step(method: str, url: str, inputs: dict[str, Any] | None = None, **config: Any) -> StepInvocation:
@@ -502,10 +477,7 @@ async def test_http_slow_response_fails_timeout(registry: ExecutorRegistry, http
 
 
 async def test_http_refused_connection_fails_transient(registry: ExecutorRegistry) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as unused:
-        unused.bind(("127.0.0.1", 0))
-        closed_port = unused.getsockname()[1]
-    failure = await fail(registry, http_step("GET", f"http://127.0.0.1:{closed_port}/"))
+    failure = await fail(registry, http_step("GET", f"http://127.0.0.1:{closed_port()}/"))
     assert failure.code == "transient"
 
 

@@ -18,7 +18,15 @@ from mcp_runtime import (
     Principal,
 )
 
-READ_TOOLS = {"run.status", "ledger", "trace", "forensics", "pipelines.list", "pipelines.validate"}
+READ_TOOLS = {
+    "run.status",
+    "runs.list",
+    "ledger",
+    "trace",
+    "forensics",
+    "pipelines.list",
+    "pipelines.validate",
+}
 OPERATOR_TOOLS = READ_TOOLS | {"submit", "queue.drain", "cancel", "pause", "resume", "input.submit", "replay"}
 
 

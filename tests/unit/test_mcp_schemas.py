@@ -58,3 +58,30 @@ async def test_every_tool_schema_matches_the_snapshot() -> None:
     if os.environ.get("MCP_REGENERATE_SCHEMAS"):
         SNAPSHOT.write_text(json.dumps(published, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     assert published == json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def _untyped_fields(schema: dict[str, Any], path: str) -> list[str]:
+    """Fields whose schema says nothing about their type (no `type`, `$ref`, or typed branches)."""
+    found = []
+    for name, field in schema.get("properties", {}).items():
+        where = f"{path}.{name}"
+        branches = field.get("anyOf") or field.get("oneOf") or []
+        typed = "type" in field or "$ref" in field or "const" in field or "enum" in field
+        if branches:
+            typed = all("type" in branch or "$ref" in branch for branch in branches)
+        if not typed:
+            found.append(where)
+        found += _untyped_fields(field, where)
+        found += _untyped_fields(field.get("items", {}), f"{where}[]")
+    for name, definition in schema.get("$defs", {}).items():
+        found += _untyped_fields(definition, f"{path}#{name}")
+    return found
+
+
+async def test_every_output_schema_field_carries_a_type() -> None:
+    """What the MCP Inspector's `--strict` checks: `run.status.result` used to have no type."""
+    published = await _published_schemas()
+    untyped = [
+        field for name, schemas in published.items() for field in _untyped_fields(schemas["output"], name)
+    ]
+    assert untyped == []

@@ -28,12 +28,12 @@ from mcp_runtime import (
     build_server,
     default_server_config,
 )
-from mcp_runtime._run_tools import is_done
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import ControlPlaneSettings, RunStatusView
+from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_is_done
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.lifecycle import HotStateRetention, LifecycleSettings
 from runtime_core.pipeline import PipelineCatalog, parse_pipeline
 from runtime_core.steps import StepInvocation
 from runtime_core.storage import ForensicsRecord
@@ -73,7 +73,12 @@ async def services(
         redis_prefix=f"mcp{secrets.token_hex(4)}:",
         data_dir=tmp_path_factory.mktemp("mcp-tools"),
         control_plane=ControlPlaneSettings(
-            background_pump=False, workers_per_instance=8, max_local_workers_per_execution=2
+            background_pump=False,
+            workers_per_instance=8,
+            max_local_workers_per_execution=2,
+            # Some tests here read the live hot state of runs finished earlier in the module
+            # (replay of a live execution): keep finished runs in Redis for the module's life.
+            lifecycle=LifecycleSettings(hot=HotStateRetention(grace_ms=3_600_000)),
         ),
     )
     async with RuntimeServices(settings) as started:
@@ -498,6 +503,18 @@ async def test_pipelines_validate_names_the_unregistered_step_key(backend: ToolB
     )
 
 
+UNCONFIGURED_PROVIDER = {
+    "name": "needs-postgres",
+    "steps": [
+        {
+            "name": "candidate",
+            "stepKey": "rag.retrieval",
+            "config": {"operation": "candidate.byId", "provider": "relational", "providerKey": "postgres"},
+        }
+    ],
+}
+
+
 BAD_RETENTION = {
     "name": "bad-retention",
     "config": {"retention": ["retention.nope"]},
@@ -505,15 +522,24 @@ BAD_RETENTION = {
 }
 
 
-async def test_pipelines_validate_and_submit_refuse_an_unknown_retention_policy(backend: ToolBackend) -> None:
+@pytest.mark.parametrize(
+    ("definition", "rule", "named", "hinted"),
+    [
+        (BAD_RETENTION, "retention_valid", "retention.nope", "retention.hybrid.default"),
+        (UNCONFIGURED_PROVIDER, "provider_configured", "relational/postgres", "providers file"),
+    ],
+)
+async def test_pipelines_validate_and_submit_refuse_what_this_runtime_cannot_run(
+    backend: ToolBackend, definition: dict[str, Any], rule: str, named: str, hinted: str
+) -> None:
     async with session(backend, ACME_OPERATOR) as client:
-        checked = await ok(client, "pipelines.validate", {"definition": BAD_RETENTION})
-        refused = await failed(client, "submit", {"definition": BAD_RETENTION})
+        checked = await ok(client, "pipelines.validate", {"definition": definition})
+        refused = await failed(client, "submit", {"definition": definition})
     assert checked["valid"] is False
-    assert checked["problem"]["rule"] == "retention_valid"
-    assert "retention.nope" in checked["problem"]["message"]
-    assert "retention.hybrid.default" in checked["problem"]["hint"]
-    assert "[invalid_pipeline]" in refused and "retention.nope" in refused
+    assert checked["problem"]["rule"] == rule
+    assert named in checked["problem"]["message"]
+    assert hinted in checked["problem"]["hint"]
+    assert "[invalid_pipeline]" in refused and named in refused
 
 
 async def test_the_engine_refuses_an_unknown_retention_policy_at_create_time(
@@ -690,8 +716,8 @@ def test_a_run_is_done_only_once_its_local_run_closed_after_the_execution_finish
     def view(**statuses: str) -> RunStatusView:
         return RunStatusView(requested_id="srun_x", tenant_id="acme", **statuses)
 
-    assert not is_done(view(execution_status="Completed", local_status="Running"))
-    assert is_done(view(execution_status="Completed", local_status="Completed"))
-    assert not is_done(view(execution_status="Running", local_status="Running"))
-    assert is_done(view(shared_status="Rejected"))
-    assert is_done(view(shared_status="Cancelled", local_status="Cancelled"))
+    assert not run_is_done(view(execution_status="Completed", local_status="Running"))
+    assert run_is_done(view(execution_status="Completed", local_status="Completed"))
+    assert not run_is_done(view(execution_status="Running", local_status="Running"))
+    assert run_is_done(view(shared_status="Rejected"))
+    assert run_is_done(view(shared_status="Cancelled", local_status="Cancelled"))

@@ -204,3 +204,38 @@ def test_validate_rejects_invalid_retry_policy_config() -> None:
         ENGINE.validate(config)
 
     assert caught.value.rule == "retry_policy_config"
+
+
+# A provider's Retry-After is a floor: backoff and jitter may only push the retry later
+
+
+def test_retry_after_above_the_backoff_becomes_the_delay() -> None:
+    config = _config(maxRetries=2, baseDelayMs=100, jitter=True)
+    decision = ENGINE.decide(config, "transient", 0, "exec_1:a:0", retry_after_ms=5_000)
+    assert (decision.retry, decision.delay_ms) == (True, 5_000)
+    assert "Retry-After" in decision.reason
+
+
+def test_a_backoff_longer_than_retry_after_is_kept() -> None:
+    config = _config(maxRetries=5, baseDelayMs=4_000, strategy="Exponential")
+    decision = ENGINE.decide(config, "transient", 2, "exec_1:a:2", retry_after_ms=1_000)
+    assert decision.delay_ms == 16_000
+
+
+@given(
+    base=st.integers(min_value=0, max_value=60_000),
+    retry_after=st.integers(min_value=0, max_value=120_000),
+    count=st.integers(min_value=0, max_value=9),
+    jitter=st.booleans(),
+)
+def test_the_delay_is_never_shorter_than_retry_after(
+    base: int, retry_after: int, count: int, jitter: bool
+) -> None:
+    config = _config(maxRetries=10, baseDelayMs=base, strategy="Exponential", jitter=jitter)
+    decision = ENGINE.decide(config, "transient", count, f"s:{count}", retry_after_ms=retry_after)
+    assert decision.retry and decision.delay_ms >= retry_after
+
+
+def test_retry_after_does_not_make_a_permanent_failure_retryable() -> None:
+    decision = ENGINE.decide(_config(maxRetries=3), "permanent", 0, "s", retry_after_ms=1_000)
+    assert decision.retry is False

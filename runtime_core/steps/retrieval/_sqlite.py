@@ -1,11 +1,8 @@
-"""Retrieval providers: the interface `rag.retrieval` calls, their registry, and the embedded SQLite one.
+"""The embedded relational retrieval source: one SQLite file seeded from `data/seed.sql`.
 
-Owns the (provider type, provider key) -> provider mapping and the seeded relational source.
-Must not shape step results or know about pipelines.
-
-Default mapping: provider type `relational` with provider key `default`, `sqlite`,
-`sqlserver` or `postgres` all resolve to one embedded SQLite database created from
-`data/seed.sql`. A real SQL Server / PostgreSQL provider replaces an entry with `register`.
+Owns the demo source that keeps the runtime offline-capable: its two by-id operations and
+the seeded file. Registered as `relational/default` and `relational/sqlite` unless the
+providers file configures those keys. Must not shape step results or know about pipelines.
 """
 
 from __future__ import annotations
@@ -17,45 +14,15 @@ import tempfile
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from runtime_core.steps._executor import StepFailure
+from runtime_core.steps.retrieval._operations import operation_spec
 
 SEED_SQL_PATH = Path(__file__).parent / "data" / "seed.sql"
 EMBEDDED_DATABASE_NAME = "retrieval.sqlite3"
-EMBEDDED_RELATIONAL_KEYS = ("default", "sqlite", "sqlserver", "postgres")
-
-
-@runtime_checkable
-class RetrievalProvider(Protocol):
-    """A data source answering named operations (`candidate.byId`, ...) with JSON values."""
-
-    async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | list[Any]:
-        """Return the operation's rows; raise StepFailure(code="not_found"|"permanent"|...)."""
-        ...
-
-
-class RetrievalProviders:
-    """Registry of retrieval providers by (provider type, provider key)."""
-
-    def __init__(self) -> None:
-        self._providers: dict[tuple[str, str], RetrievalProvider] = {}
-
-    def register(self, provider_type: str, provider_key: str, provider: RetrievalProvider) -> None:
-        self._providers[(provider_type, provider_key)] = provider
-
-    def resolve(self, provider_type: str, provider_key: str) -> RetrievalProvider:
-        provider = self._providers.get((provider_type, provider_key))
-        if provider is None:
-            known = ", ".join(f"{kind}/{key}" for kind, key in self.keys()) or "none"
-            raise StepFailure(
-                f"no retrieval provider registered for {provider_type}/{provider_key} (registered: {known})",
-                code="permanent",
-            )
-        return provider
-
-    def keys(self) -> list[tuple[str, str]]:
-        return sorted(self._providers)
+EMBEDDED_RELATIONAL_KEYS = ("default", "sqlite")
+EMBEDDED_PROVIDER_TYPE = "relational"
 
 
 @dataclass(frozen=True)
@@ -118,12 +85,7 @@ class SqliteRelationalProvider:
             connection.executescript(script)
 
     async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        lookup = _RELATIONAL_OPERATIONS.get(operation)
-        if lookup is None:
-            raise StepFailure(
-                f"relational provider has no operation {operation!r} (known: {', '.join(self.operations)})",
-                code="permanent",
-            )
+        lookup = operation_spec("the embedded relational provider", _RELATIONAL_OPERATIONS, operation)
         key = params.get(lookup.param)
         if not isinstance(key, str | int) or isinstance(key, bool) or key == "":
             raise StepFailure(f"operation {operation!r} needs input {lookup.param!r}", code="permanent")
@@ -143,15 +105,3 @@ class SqliteRelationalProvider:
         for column in lookup.json_columns:
             record[column] = json.loads(record[column])
         return record
-
-
-def default_retrieval_providers(data_dir: Path | None = None) -> RetrievalProviders:
-    """Every embedded relational key bound to one seeded SQLite file (in `data_dir`, or a temp dir)."""
-    if data_dir is None:
-        embedded = SqliteRelationalProvider.seeded_in_temporary_directory()
-    else:
-        embedded = SqliteRelationalProvider.seeded(data_dir / EMBEDDED_DATABASE_NAME)
-    providers = RetrievalProviders()
-    for provider_key in EMBEDDED_RELATIONAL_KEYS:
-        providers.register("relational", provider_key, embedded)
-    return providers

@@ -1,0 +1,62 @@
+"""The `ai.prompt` step config and its submit-time check against the configured LLM providers.
+
+Owns the config fields (camelCase in pipeline JSON) and their validation: `params` may not
+replace what the provider sets itself, `responseSchema` must be a valid JSON schema, and
+`provider` must name a configured provider. Must not call a provider.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from runtime_core.steps._config import StepConfig, StepConfigError
+from runtime_core.steps.llm import (
+    ANTHROPIC_RESERVED_PARAMS,
+    OPENAI_RESERVED_PARAMS,
+    TEMPLATE_PROVIDER,
+    LlmProviders,
+    check_response_schema,
+)
+
+RESERVED_PARAMS = OPENAI_RESERVED_PARAMS | ANTHROPIC_RESERVED_PARAMS
+
+
+class PromptConfig(StepConfig):
+    """`model` None: the provider's configured model. `params` go to the provider as-is (temperature, ...)."""
+
+    template: str
+    provider: str = TEMPLATE_PROVIDER
+    model: str | None = None
+    system: str | None = None
+    params: dict[str, Any] = {}
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = Field(default="output", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    schema_strict: bool = True
+
+    @field_validator("params")
+    @classmethod
+    def _no_reserved_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        reserved = sorted(RESERVED_PARAMS & set(params))
+        if reserved:
+            raise ValueError(f"params may not set {', '.join(reserved)}: the provider sets them")
+        return params
+
+    @field_validator("response_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            check_response_schema(schema)
+        return schema
+
+
+def check_prompt_provider(config: PromptConfig, providers: LlmProviders) -> None:
+    """Raise StepConfigError when `config.provider` is not configured in this runtime."""
+    if config.provider not in providers:
+        raise StepConfigError(
+            providers.unknown_message(config.provider),
+            hint=f"Add an 'llm' entry named '{config.provider}' to the providers file "
+            "(--providers-file / MCP_RUNTIME_PROVIDERS_FILE), "
+            f"or use the offline provider '{TEMPLATE_PROVIDER}'.",
+        )

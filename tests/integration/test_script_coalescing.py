@@ -1,0 +1,69 @@
+"""Concurrent calls of one hot script share pipelined round trips, and stay correct."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio.connection import Connection
+
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from tests.helpers import command_calls
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
+
+def _time_calls(hot_state: HotState, count: int) -> list:
+    script = hot_state.coalesced("server_time")
+    return [script([hot_state.tagged(f"k{n}", "x")], []) for n in range(count)]
+
+
+async def test_concurrent_calls_are_answered_each_with_its_own_reply(hot_state: HotState) -> None:
+    replies = await asyncio.gather(*_time_calls(hot_state, 50))
+    assert len(replies) == 50 and all(len(reply) == 2 for reply in replies)
+
+
+class _CountingConnection(Connection):
+    sends = 0
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        _CountingConnection.sends += 1
+        await super().send_packed_command(command, check_health)
+
+
+@pytest.mark.redis_kinds("single")
+async def test_calls_made_while_one_is_in_flight_go_out_together(redis_target: EmbeddedRedis) -> None:
+    state = connect_hot_state(redis_target.url, prefix="coalesce:", connection_class=_CountingConnection)
+    try:
+        await asyncio.gather(*_time_calls(state, 1))  # connect and load the script
+        before_sends = _CountingConnection.sends
+        before_runs = await command_calls(state, "cmdstat_evalsha")
+        await asyncio.gather(*_time_calls(state, 40))
+        # The first call goes alone; the 39 made while it was in flight share one pipeline.
+        assert _CountingConnection.sends - before_sends == 2
+        assert await command_calls(state, "cmdstat_evalsha") - before_runs == 40
+    finally:
+        await state.close()
+
+
+async def test_a_flushed_script_cache_is_reloaded_and_every_call_still_runs(hot_state: HotState) -> None:
+    await asyncio.gather(*_time_calls(hot_state, 5))
+    await hot_state.redis.script_flush()
+    replies = await asyncio.gather(*_time_calls(hot_state, 20))
+    assert len(replies) == 20
+
+
+async def test_an_unreachable_redis_fails_every_waiting_call_with_store_unavailable(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path, appendonly=False).start()
+    state = connect_hot_state(server.url, prefix="coalesce-down:")
+    try:
+        await asyncio.gather(*_time_calls(state, 3))
+        server.stop()
+        outcomes = await asyncio.gather(*_time_calls(state, 10), return_exceptions=True)
+        assert all(isinstance(o, StoreUnavailableError) for o in outcomes), outcomes
+    finally:
+        await state.close()
+        server.stop()
