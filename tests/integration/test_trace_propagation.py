@@ -9,6 +9,7 @@ SERVER span continued from the `traceparent` header, and every step under the ru
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +35,17 @@ from runtime_core.observability import (
 )
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
+from runtime_core.storage import SqliteDurableStore
 from tests.helpers import wait_until
-from tests.integration.control_plane_support import DEFAULT_TENANT, control_plane, start_instance
+from tests.integration.control_plane_support import DEFAULT_TENANT, TENANT_A, control_plane, start_instance
+from tests.integration.recovery_support import (
+    crash,
+    mark_unsafe,
+    recovery_rig,
+    start_in_flight,
+    tenant_instance,
+    wait_completed,
+)
 
 CHAIN = parse_pipeline(
     {
@@ -200,3 +210,44 @@ async def test_an_execution_without_run_context_uses_the_stored_trace_ids_and_ma
     assert failed.attributes["mcprt.step.attempt"] == 0 and succeeded.attributes["mcprt.step.attempt"] == 1
     assert succeeded.status.status_code is StatusCode.UNSET
     assert {_parent(failed), _parent(succeeded)} == {execution_span_id(execution_id)}
+
+
+@pytest.fixture
+async def durable(tmp_path: Path) -> AsyncIterator[SqliteDurableStore]:
+    store = await SqliteDurableStore.open(tmp_path / "runtime.db")
+    yield store
+    await store.close()
+
+
+async def test_recovery_continues_the_runs_trace_on_the_replacement_instance(
+    hot_state: HotState, durable: SqliteDurableStore, spans: InMemorySpanExporter
+) -> None:
+    rig = recovery_rig(hot_state, durable)
+    _traced(rig.plane.parts.engine)
+    try:
+        dead = await tenant_instance(rig, TENANT_A, n=1)
+        with runtime_tracer().start_as_current_span("tools/call submit", kind=SpanKind.SERVER) as request:
+            in_flight = await start_in_flight(rig, TENANT_A)
+        await crash(dead)
+        await mark_unsafe(rig, dead)
+        await tenant_instance(rig, TENANT_A, n=2)
+        await rig.plane.parts.recovery.reconcile_once()
+        rig.gate.release()
+        await wait_completed(rig, [in_flight.shared_run_id])
+    finally:
+        await rig.plane.stop()
+
+    trace_id = request.get_span_context().trace_id
+    exported = tuple(s for s in spans.get_finished_spans() if s.get_span_context().trace_id == trace_id)
+    [run] = _by_name(exported, "invoke_workflow")
+    assert (
+        _parent(run) == _span_id(request) and run.attributes["mcprt.execution.id"] == in_flight.execution_id
+    )
+    dispatches = _by_name(exported, "dispatch resumable")
+    assert len(dispatches) == 2 and {_parent(d) for d in dispatches} == {_span_id(run)}
+    assert [d.attributes["mcprt.runtime_instance.id"].rsplit("-", 1)[1] for d in dispatches] == ["1", "2"]
+    after_resume = [
+        s for s in _by_name(exported, "step ") if s.attributes["mcprt.step.name"] in {"b1", "b2", "z"}
+    ]
+    assert len(after_resume) == 3 and {_parent(s) for s in after_resume} == {_span_id(run)}
+    assert all(":tenant-a-runtime-2/" in s.attributes["mcprt.worker.id"] for s in after_resume)
