@@ -162,7 +162,8 @@ class WorkflowSpanObserver:
             log.exception("trace.run_span_failed", extra={"execution_id": event.execution_id})
 
     async def _record(self, event: EngineEvent) -> None:
-        fields = (TRACE_CONTEXT_KEY, "created_at_ms", "finalized_at_ms", "shared_run_id", "pipeline")
+        end_ns = time.time_ns()  # the finalization is being observed now, in this process
+        fields = (TRACE_CONTEXT_KEY, "created_at_ms", "shared_run_id", "pipeline")
         meta_key = self.dag_store.keys(event.execution_id).meta
         raw = dict(zip(fields, await self.dag_store.hot_state.redis.hmget(meta_key, fields), strict=True))
         created_ms = int(raw["created_at_ms"] or 0)
@@ -178,7 +179,6 @@ class WorkflowSpanObserver:
         }
         if raw["shared_run_id"]:
             attributes["mcprt.shared_run.id"] = raw["shared_run_id"]
-        end_ns = int(raw["finalized_at_ms"]) * 1_000_000 if raw["finalized_at_ms"] else time.time_ns()
         start_ns = run.started_ns or created_ms * 1_000_000
         with pinned_ids(run.trace_id, run.span_id):
             span = runtime_tracer().start_span(
