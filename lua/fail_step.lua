@@ -1,9 +1,10 @@
 -- fail_step: Running -> WaitingForRetry (retry count + 1, eligible at now + delay) or
--- Running -> Failed, for the current claim-token holder only.
+-- Running -> Failed, for the current claim-token holder only. The step's error record is
+-- kept with the server time of the failure (`at_ms`), so status views say when it failed.
 -- KEYS[1] meta  KEYS[2] status  KEYS[3] ready  KEYS[4] running  KEYS[5] token
 -- KEYS[6] retries  KEYS[7] error
 -- ARGV[1] step   ARGV[2] claim token   ARGV[3] 'retry' | 'fail'   ARGV[4] retry delay ms
--- ARGV[5] error (JSON text)
+-- ARGV[5] error (a JSON object: code, message, reason)
 -- Returns: {1, now, converged, retry_count, next_retry_at_ms}  applied
 --          {0, now} token mismatch (stale owner): nothing changed
 --          {-1, now} execution missing   {-2, now, step_status} step not Running
@@ -16,7 +17,9 @@ if status ~= 'Running' then return {-2, now, status or ''} end
 if redis.call('HGET', KEYS[5], name) ~= ARGV[2] then return {0, now} end
 redis.call('HDEL', KEYS[5], name)
 redis.call('ZREM', KEYS[4], name)
-redis.call('HSET', KEYS[7], name, ARGV[5])
+local error = cjson.decode(ARGV[5])
+error['at_ms'] = now
+redis.call('HSET', KEYS[7], name, cjson.encode(error))
 local retries = tonumber(redis.call('HGET', KEYS[6], name) or '0')
 local next_at = 0
 if ARGV[3] == 'retry' then

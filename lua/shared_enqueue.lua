@@ -9,16 +9,31 @@
 -- KEYS[3] pending      ZSET  shared run id -> queue sequence (claim order)
 -- KEYS[4] seq          STRING monotonically increasing queue sequence
 -- KEYS[5] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
+-- KEYS[6] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
+--         created_at_ms} {squeue}:idem:<tenant>:<sha256 of the key>, expires after ARGV[5]
 -- ARGV[1] shared run id
 -- ARGV[2] JSON object of string fields to create the run with ("" = run must exist)
 -- ARGV[3] comma separated statuses an existing run may be enqueued from
+-- ARGV[4] (with KEYS[6]) fingerprint of the request (pipeline + input)
+-- ARGV[5] (with KEYS[6]) idempotency window, ms
 -- Returns: {1, now, seq}     enqueued (run QueuedGlobally, item Pending)
 --          {0, now, status}  refused: run exists in a status not allowed, or its item is
 --                            already Pending/Claimed (status 'Queued'); nothing changed
 --          {-1, now}         run missing and no fields to create it; nothing changed
+--          {2, now, srun}    the idempotency key already made run srun with the same
+--                            fingerprint; nothing changed
+--          {3, now, srun}    the idempotency key made run srun for another request; nothing
+--                            changed
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
+if KEYS[6] then
+  local held = redis.call('HMGET', KEYS[6], 'shared_run_id', 'fingerprint')
+  if held[1] then
+    if held[2] == ARGV[4] then return {2, now, held[1]} end
+    return {3, now, held[1]}
+  end
+end
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 if ARGV[2] ~= '' then
   if exists then return {0, now, redis.call('HGET', KEYS[1], 'status')} end
@@ -43,6 +58,10 @@ if ARGV[2] ~= '' then
   end
   redis.call('HSET', KEYS[1], 'created_at_ms', now)
   redis.call('ZADD', KEYS[5], now, srun)
+  if KEYS[6] then
+    redis.call('HSET', KEYS[6], 'shared_run_id', srun, 'fingerprint', ARGV[4], 'created_at_ms', now)
+    redis.call('PEXPIRE', KEYS[6], ARGV[5])
+  end
 end
 local seq = redis.call('INCR', KEYS[4])
 local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now,

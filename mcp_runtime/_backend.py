@@ -2,6 +2,8 @@
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
+registered step types' descriptions (`steps.list`, the `step://` resource) and the
+run-event subscriber behind run notifications and submit progress (None: neither), and the
 process's metrics exposition. Must not call them: the tool groups do.
 """
 
@@ -16,10 +18,13 @@ from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
+from mcp_runtime._step_tools import StepDescriber, StepTools, no_steps
+from mcp_runtime.notifications import RunProgress
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
+from runtime_core.events import RunEventSubscriber
 from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
@@ -37,6 +42,8 @@ class ToolBackend:
     tasks: TaskService | None = None
     # The process's metrics (None: MCP requests are traced but not measured).
     metrics: MetricsExposition | None = None
+    describe_steps: StepDescriber = no_steps
+    run_events: RunEventSubscriber | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -55,14 +62,18 @@ class ToolBackend:
                 TaskSettings.from_env(),
             ),
             metrics=services.metrics,
+            describe_steps=services.executors.describe,
+            run_events=services.run_events,
         )
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
-        runs = RunTools(self.control_plane, self.catalog)
+        progress = RunProgress(self.run_events, self.control_plane) if self.run_events else None
+        runs = RunTools(self.control_plane, self.catalog, progress)
         return [
             *runs.specs(),
             *RunListTools(self.control_plane).specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),
+            *StepTools(self.describe_steps).specs(),
         ]

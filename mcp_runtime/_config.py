@@ -1,4 +1,5 @@
-"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths.
+"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths,
+step plug-ins.
 
 Owns the JSON format, its loading (relative paths resolve against the file's folder) and
 the embedded default (one local admin principal in tenant `default`, no tokens). Must not
@@ -13,11 +14,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_runtime._principal import Principal
+from runtime_core.package_data import shipped_folder
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_RBAC_MODEL = REPOSITORY_ROOT / "rbac_policies" / "model.conf"
-DEFAULT_RBAC_POLICY = REPOSITORY_ROOT / "rbac_policies" / "policy.csv"
-DEFAULT_PIPELINES_DIR = REPOSITORY_ROOT / "examples" / "pipelines"
+# Shipped with the package (repository folders in a checkout, package data once installed).
+RBAC_POLICIES_DIR = shipped_folder("rbac_policies", "mcp_runtime.rbac_policies")
+DEFAULT_RBAC_MODEL = RBAC_POLICIES_DIR / "model.conf"
+DEFAULT_RBAC_POLICY = RBAC_POLICIES_DIR / "policy.csv"
+DEFAULT_PIPELINES_DIR = shipped_folder("examples/pipelines", "mcp_runtime.pipelines")
 LOCAL_ADMIN = "local-admin"
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -65,6 +68,9 @@ class ServerConfig(BaseModel):
     rbac_model: Path = DEFAULT_RBAC_MODEL
     rbac_policy: Path = DEFAULT_RBAC_POLICY
     pipelines_dir: Path = DEFAULT_PIPELINES_DIR
+    steps: tuple[str, ...] = Field(
+        (), description="step plug-in `module:attr` references loaded besides installed entry points"
+    )
     providers_file: Path | None = Field(
         None, description="LLM / retrieval providers JSON (named entries; API keys only as env var names)"
     )

@@ -1,9 +1,9 @@
 """Failures -> the text of an MCP tool error (an `is_error` result), saying what to do next.
 
-Owns the error result of a failed tool call and the wording of every error a tool can answer
-with: runtime errors (code, message, hint; a broken pipeline also names its rule, as
-`pipelines.validate` does), authentication and permission denials, invalid arguments and
-unexpected failures.
+Owns the error result of a failed tool call, the JSON-RPC error of a failed protocol method
+(`protocol_error`), and the wording of every error a tool can answer with: runtime errors
+(code, message, hint; a broken pipeline also names its rule, as `pipelines.validate` does),
+authentication and permission denials, invalid arguments and unexpected failures.
 Must not swallow anything silently: unexpected failures are logged with their traceback.
 """
 
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallToolResult, TextContent
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from mcp_runtime._guard import AuthenticationRequiredError
 from mcp_runtime._rbac import PermissionDeniedError
-from runtime_core.errors import InvalidPipelineError, RuntimeCoreError
+from runtime_core.errors import InvalidPipelineError, RuntimeCoreError, StoreUnavailableError
 
 log = logging.getLogger("mcp_runtime.tools")
 
@@ -30,6 +31,17 @@ def tool_error_result(tool_name: str, exc: Exception) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=tool_error_text(tool_name, exc))], is_error=True
     )
+
+
+def protocol_error(method: str, exc: Exception) -> MCPError:
+    """A protocol method's failure (task methods, resource subscriptions) as a JSON-RPC error:
+    `[code] what happened. Next: what to do.`"""
+    text = tool_error_text(method, exc)
+    if isinstance(exc, PermissionDeniedError | AuthenticationRequiredError):
+        return MCPError(code=INVALID_REQUEST, message=text)
+    if isinstance(exc, RuntimeCoreError) and not isinstance(exc, StoreUnavailableError):
+        return MCPError(code=INVALID_PARAMS, message=text)
+    return MCPError(code=INTERNAL_ERROR, message=text)
 
 
 def tool_error_text(tool_name: str, exc: Exception) -> str:

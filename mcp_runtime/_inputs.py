@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runtime_core.queueing import MAX_IDEMPOTENCY_KEY_LENGTH
+from runtime_core.webhooks import MAX_CALLBACK_URL_LENGTH
+
 SubmitMode = Literal["QueueFirst", "DirectDispatch"]
 
 RUN_ID_DESCRIPTION = (
@@ -53,6 +56,23 @@ class SubmitInput(ToolInput):
         description="QueueFirst (default): queue globally; the run starts when the queue is drained "
         "(`queue.drain`, or the background pump). DirectDispatch: admit and dispatch now when "
         "tenant-visible capacity can accept it, otherwise queue, request scale-out or reject.",
+    )
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+        pattern=NAME_PATTERN,
+        description="Makes a retried submit safe: the same key from your tenant within the idempotency "
+        "window (24 h by default) returns the run it first created (deduplicated=true) instead of "
+        "submitting again; the same key with a different pipeline or input is an idempotency_conflict. "
+        "Use a fresh random value (e.g. a UUID) per intended run.",
+    )
+    callback_url: str | None = Field(
+        None,
+        max_length=MAX_CALLBACK_URL_LENGTH,
+        description="A webhook for this run: an http(s) URL on a host your tenant allow-lists "
+        "(webhooks.callbackHosts) receives a signed JSON event when the run completes, fails, is "
+        "cancelled or waits for input.",
     )
 
     @model_validator(mode="after")
@@ -149,6 +169,15 @@ class ForensicsInput(ToolInput):
 
 class PipelinesListInput(ToolInput):
     pass
+
+
+class StepsListInput(ToolInput):
+    step_key: str | None = Field(
+        None,
+        max_length=200,
+        pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$",
+        description="Only this step type (e.g. 'rag.retrieval'); omit for all of them.",
+    )
 
 
 class PipelinesValidateInput(ToolInput):

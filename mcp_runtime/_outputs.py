@@ -36,10 +36,15 @@ class SubmitOutput(ToolOutput):
     local_run_id: str | None = None
     scale_out_request_id: str | None = None
     next_step: str = Field(description="What to call next.")
+    deduplicated: bool = Field(
+        False,
+        description="True when idempotency_key had already submitted this run: nothing new was submitted.",
+    )
     run: RunStatusOutput | None = Field(
         None,
-        description="Only in the result of an MCP task (the call ran as a task): the run's final "
-        "`run.status` answer.",
+        description="The run's `run.status` answer once it settled: in the result of an MCP task (the "
+        "call ran as a task), or when the call carried a progress token (submit then reports progress "
+        "and answers once the run is done or waits for input).",
     )
 
 
@@ -60,7 +65,7 @@ class DrainOutput(ToolOutput):
         description="Why the drain stopped: QueueEmpty, MaxDispatchCount, NoCapacity, DispatchFailed "
         "or Cancelled."
     )
-    pending_after: int = Field(description="Runs still queued after this drain.")
+    pending_after: int = Field(description="Runs of your tenant still queued after this drain.")
     runs: list[DrainedRun] = Field(description="Your tenant's runs handled by this drain.")
 
 
@@ -100,12 +105,32 @@ class InstancesListOutput(ToolOutput):
     instances: list[RuntimeInstanceInfo]
 
 
+class StepError(ToolOutput):
+    code: str = Field(description="Failure code: transient, timeout, permanent, not_found, exception, ...")
+    message: str
+    reason: str = Field("", description="What the retry policy decided and why.")
+    at: datetime | None = Field(None, description="When the step failed (server time).")
+
+
 class StepRow(ToolOutput):
     name: str
     step_key: str
-    status: str
-    retry_count: int
-    recovery_count: int
+    status: str = Field(description="Pending, Ready, Running, WaitingForRetry, Completed or Failed.")
+    retry_count: int = Field(description="Retries used so far.")
+    recovery_count: int = Field(description="Times the step was taken back from a dead worker.")
+    last_error: StepError | None = Field(
+        None, description="The step's last failure (kept after a later successful retry)."
+    )
+    next_retry_at: datetime | None = Field(None, description="While WaitingForRetry: when it runs again.")
+
+
+class WaitingInput(ToolOutput):
+    key: str = Field(description="The waiting key: pass it to input.submit.")
+    step: str | None = Field(None, description="The step that asked for input.")
+    prompt: str = Field("", description="What the step asks.")
+    expected_input: dict[str, Any] = Field(
+        description="JSON Schema of the payload input.submit should carry for this step."
+    )
 
 
 class RunStatusOutput(ToolOutput):
@@ -133,7 +158,15 @@ class RunStatusOutput(ToolOutput):
     waiting_key: str | None = Field(
         None, description="While control_status is WaitingForInput: the key to answer with input.submit."
     )
-    failure_reason: str | None = None
+    waiting_input: WaitingInput | None = Field(
+        None,
+        description="While control_status is WaitingForInput: the key, the step, its prompt and the "
+        "input it expects.",
+    )
+    failure_reason: str | None = Field(
+        None, description="Why the run failed or was rejected; for a failed step: its name, code and message."
+    )
+    failed_step: str | None = Field(None, description="The step whose failure failed the run.")
     steps: list[StepRow] = []
     result: Any = Field(
         None,
@@ -242,6 +275,22 @@ class PipelineSummary(ToolOutput):
 
 class PipelinesListOutput(ToolOutput):
     pipelines: list[PipelineSummary]
+
+
+class StepTypeInfo(ToolOutput):
+    step_key: str = Field(description="The `stepKey` pipelines use.")
+    source: str = Field(description="builtin, or the plug-in entry point / module:attr reference.")
+    description: str
+    config_schema: dict[str, Any] = Field(
+        description="JSON Schema of its `config` (camelCase), checked at submit and pipelines.validate."
+    )
+    input_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the human input the step waits for (input.submit), if any."
+    )
+
+
+class StepsListOutput(ToolOutput):
+    steps: list[StepTypeInfo] = Field(description="Registered step types, by stepKey.")
 
 
 class ValidationProblem(ToolOutput):

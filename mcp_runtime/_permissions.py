@@ -46,4 +46,5 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "forensics": Permission.AUDIT_READ,
     "pipelines.list": Permission.PIPELINE_READ,
     "pipelines.validate": Permission.PIPELINE_READ,
+    "steps.list": Permission.PIPELINE_READ,
 }

@@ -9,6 +9,7 @@ later by the runtime from stored snapshots.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -20,6 +21,15 @@ from mcp_runtime._permissions import Permission
 from mcp_runtime._principal import Principal
 
 _MAX_DECISIONS = 10_000
+# casbin logs every enforce() call ("Request: user:x, tenant, object, action ---> False", at
+# WARNING for each subject that does not grant, even when another one does), and uvicorn's
+# logging setup re-enables the loggers casbin disables. Its enforcer logs here instead, kept
+# quiet: decisions that matter are reported as PermissionDeniedError. Lower this logger's
+# level to see every decision.
+_CASBIN_DECISIONS = logging.getLogger("mcp_runtime.rbac.casbin")
+_CASBIN_DECISIONS.setLevel(logging.ERROR)
+# The model and the whole policy are dumped at INFO on every (re)load: not operator news.
+logging.getLogger("casbin").setLevel(logging.WARNING)
 
 
 class PermissionDeniedError(Exception):
@@ -82,6 +92,7 @@ class Authorizer:
     def _load(self) -> tuple[casbin.Enforcer, tuple[tuple[int, int], ...]]:
         mtimes = self._mtimes()
         enforcer = casbin.Enforcer(str(self._model_path), str(self._policy_path))
+        enforcer.logger = _CASBIN_DECISIONS
         enforcer.add_named_domain_matching_func("g", key_match)
         enforcer.build_role_links()
         return enforcer, mtimes

@@ -1,8 +1,10 @@
-"""MCP resources and prompts: pipeline definitions (`pipeline://{name}`) and `run_pipeline`.
+"""MCP resources and prompts: pipeline definitions (`pipeline://{name}`), step types
+(`step://{step_key}`) and `run_pipeline`.
 
-Owns the resource template that serves catalog pipelines as JSON (RBAC-checked like the
-`pipelines.*` tools), argument completion for pipeline names, and the prompt explaining
-how to run a pipeline end to end. Must not run anything.
+Owns the resources that serve catalog pipelines and the registered step types (description,
+source and config JSON Schema) as JSON (RBAC-checked like the `pipelines.*` tools), argument
+completion for pipeline names, and the prompt explaining how to run a pipeline end to end.
+Must not run anything.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from mcp_runtime._guard import AuthenticationRequiredError, ToolGuard
 from mcp_runtime._permissions import Permission
 from mcp_runtime._pipeline_tools import pipeline_resource_uri
 from mcp_runtime._rbac import PermissionDeniedError
+from mcp_runtime._step_tools import StepDescriber, no_steps
 from runtime_core.errors import NotFoundError
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, effective_step_inputs, parse_binding
 
@@ -63,7 +66,38 @@ Initial state fields its bindings read: {fields}.
 Every tool answers errors as text starting with a [code] and saying what to do next."""
 
 
-def register_resources(server: MCPServer, catalog: PipelineCatalog, guard: ToolGuard) -> None:
+def _authorize_read(guard: ToolGuard, ctx: Context) -> None:
+    try:
+        guard.authorize(Permission.PIPELINE_READ, ctx)
+    except (AuthenticationRequiredError, PermissionDeniedError) as exc:
+        raise ResourceError(str(exc)) from exc
+
+
+def register_step_resources(server: MCPServer, describe_steps: StepDescriber, guard: ToolGuard) -> None:
+    @server.resource(
+        "step://{step_key}",
+        name="step",
+        title="Step type",
+        description="One step type: its description, source and the JSON Schema of its `config`.",
+        mime_type="application/json",
+    )
+    async def step_type(step_key: str, ctx: Context) -> str:
+        _authorize_read(guard, ctx)
+        try:
+            [described] = describe_steps(step_key)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        return json.dumps(described.model_dump(mode="json"), indent=2)
+
+
+def register_resources(
+    server: MCPServer,
+    catalog: PipelineCatalog,
+    guard: ToolGuard,
+    describe_steps: StepDescriber = no_steps,
+) -> None:
+    register_step_resources(server, describe_steps, guard)
+
     @server.resource(
         "pipeline://{name}",
         name="pipeline",
@@ -72,10 +106,7 @@ def register_resources(server: MCPServer, catalog: PipelineCatalog, guard: ToolG
         mime_type="application/json",
     )
     async def pipeline_definition(name: str, ctx: Context) -> str:
-        try:
-            guard.authorize(Permission.PIPELINE_READ, ctx)
-        except (AuthenticationRequiredError, PermissionDeniedError) as exc:
-            raise ResourceError(str(exc)) from exc
+        _authorize_read(guard, ctx)
         try:
             pipeline = catalog.get(name)
         except NotFoundError as exc:

@@ -1,7 +1,9 @@
 """Tools `submit`, `queue.drain`, `instances.list`, `run.status` and `cancel`: the control plane.
 
 Owns resolving the pipeline argument (catalog name or inline definition), forwarding drain
-progress to the MCP client, and shaping ControlPlane answers into tool answers (`done` is the
+progress to the MCP client, following a submitted run when the call carries a progress token
+(`notifications.RunProgress`; not when the call becomes a task), and shaping ControlPlane
+answers into tool answers (`done` is the
 control plane's terminal rule, `run_is_done`). Must not queue, dispatch or look runs up
 itself: the ControlPlane does, tenant-checked against the runs' stored snapshots.
 """
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+
+from mcp.server.mcpserver import Context
 
 from mcp_runtime._inputs import CancelInput, DrainInput, InstancesListInput, RunStatusInput, SubmitInput
 from mcp_runtime._outputs import (
@@ -21,17 +25,14 @@ from mcp_runtime._outputs import (
     SubmitOutput,
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
-from runtime_core.control_plane import ControlPlane, InstanceView, RunStatusView, run_is_done
+from mcp_runtime._run_answers import run_status_output
+from mcp_runtime.notifications import RunProgress
+from mcp_runtime.tasks import answered_as_task
+from runtime_core.control_plane import ControlPlane, InstanceView
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SubmitMode, SubmitResult
-
-
-def run_status_output(view: RunStatusView, *, include_steps: bool = True) -> RunStatusOutput:
-    """The `run.status` answer for a run's view (`done` decided by the runtime's terminal rule)."""
-    body = view.model_dump(exclude=set() if include_steps else {"steps"})
-    return RunStatusOutput.model_validate({**body, "done": run_is_done(view)})
 
 
 def _next_step(result: SubmitResult) -> str:
@@ -80,16 +81,38 @@ def instance_info(view: InstanceView) -> RuntimeInstanceInfo:
     )
 
 
+def _wants_progress(ctx: Context) -> bool:
+    """The call carries a progress token and is answered by the tool itself (not as a task)."""
+    meta = ctx.request_context.meta or {}
+    return meta.get("progress_token") is not None and not answered_as_task(ctx.request_context)
+
+
 class RunTools:
-    def __init__(self, control_plane: ControlPlane, catalog: PipelineCatalog) -> None:
+    def __init__(
+        self, control_plane: ControlPlane, catalog: PipelineCatalog, progress: RunProgress | None = None
+    ) -> None:
         self._control_plane = control_plane
         self._catalog = catalog
+        self._progress = progress
 
     async def submit(self, request: SubmitInput, call: ToolCall) -> SubmitOutput:
         pipeline = self._pipeline(request)
         result = await self._control_plane.submit(
-            pipeline, request.input, SubmitMode(request.mode), call.snapshot
+            pipeline,
+            request.input,
+            SubmitMode(request.mode),
+            call.snapshot,
+            idempotency_key=request.idempotency_key,
+            callback_url=request.callback_url,
         )
+        answer = self._submit_output(result, pipeline, call)
+        if self._progress is None or not _wants_progress(call.ctx):
+            return answer
+        view = await self._progress.follow(result.shared_run_id, call.snapshot, call.ctx.report_progress)
+        return answer.model_copy(update={"run": run_status_output(view) if view else None})
+
+    @staticmethod
+    def _submit_output(result: SubmitResult, pipeline: PipelineDefinition, call: ToolCall) -> SubmitOutput:
         return SubmitOutput(
             shared_run_id=result.shared_run_id,
             status=result.status.value,
@@ -102,6 +125,7 @@ class RunTools:
             local_run_id=result.local_run_id,
             scale_out_request_id=result.scale_out_request_id,
             next_step=_next_step(result),
+            deduplicated=result.deduplicated,
         )
 
     def _pipeline(self, request: SubmitInput) -> PipelineDefinition:
@@ -153,8 +177,11 @@ class RunTools:
                     "stamped with your tenant and identity. QueueFirst (default) queues it globally "
                     "(status QueuedGlobally; no LocalRunId or ExecutionId yet) until queue.drain or the "
                     "background pump dispatches it; DirectDispatch admits it now. Returns the "
-                    "shared_run_id to follow with run.status. An invalid pipeline is refused with the "
-                    "broken rule and nothing is queued."
+                    "shared_run_id to follow with run.status (or the resource run://<shared_run_id>). An "
+                    "invalid pipeline is refused with the broken rule and nothing is queued. Pass an "
+                    "idempotency_key to make a retried submit safe, a callback_url for a signed webhook "
+                    "when the run ends. With a progress token, submit reports progress as steps finish "
+                    "and answers once the run is done or waits for input."
                 ),
                 input_model=SubmitInput,
                 output_model=SubmitOutput,
@@ -168,7 +195,7 @@ class RunTools:
                     "Manually dispatch up to `max_count` queued runs: each is claimed, its own tenant "
                     "snapshot restored, admitted to a tenant-visible runtime instance with capacity, and "
                     "delivered to that instance's local queue. Reports progress per attempt. Runs with no "
-                    "capacity stay queued. Lists the outcome of your tenant's runs."
+                    "capacity stay queued. Counts, progress and the list cover only your tenant's runs."
                 ),
                 input_model=DrainInput,
                 output_model=DrainOutput,

@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
-import uvicorn
 from pydantic import BaseModel, ConfigDict
 
 from mcp_runtime._backend import ToolBackend
@@ -27,23 +26,13 @@ from mcp_runtime._rbac import Authorizer
 from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.hosting import HttpCommandEndpoint
+from runtime_core.health import HealthService
+from runtime_core.hosting import UvicornEndpoint
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.pipeline import PipelineCatalog
+from runtime_core.plugins import StepPluginSettings
 
 log = logging.getLogger("mcp_runtime.serve")
-
-
-class _QuietUvicorn(uvicorn.Server):
-    """uvicorn without its own signal handling: `_ShutdownSignals` owns SIGINT / SIGTERM.
-
-    (Plain uvicorn re-raises a caught signal once it stopped, which would end the process
-    before the runtime services unregister their instances and stop the embedded redis.)
-    """
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class _ShutdownSignals:
@@ -57,7 +46,6 @@ class _ShutdownSignals:
     def __init__(self) -> None:
         self.received: int | None = None
         self.stop = asyncio.Event()
-        self.http_server: uvicorn.Server | None = None
         self._loop = asyncio.get_running_loop()
 
     def __enter__(self) -> _ShutdownSignals:
@@ -75,8 +63,6 @@ class _ShutdownSignals:
         log.info("shutdown requested by %s", signal.Signals(sig).name)
         self.received = sig
         self.stop.set()
-        if self.http_server is not None:
-            self.http_server.should_exit = True
 
     def end_like_the_signal(self) -> None:
         if self.received is not None:
@@ -102,6 +88,7 @@ class ServeOptions(BaseModel):
     data_dir: Path | None = None
     principal: str | None = None
     metrics_port: int | None = None
+    steps: tuple[str, ...] = ()
     providers_file: Path | None = None
 
 
@@ -117,8 +104,11 @@ async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
     authorizer = Authorizer(config.rbac_model, config.rbac_policy)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
+    plugins = StepPluginSettings.from_env().with_references([*config.steps, *options.steps])
     settings = RuntimeSettings.from_env(
-        data_dir=options.data_dir, providers_file=options.providers_file or config.providers_file
+        data_dir=options.data_dir,
+        providers_file=options.providers_file or config.providers_file,
+        plugins=plugins,
     )
     traced = configure_tracing(SERVICE_NAME)
     with _ShutdownSignals() as shutdown:
@@ -129,7 +119,7 @@ async def serve(options: ServeOptions) -> None:
                     if shutdown.received is None and options.transport == "stdio":
                         await _serve_stdio(options, config, backend, authorizer, shutdown)
                     elif shutdown.received is None:
-                        await _serve_http(options, config, backend, authorizer, shutdown)
+                        await _serve_http(options, config, backend, authorizer, shutdown, services.health())
         finally:
             if traced:
                 shutdown_tracing()  # export the buffered spans before the process ends
@@ -142,7 +132,9 @@ async def _metrics_port(options: ServeOptions, backend: ToolBackend) -> AsyncIte
     if options.metrics_port is None or backend.metrics is None:
         yield
         return
-    endpoint = HttpCommandEndpoint(metrics_app(backend.metrics), options.host, options.metrics_port)
+    endpoint = UvicornEndpoint(
+        metrics_app(backend.metrics), options.host, options.metrics_port, lifespan="off"
+    )
     await endpoint.start()
     log.info("serving Prometheus metrics on http://%s:%d/metrics", options.host, options.metrics_port)
     try:
@@ -178,16 +170,26 @@ async def _serve_http(
     backend: ToolBackend,
     authorizer: Authorizer,
     shutdown: _ShutdownSignals,
+    health: HealthService,
 ) -> None:
+    """Serve until a stop signal (or until the HTTP server fails); "serving" is logged once bound."""
     verifier = ConfiguredTokenVerifier(config)
     server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
     app = http_app(
         server,
         host=options.host,
+        health=health,
         metrics=backend.metrics,
         metrics_targets=backend.control_plane.metrics_endpoints,
     )
-    uvicorn_config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
-    shutdown.http_server = _QuietUvicorn(uvicorn_config)
-    log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, options.port)
-    await shutdown.http_server.serve()
+    endpoint = UvicornEndpoint(app, options.host, options.port)
+    await endpoint.start()
+    try:
+        log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, endpoint.port)
+        stopping = asyncio.create_task(shutdown.stop.wait())
+        await asyncio.wait({endpoint.task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if endpoint.task.done():
+            endpoint.task.result()  # the server ended by itself: report why
+    finally:
+        await endpoint.stop()

@@ -1,11 +1,13 @@
 """Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
-MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`), the
-request telemetry middleware (spans and the operation-duration metric), and the HTTP app
-(bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped, an
-unauthenticated `/healthz`, Prometheus `/metrics` and `/metrics/targets` service discovery).
-Must not contain tool behaviour.
+MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
+the request telemetry middleware (spans and the operation-duration metric), and the HTTP app
+(bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped,
+unauthenticated `/livez`, `/readyz`, `/healthz`, Prometheus `/metrics` and the
+`/metrics/targets` service discovery); the `run://` resource with its subscriptions in both
+eras when the backend hears run events (`mcp_runtime.notifications`). Must not contain tool
+behaviour.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.notifications import notification_support
 from mcp_runtime.observability import McpOperationMetrics, McpTelemetryMiddleware
 from mcp_runtime.tasks import TaskSupport, task_support
+from runtime_core.health import HealthService
+from runtime_core.hosting import health_endpoints
 from runtime_core.observability import (
     METRICS_PATH,
     SD_PATH,
@@ -38,10 +43,12 @@ SERVER_NAME = "mcp-runtime"
 INSTRUCTIONS = """Control plane of a deterministic, distributed AI-workflow runtime.
 Typical flow: `pipelines.list` -> `submit` (returns a shared_run_id) -> `queue.drain` ->
 poll `run.status` until done -> `ledger` / `trace`. A client declaring MCP Tasks gets a task
-from `submit` / `replay` instead and follows it with tasks/get. Every call runs as your
+from `submit` / `replay` instead and follows it with tasks/get; or subscribe to the resource
+run://<shared_run_id>, or send a progress token with `submit`. Every call runs as your
 principal's tenant; ids of other tenants answer "not found". Errors start with a [code]
 and say what to do next. The prompt `run_pipeline` walks through it; `pipeline://<name>`
-resources hold definitions."""
+resources hold definitions; `steps.list` (or `step://<stepKey>`) shows each step type and
+the JSON Schema of its `config`."""
 
 
 def build_server(
@@ -53,6 +60,11 @@ def build_server(
     operation_metrics = McpOperationMetrics.of(backend.metrics.registry) if backend.metrics else None
     telemetry = McpTelemetryMiddleware(operation_metrics, frozenset(spec.name for spec in specs))
     tasks = task_support(backend.tasks, guard) if backend.tasks is not None else TaskSupport([], [])
+    notifications = (
+        notification_support(backend.run_events, backend.control_plane, guard)
+        if backend.run_events is not None
+        else None
+    )
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="MCP Runtime control plane",
@@ -62,10 +74,13 @@ def build_server(
         auth=auth,
         tools=[build_tool(spec, guard) for spec in specs],
         extensions=tasks.extensions,
-        # Telemetry first: it measures the whole request, task middleware included.
-        middleware=[telemetry, *tasks.middleware],
+        # Telemetry first: it measures the whole request, task and notification middleware included.
+        middleware=[telemetry, *tasks.middleware, *(notifications.middleware if notifications else [])],
+        subscriptions=notifications.bus if notifications else None,
     )
-    register_resources(server, backend.catalog, guard)
+    register_resources(server, backend.catalog, guard, backend.describe_steps)
+    if notifications is not None:
+        notifications.register(server)
     return server
 
 
@@ -76,17 +91,17 @@ def http_app(
     server: MCPServer,
     *,
     host: str,
+    health: HealthService | None = None,
     metrics: MetricsExposition | None = None,
     metrics_targets: MetricsTargets | None = None,
 ) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus an open `/healthz` and, when given, an open `/metrics` and the
-    Prometheus HTTP service discovery of the runtime-instance processes on `/metrics/targets`."""
-
-    @server.custom_route("/healthz", methods=["GET"])
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
+    MAX_REQUEST_BYTES) plus, when given, open `/livez`, `/readyz` and `/healthz` (= readyz),
+    `/metrics`, and the Prometheus HTTP service discovery of the runtime-instance processes on
+    `/metrics/targets`."""
+    if health is not None:
+        for path, endpoint in health_endpoints(health).items():
+            server.custom_route(path, methods=["GET"])(endpoint)
     if metrics is not None:
         server.custom_route(METRICS_PATH, methods=["GET"])(metrics_endpoint(metrics))
     if metrics_targets is not None:

@@ -1,6 +1,10 @@
-"""The `mcp-runtime` command line: `run` a pipeline locally, `serve` the MCP server, `hash-token`.
+"""The `mcp-runtime` command line: run pipelines locally, answer their input gates, serve MCP,
+list the registered `steps` (built-ins and plug-ins).
 
-Owns argument parsing, progress output and exit codes. Must not contain runtime logic.
+Owns argument parsing (every option validated and explained), progress output and exit
+codes: 0 completed / served, 1 the run failed or was cancelled, 2 bad arguments or a typed
+error (no traceback), 3 the run waits for input, 130 interrupted. What is printed about a
+finished run lives in `_cli_report`. Must not contain runtime logic.
 """
 
 from __future__ import annotations
@@ -16,15 +20,69 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from mcp_runtime import ServeOptions, hash_token, serve
-from mcp_runtime._serve import SERVICE_NAME
-from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.dag import EngineEvent, ExecutionView
+from mcp_runtime._cli_report import WAITING_FOR_INPUT, AnswerContext, outcome_report
+from runtime_core.bootstrap import EngineServices, RuntimeSettings
+from runtime_core.dag import EngineEvent
 from runtime_core.errors import RuntimeCoreError
-from runtime_core.hosting import add_process_arguments, options_from_args, run_runtime_instance_process
+from runtime_core.hosting import (
+    add_process_arguments,
+    options_from_args,
+    port_number,
+    positive_int,
+    run_runtime_instance_process,
+)
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.observability import configure_tracing, shutdown_tracing
 from runtime_core.pipeline import parse_pipeline
+from runtime_core.plugins import StepPluginSettings, describe_steps, split_references
+
+DEFAULT_TENANT, DEFAULT_USER = "default", "cli"
+EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+DESCRIPTION = """\
+Run deterministic AI-workflow pipelines (DAGs of retrieval, merge, prompt, decision, tool and
+human-approval steps) and serve their control plane as an MCP server.
+
+Without REDIS_URL, `run`, `input` and `serve` start their own redis-server and keep their
+state (Redis AOF, SQLite durable store) in a per-user data directory ($XDG_DATA_HOME/
+mcp-runtime, else ~/.local/share/mcp-runtime); --data-dir or MCP_RUNTIME_DATA_DIR choose
+another one."""
+
+EPILOG = """\
+examples:
+  mcp-runtime run pipeline.json --input '{"candidateId": "c-1", "jobId": "j-1"}'
+  mcp-runtime input exec_0123abcd hire-approval --payload '{"approved": true}'
+  mcp-runtime serve                                  # MCP over stdio, local admin of tenant `default`
+  mcp-runtime serve --transport http --port 8765 --config principals.json
+  mcp-runtime hash-token --new                       # a token and the sha256 to put in the config
+
+environment:
+  REDIS_URL                  a Redis to use instead of the embedded redis-server
+  MONGODB_URI                MongoDB as the durable store instead of SQLite
+  MCP_RUNTIME_DATA_DIR       the data directory (--data-dir wins)
+  MCP_RUNTIME_CONFIG         serve: the server config file (--config wins)
+  MCP_RUNTIME_REDIS_PREFIX   the prefix of every Redis key (default mcprt:)
+  MCP_RUNTIME_TENANTS_FILE   tenant runtime settings (isolation, capacity) as JSON
+  MCP_RUNTIME_PROVIDERS_FILE LLM / retrieval providers as JSON (--providers-file wins)
+
+exit codes: 0 completed, 1 run failed or cancelled, 2 bad arguments or error,
+3 run waits for input (see `mcp-runtime input`), 130 interrupted.
+See README.md and docs/mcp.md for the MCP tools, configuration and deployment."""
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """argparse type: a JSON object (a bad value is a usage error, exit 2, no traceback)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text[:80]!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object like '{{\"key\": 1}}', not {type(value).__name__}"
+        )
+    return value
 
 
 class ProgressPrinter:
@@ -35,43 +93,76 @@ class ProgressPrinter:
             print(f"  {event.name:<24} {event.step_name}", file=sys.stderr, flush=True)
 
 
-def _step_table(view: ExecutionView) -> str:
-    rows = [("step", "stepKey", "status", "retries", "recoveries")]
-    rows += [(s.name, s.step_key, s.status, str(s.retry_count), str(s.recovery_count)) for s in view.steps]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+def _settings(args: argparse.Namespace) -> RuntimeSettings:
+    return RuntimeSettings.from_env(
+        data_dir=args.data_dir,
+        workers=args.workers,
+        providers_file=args.providers_file,
+        plugins=_plugins(args),
+    )
+
+
+def _plugins(args: argparse.Namespace) -> StepPluginSettings:
+    return StepPluginSettings.from_env().with_references(args.steps or ())
+
+
+def _snapshot(args: argparse.Namespace) -> ExecutionContextSnapshot:
+    return ExecutionContextSnapshot(user_id=args.user, tenant_id=args.tenant, context_key="cli")
+
+
+async def _advance(services: EngineServices, execution_id: str, args: argparse.Namespace) -> int:
+    """Run the execution until it stops, print the outcome; the exit code for it."""
+    status = await services.engine.run(execution_id, workers=services.settings.workers)
+    view = await services.dag_store.read_execution(execution_id)
+    assert view is not None
+    control = (
+        await services.control.get(execution_id, _snapshot(args)) if status == WAITING_FOR_INPUT else None
+    )
+    context = AnswerContext(
+        services.settings.data_dir,
+        args.tenant,
+        args.user,
+        (DEFAULT_TENANT, DEFAULT_USER),
+        services.settings.providers_file,
+    )
+    expected = None
+    if control is not None and control.waiting_step is not None:
+        step_key = next((s.step_key for s in view.steps if s.name == control.waiting_step), "")
+        expected = services.executors.expected_input(step_key)
+    print(outcome_report(view, status, control, context, expected))
+    if status == "Completed":
+        return 0
+    return EXIT_WAITING if status == WAITING_FOR_INPUT else EXIT_FAILED
 
 
 async def _run_pipeline(args: argparse.Namespace) -> int:
     pipeline = parse_pipeline(await asyncio.to_thread(Path(args.pipeline).read_text, encoding="utf-8"))
-    state: dict[str, Any] = json.loads(args.input)
-    settings = RuntimeSettings.from_env(
-        data_dir=args.data_dir, workers=args.workers, providers_file=args.providers_file
+    settings = _settings(args)
+    async with EngineServices(settings, observer=ProgressPrinter()) as services:
+        execution_id = await services.engine.create_execution(pipeline, args.input, _snapshot(args))
+        print(f"execution {execution_id} pipeline {pipeline.key} workers {settings.workers}", file=sys.stderr)
+        return await _advance(services, execution_id, args)
+
+
+async def _answer_input(args: argparse.Namespace) -> int:
+    async with EngineServices(_settings(args), observer=ProgressPrinter()) as services:
+        await services.control.submit_input(
+            args.execution_id, args.waiting_key, args.payload, _snapshot(args)
+        )
+        print(f"input accepted under '{args.waiting_key}'; running {args.execution_id} on", file=sys.stderr)
+        return await _advance(services, args.execution_id, args)
+
+
+def _configure_logging() -> None:
+    """Long-running commands log INFO to stderr (stdout is the MCP channel of stdio `serve`)."""
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    snapshot = ExecutionContextSnapshot(user_id=args.user, tenant_id=args.tenant, context_key="cli")
-    traced = configure_tracing(SERVICE_NAME)
-    try:
-        async with RuntimeServices(settings, observer=ProgressPrinter()) as services:
-            execution_id = await services.engine.create_execution(pipeline, state, snapshot)
-            started = f"execution {execution_id} pipeline {pipeline.key} workers {settings.workers}"
-            print(started, file=sys.stderr)
-            status = await services.engine.run(execution_id, workers=settings.workers)
-            view = await services.dag_store.read_execution(execution_id)
-    finally:
-        if traced:
-            shutdown_tracing()
-    assert view is not None
-    print(f"ExecutionId: {execution_id}\nStatus: {status}\n")
-    print(_step_table(view))
-    final = view.steps[-1]
-    print(f"\nFinal result ({final.name}):")
-    print(json.dumps(final.result if final.result is not None else final.error, indent=2, sort_keys=True))
-    return 0 if status == "Completed" else 1
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per provider request is not news
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("casbin").setLevel(logging.WARNING)
+    _configure_logging()
     options = ServeOptions(
         transport=args.transport,
         host=args.host,
@@ -80,10 +171,33 @@ async def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         principal=args.principal,
         metrics_port=args.metrics_port,
+        steps=split_references(args.steps or ()),
         providers_file=args.providers_file,
     )
     await serve(options)
     return 0
+
+
+async def _list_steps(args: argparse.Namespace) -> int:
+    described = await asyncio.to_thread(describe_steps, _plugins(args), args.step_key)
+    if args.json or args.step_key:
+        print(json.dumps([d.model_dump(mode="json") for d in described], indent=2))
+        return 0
+    rows = [("stepKey", "source", "description"), *((d.step_key, d.source, d.description) for d in described)]
+    width = [max(len(row[i]) for row in rows) for i in (0, 1)]
+    for key, source, description in rows:
+        print(f"{key.ljust(width[0])}  {source.ljust(width[1])}  {description}")
+    return 0
+
+
+def _add_steps_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--steps",
+        action="append",
+        metavar="MODULE:ATTR",
+        help="load step plug-ins from this reference too (repeat or comma-separate); installed entry "
+        "points (group mcp_runtime.steps) and $MCP_RUNTIME_STEPS always load",
+    )
 
 
 async def _hash_token(args: argparse.Namespace) -> int:
@@ -97,7 +211,7 @@ async def _hash_token(args: argparse.Namespace) -> int:
 
 
 async def _runtime_instance(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    _configure_logging()
     await run_runtime_instance_process(options_from_args(args))
     return 0
 
@@ -111,23 +225,74 @@ def _add_providers_file(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-runtime", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run one pipeline to completion on the local runtime")
-    run.add_argument("pipeline", help="path to a pipeline JSON file")
-    run.add_argument("--input", default="{}", help="initial execution state as JSON")
-    run.add_argument("--workers", type=int, default=4)
-    run.add_argument("--data-dir", default=None, help="data directory (default .mcp-runtime)")
-    run.add_argument("--tenant", default="default")
-    run.add_argument("--user", default="cli")
-    _add_providers_file(run)
+def _add_run_options(command: argparse.ArgumentParser) -> None:
+    """Where an execution lives and who it belongs to (shared by `run` and `input`)."""
+    command.add_argument(
+        "--workers", type=positive_int, default=4, help="steps executed concurrently (default 4)"
+    )
+    command.add_argument(
+        "--data-dir", type=Path, default=None, help="data directory (default: the per-user directory)"
+    )
+    command.add_argument(
+        "--tenant", default=DEFAULT_TENANT, help=f"tenant the execution belongs to (default {DEFAULT_TENANT})"
+    )
+    command.add_argument(
+        "--user", default=DEFAULT_USER, help=f"user recorded as its submitter (default {DEFAULT_USER})"
+    )
+    _add_steps_option(command)
+    _add_providers_file(command)
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run one pipeline to completion on the local runtime",
+        description="Run a pipeline JSON file on the local runtime and print every step and the result. "
+        "Progress goes to stderr, the outcome to stdout.",
+    )
+    run.add_argument("pipeline", help="path to a pipeline JSON file (see examples/pipelines)")
+    run.add_argument(
+        "--input", type=json_object, default={}, help="initial execution state, a JSON object (default {})"
+    )
+    _add_run_options(run)
     run.set_defaults(handler=_run_pipeline)
 
-    serve_cmd = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)")
-    serve_cmd.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    serve_cmd.add_argument("--host", default="127.0.0.1")
-    serve_cmd.add_argument("--port", type=int, default=8765)
+
+def _add_input(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    answer = commands.add_parser(
+        "input",
+        help="answer a run waiting for input and run it on",
+        description="Submit the answer a human-approval step waits for (its waiting key, printed by "
+        "`mcp-runtime run`), then run the execution on until it stops again.",
+    )
+    answer.add_argument("execution_id", help="the ExecutionId printed by `mcp-runtime run`")
+    answer.add_argument("waiting_key", help="the key the step waits under (e.g. hire-approval)")
+    answer.add_argument(
+        "--payload",
+        type=json_object,
+        default={},
+        help="the answer, a JSON object, e.g. '{\"approved\": true}' (default {})",
+    )
+    _add_run_options(answer)
+    answer.set_defaults(handler=_answer_input)
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="run the MCP server (stdio or streamable HTTP)",
+        description="Serve the control plane as an MCP server. HTTP also answers GET /livez, /readyz "
+        "and /healthz without a token.",
+    )
+    serve_cmd.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or streamable HTTP"
+    )
+    serve_cmd.add_argument(
+        "--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)"
+    )
+    serve_cmd.add_argument(
+        "--port", type=port_number, default=8765, help="http: port to listen on (default 8765)"
+    )
     serve_cmd.add_argument(
         "--config",
         type=Path,
@@ -135,25 +300,56 @@ def _parser() -> argparse.ArgumentParser:
         help="server config JSON (principals, token hashes, RBAC files); default: embedded local admin",
     )
     serve_cmd.add_argument(
-        "--data-dir", type=Path, default=None, help="data directory (default .mcp-runtime)"
+        "--data-dir", type=Path, default=None, help="data directory (default: the per-user directory)"
     )
-    serve_cmd.add_argument("--principal", default=None, help="stdio: run as this configured principal")
+    serve_cmd.add_argument(
+        "--principal", default=None, help="stdio: run as this configured principal (default: the config's)"
+    )
     serve_cmd.add_argument(
         "--metrics-port",
         type=int,
         default=None,
         help="also serve Prometheus /metrics on this port (stdio has no other way; http has /metrics)",
     )
+    _add_steps_option(serve_cmd)
     _add_providers_file(serve_cmd)
     serve_cmd.set_defaults(handler=_serve)
 
+
+def _add_steps(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    steps_cmd = commands.add_parser(
+        "steps",
+        help="list the registered step keys (built-ins and plug-ins) or describe one",
+        description="List every step key this runtime can run with where it comes from, or print one "
+        "step's description and config schema as JSON.",
+    )
+    steps_cmd.add_argument("step_key", nargs="?", help="describe this step key (config schema as JSON)")
+    steps_cmd.add_argument("--json", action="store_true", help="print every description as JSON")
+    _add_steps_option(steps_cmd)
+    steps_cmd.set_defaults(handler=_list_steps)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-runtime",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(commands)
+    _add_input(commands)
+    _add_serve(commands)
+    _add_steps(commands)
     instance_cmd = commands.add_parser(
         "runtime-instance",
         help="host K child runtime instances behind an HTTP or gRPC command endpoint",
+        description="Host runtime instances in this process for a control plane found through Redis "
+        "(start `mcp-runtime serve` first). HTTP answers GET /livez, /readyz and /healthz; gRPC "
+        "the standard grpc.health.v1.Health service.",
     )
     add_process_arguments(instance_cmd)
     instance_cmd.set_defaults(handler=_runtime_instance)
-
     hash_cmd = commands.add_parser("hash-token", help="print the sha256 to store in the config for a token")
     hash_cmd.add_argument("token", nargs="?", help="the token (omit to read it from stdin / a prompt)")
     hash_cmd.add_argument("--new", action="store_true", help="generate a new random token and its hash")
@@ -167,7 +363,12 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(args.handler(args))
     except (RuntimeCoreError, OSError) as exc:
         print(f"error [{getattr(exc, 'code', 'os_error')}]: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except ValidationError as exc:
+        print(f"error [invalid_arguments]: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
+# The example step plug-in (its entry points register example.* steps); tests run its steps.
+python3 -m pip install -q --disable-pip-version-check --no-deps -e examples/step-plugin 2>&1 \
+  | grep -v -E "^WARNING|Running pip as the 'root'" || true
 bash scripts/ensure-postgres.sh
 # The metrics tests scrape with a real Prometheus server and lint with promtool (Debian's).
 if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -10,7 +11,7 @@ from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, find_free_port
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.steps import StepInvocation
 
@@ -62,3 +63,24 @@ def fan_out_pipeline(width: int, step_key: str = "test.noop", name: str = "fan")
     steps += [{"name": f"b{i:04d}", "stepKey": step_key, "dependsOn": ["start"]} for i in range(width)]
     steps.append({"name": "join", "stepKey": step_key, "dependsOn": [f"b{i:04d}" for i in range(width)]})
     return parse_pipeline({"name": name, "steps": steps})
+
+
+def runtime_instance_argv(redis_url: str, data_dir: str, host_id: str) -> list[str]:
+    """`runtime-instance` arguments for one tenant-a HTTP process on a free port and its own prefix."""
+    return [
+        "runtime-instance",
+        "--transport",
+        "http",
+        "--port",
+        str(find_free_port()),
+        "--tenant",
+        "tenant-a",
+        "--redis-url",
+        redis_url,
+        "--redis-prefix",
+        f"cli{secrets.token_hex(3)}:",
+        "--data-dir",
+        data_dir,
+        "--host-id",
+        host_id,
+    ]

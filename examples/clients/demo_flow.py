@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import Any
 
 from mcp import Client
@@ -32,6 +33,12 @@ def innermost(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     return error
+
+
+def submit_arguments() -> dict[str, Any]:
+    """The run to submit, with a fresh idempotency key: re-sending this same request (say,
+    after a broken stream) returns the same run instead of starting a second one."""
+    return {"pipeline": PIPELINE, "input": PIPELINE_INPUT, "idempotency_key": str(uuid.uuid4())}
 
 
 def tasks_extension(timeout_s: float) -> ClientExtension:
@@ -74,7 +81,7 @@ async def wait_until_done(client: Client, run_id: str, timeout_s: float) -> dict
 
 async def run_as_task(client: Client) -> tuple[str, dict[str, Any]]:
     """`submit` as an MCP task: returns when the run finished, with its final run.status."""
-    finished = await call(client, "submit", {"pipeline": PIPELINE, "input": PIPELINE_INPUT})
+    finished = await call(client, "submit", submit_arguments())
     say(f"submitted {PIPELINE} as an MCP task: {finished['shared_run_id']} tenant {finished['tenant_id']}")
     say("  (the server ran it; the client followed the task with tasks/get until it completed)")
     return finished["shared_run_id"], finished["run"]
@@ -82,7 +89,7 @@ async def run_as_task(client: Client) -> tuple[str, dict[str, Any]]:
 
 async def run_by_polling(client: Client, timeout_s: float) -> tuple[str, dict[str, Any]]:
     """The classic loop: submit, drain the queue, poll run.status until done."""
-    submitted = await call(client, "submit", {"pipeline": PIPELINE, "input": PIPELINE_INPUT})
+    submitted = await call(client, "submit", submit_arguments())
     run_id = submitted["shared_run_id"]
     say(f"submitted {PIPELINE}: {run_id} ({submitted['status']}) tenant {submitted['tenant_id']}")
 

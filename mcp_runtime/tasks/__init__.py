@@ -27,7 +27,7 @@ from mcp_runtime.tasks._client import (
     update_task,
 )
 from mcp_runtime.tasks._creation import TaskCreator
-from mcp_runtime.tasks._extension import TasksExtension
+from mcp_runtime.tasks._extension import TasksExtension, answered_as_task
 from mcp_runtime.tasks._legacy import LegacyTasksMiddleware
 from mcp_runtime.tasks._methods import TaskMethods
 from mcp_runtime.tasks._wire import (
@@ -65,6 +65,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "task_support",
     "TaskSupport",
     "TasksExtension",
+    "answered_as_task",
     "LegacyTasksMiddleware",
     "TaskMethods",
     "TaskCreator",

@@ -12,8 +12,8 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 
+from mcp_runtime._errors import protocol_error
 from mcp_runtime._guard import ToolGuard
-from mcp_runtime.tasks._access import protocol_error
 from mcp_runtime.tasks._wire import TASK_TOOLS
 from runtime_core.tasks import TaskService, TaskView
 

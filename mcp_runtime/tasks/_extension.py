@@ -20,7 +20,7 @@ from mcp_runtime._guard import ToolGuard
 from mcp_runtime.tasks._creation import TaskCreator
 from mcp_runtime.tasks._methods import TaskMethods
 from mcp_runtime.tasks._shapes import modern_create_result
-from mcp_runtime.tasks._wire import TASK_TOOLS, TASKS_EXTENSION, is_modern
+from mcp_runtime.tasks._wire import LEGACY_TASKS_VERSION, TASK_TOOLS, TASKS_EXTENSION, is_modern
 from runtime_core.tasks import TaskService
 
 _DECLARES_TASKS = ClientCapabilities(extensions={TASKS_EXTENSION: {}})
@@ -49,8 +49,16 @@ class TasksExtension(Extension):
 
 
 def _runs_as_task(params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]) -> bool:
-    return (
-        params.name in TASK_TOOLS
-        and is_modern(ctx.protocol_version)
-        and ctx.session.check_client_capability(_DECLARES_TASKS)
-    )
+    return params.name in TASK_TOOLS and is_modern(ctx.protocol_version) and _declares_tasks(ctx)
+
+
+def _declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.session.check_client_capability(_DECLARES_TASKS)
+
+
+def answered_as_task(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this `tools/call` of a task tool will be answered with a task, in either era
+    (2026-07-28: the client declares the extension; 2025-11-25: the call has a `task`)."""
+    if is_modern(ctx.protocol_version):
+        return _declares_tasks(ctx)
+    return ctx.protocol_version == LEGACY_TASKS_VERSION and (ctx.params or {}).get("task") is not None

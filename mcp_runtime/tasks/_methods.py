@@ -24,8 +24,9 @@ from mcp_types import ElicitResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from mcp_runtime._errors import protocol_error
 from mcp_runtime._guard import ToolGuard
-from mcp_runtime.tasks._access import caller_snapshot, protocol_error
+from mcp_runtime.tasks._access import caller_snapshot
 from mcp_runtime.tasks._shapes import legacy_payload, legacy_task, legacy_task_result, modern_detailed_task
 from mcp_runtime.tasks._waiting import OutcomeWait
 from mcp_runtime.tasks._wire import (

@@ -18,7 +18,7 @@ from mcp_types import methods as wire_methods
 from pydantic import BaseModel
 
 from mcp_runtime._outputs import ReplayOutput, SubmitOutput
-from mcp_runtime._run_tools import run_status_output
+from mcp_runtime._run_answers import run_status_output
 from mcp_runtime.tasks._wire import (
     LEGACY_TASKS_VERSION,
     MODEL_IMMEDIATE_RESPONSE_META_KEY,

@@ -8,6 +8,6 @@ not contain runtime behaviour of its own: it only builds and closes the parts.
 """
 
 from runtime_core.bootstrap._services import EngineServices, RuntimeServices
-from runtime_core.bootstrap._settings import RuntimeSettings
+from runtime_core.bootstrap._settings import RuntimeSettings, default_data_dir
 
-__all__ = ["EngineServices", "RuntimeServices", "RuntimeSettings"]
+__all__ = ["EngineServices", "RuntimeServices", "RuntimeSettings", "default_data_dir"]

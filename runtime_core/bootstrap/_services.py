@@ -1,14 +1,18 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control, the metrics exposition, and the step / run spans
-when tracing is on): runtime-instance processes use it alone.
-`RuntimeServices` adds the control plane (with runtime-instance process hosting).
+durable store, audit, execution control, the run-event publisher, the metrics exposition,
+and the step / run spans when tracing is on): runtime-instance processes use it alone.
+`RuntimeServices` adds the control plane (with runtime-instance process hosting and its
+cluster gauges), the webhook service (when a tenant configures webhooks) and this process's
+run-event subscriber (for MCP notifications).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -18,6 +22,16 @@ from runtime_core.bootstrap._settings import RuntimeSettings
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
+from runtime_core.events import RunEventObserver, RunEventPublisher, RunEventSubscriber
+from runtime_core.health import (
+    HealthService,
+    LoopStates,
+    background_loops_alive,
+    check_data_dir_writable,
+    data_dir_accepts_a_write,
+    durable_store_accepts_a_write,
+    redis_answers,
+)
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import HostManagerSettings, LocalInstancePool
 from runtime_core.observability import (
@@ -27,9 +41,11 @@ from runtime_core.observability import (
     capacity_gauges,
     tracing_enabled,
 )
+from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
+from runtime_core.webhooks import WebhookService
 
 log = logging.getLogger("runtime_core.bootstrap")
 
@@ -51,6 +67,7 @@ class EngineServices:
         self.audit: AuditServices
         self.control: ExecutionControlService
         self.metrics: MetricsExposition
+        self.events: RunEventPublisher
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
         self._opened = AsyncExitStack()
@@ -68,6 +85,9 @@ class EngineServices:
             raise
 
     async def _open_engine(self) -> None:
+        # First: an unwritable data directory is a typed error naming it, not a traceback from
+        # whichever part (redis-server, SQLite) happens to write there first.
+        await asyncio.to_thread(check_data_dir_writable, self.settings.data_dir)
         redis_url = self.settings.redis_url
         if redis_url is None:
             self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
@@ -82,6 +102,7 @@ class EngineServices:
         self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)
         self.executors = default_executor_registry(providers=self.step_providers)
+        load_step_plugins(self.executors, self.settings.plugins)
         self.engine = DagEngine(
             self.dag_store,
             self.executors,
@@ -90,6 +111,7 @@ class EngineServices:
             observer=self._observer,
         )
         await self._attach_audit()
+        self._attach_events()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
 
@@ -126,6 +148,26 @@ class EngineServices:
             capacity_gauges(lambda: [i.capacity() for i in instances()], self.settings.observability)
         )
 
+    def health(self, loops: LoopStates | None = None) -> HealthService:
+        """Liveness / readiness of this process: Redis, durable store, data directory, `loops`."""
+        checks = {
+            "redis": redis_answers(self.hot_state),
+            "durable_store": durable_store_accepts_a_write(self.durable_store),
+            "data_dir": data_dir_accepts_a_write(self.settings.data_dir),
+        }
+        if loops is not None:
+            checks["background_loops"] = background_loops_alive(loops)
+        return HealthService(checks)
+
+    def _attach_events(self) -> None:
+        """Run events of the executions (after the audit observer: once a run is announced
+        waiting or ended, its ledger and trace are written)."""
+        self.events = RunEventPublisher(self.hot_state)
+        self._opened.push_async_callback(self.events.aclose)
+        self.engine.observer = CompositeObserver(
+            self.engine.observer, RunEventObserver(self.events, self.dag_store)
+        )
+
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -138,9 +180,11 @@ class RuntimeServices(EngineServices):
     def __init__(self, settings: RuntimeSettings, *, observer: ExecutionObserver | None = None) -> None:
         super().__init__(settings, observer=observer)
         self.control_plane: ControlPlane
+        self.webhooks: WebhookService | None = None
+        self.run_events: RunEventSubscriber
 
     async def __aenter__(self) -> RuntimeServices:
-        await self._start(self._open_engine, self._open_control_plane)
+        await self._start(self._open_engine, self._open_control_plane, self._open_notifications)
         return self
 
     async def _open_control_plane(self) -> None:
@@ -152,11 +196,28 @@ class RuntimeServices(EngineServices):
             workers=self.settings.workers,
             audit=self.audit,
             hosting=self.hosting_settings(),
+            events=self.events,
         )
         self._opened.push_async_callback(self.control_plane.stop)
         self.export_capacity_of(self.control_plane.parts.pool)
         self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()
+
+    def health(self, loops: LoopStates | None = None) -> HealthService:
+        """As the engine's, plus the control plane's background loops."""
+        return super().health(loops or self.control_plane.background_loops)
+
+    async def _open_notifications(self) -> None:
+        """The run-event subscriber (started by its first listener) and, when a tenant
+        configures webhooks, the webhook fan-out and delivery loops."""
+        self.run_events = RunEventSubscriber(self.hot_state)
+        self._opened.push_async_callback(self.run_events.aclose)
+        parts = self.control_plane.parts
+        if parts.webhooks.enabled:
+            consumer = f"{self.settings.control_plane.control_plane_id}:{os.getpid()}"
+            self.webhooks = WebhookService(self.hot_state, parts.webhooks, parts.runs, consumer=consumer)
+            self._opened.push_async_callback(self.webhooks.stop)
+            await self.webhooks.start()
 
     def hosting_settings(self) -> HostManagerSettings:
         """Runtime-instance processes share this Redis (and prefix) and data directory."""
@@ -166,6 +227,7 @@ class RuntimeServices(EngineServices):
             data_dir=self.settings.data_dir,
             host_name=self.settings.control_plane.host,
             tenants_file=self.settings.control_plane.tenants_file,
+            step_plugins=self.settings.plugins,
             providers_file=self.settings.providers_file,
             heartbeat_interval_ms=self.settings.control_plane.heartbeat_interval_ms,
         )

@@ -5,21 +5,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from platformdirs import user_data_dir
 from pydantic import BaseModel, Field
 
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
 from runtime_core.observability import ObservabilitySettings
+from runtime_core.plugins import StepPluginSettings
 from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
+
+APP_NAME = "mcp-runtime"
+
+
+def default_data_dir() -> Path:
+    """The per-user data directory: `$XDG_DATA_HOME/mcp-runtime`, else `~/.local/share/mcp-runtime`
+    (the platform's equivalent elsewhere); never the current directory."""
+    return Path(user_data_dir(APP_NAME, appauthor=False))
 
 
 class RuntimeSettings(BaseModel):
-    data_dir: Path = Path(".mcp-runtime")
+    """`data_dir`: `--data-dir`, else `MCP_RUNTIME_DATA_DIR`, else `default_data_dir()`."""
+
+    data_dir: Path = Field(default_factory=default_data_dir)
     redis_url: str | None = None
     redis_prefix: str = "mcprt:"
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
     workers: int = 4
+    plugins: StepPluginSettings = Field(default_factory=StepPluginSettings.from_env)
     providers_file: Path | None = None
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)

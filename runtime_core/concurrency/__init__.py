@@ -2,8 +2,9 @@
 
 Owns the pipeline+step `config.concurrency` merge, the runtime `ConcurrencyContext`,
 generic `concurrency.throttle` rules (which only fill limits not set directly), the
-provider/model/operation admission policies and the Redis ZSET lease gate
-(`lua/lease_acquire.lua`, `lua/lease_release.lua`). Must not claim DAG steps: callers
+provider/model/operation admission policies, the Redis ZSET lease gate
+(`lua/lease_acquire.lua`, `lua/lease_release.lua`) and the local `maxDegreeOfParallelism`
+limit of one execution. Must not claim DAG steps: callers
 acquire a lease, claim, execute, and release.
 """
 
@@ -23,6 +24,7 @@ from runtime_core.concurrency._definition import (
 )
 from runtime_core.concurrency._gate import CONCURRENCY_HASH_TAG, ConcurrencyGate, LeaseDenial, LeaseGrant
 from runtime_core.concurrency._leases import LeaseReleaseStatus
+from runtime_core.concurrency._parallelism import parallelism_limit
 from runtime_core.concurrency._policies import (
     MODEL_ADMISSION_POLICY,
     OPERATION_ADMISSION_POLICY,
@@ -69,6 +71,7 @@ __all__ = [
     "ThrottleScope",
     "evaluate_admission",
     "merge_concurrency_definitions",
+    "parallelism_limit",
     "parse_concurrency_definition",
     "pipeline_key_of",
     "register_concurrency_policies",

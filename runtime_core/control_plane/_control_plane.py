@@ -20,6 +20,7 @@ from typing import Any
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._gauges import control_plane_gauges
+from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
 from runtime_core.control_plane._run_status import RunStatusReader
@@ -32,7 +33,8 @@ from runtime_core.control_plane._views import (
     RunStatusView,
 )
 from runtime_core.dag import DagEngine
-from runtime_core.errors import MissingSnapshotError
+from runtime_core.errors import MissingSnapshotError, NotFoundError
+from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -50,13 +52,17 @@ from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
     DispatchOutcome,
     DispatchResult,
+    IdempotencyKey,
+    IdempotentRunGoneError,
     PumpIdentity,
     PumpRequest,
     SubmitMode,
     SubmitResult,
 )
+from runtime_core.webhooks import WebhookSettings, check_callback
 
 DrainProgress = Callable[[int, int, str], Awaitable[None]]
+MANUAL_DRAIN_WORKER_ID = "drain"
 
 
 def _require(snapshot: ExecutionContextSnapshot | None) -> ExecutionContextSnapshot:
@@ -91,12 +97,23 @@ class ControlPlane:
         tenants: TenantSettingsCatalog | None = None,
         audit: AuditServices | None = None,
         hosting: HostManagerSettings | None = None,
+        events: RunEventPublisher | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> ControlPlane:
         """`audit` (optional) receives the recovery forensics and ledger evidence; `hosting`
-        (optional) enables runtime-instance processes for HTTP / gRPC scale-out."""
+        (optional) enables runtime-instance processes for HTTP / gRPC scale-out; `events`
+        (optional) publishes run events; `webhooks` overrides the tenants file's section."""
         settings = settings or ControlPlaneSettings()
         parts = build_parts(
-            hot_state, engine, canceller, settings, tenants=tenants, audit=audit, hosting=hosting
+            hot_state,
+            engine,
+            canceller,
+            settings,
+            tenants=tenants,
+            audit=audit,
+            hosting=hosting,
+            events=events,
+            webhooks=webhooks,
         )
         return cls(parts, settings, workers=workers)
 
@@ -117,6 +134,18 @@ class ControlPlane:
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
         )
         return self
+
+    def background_loops(self) -> dict[str, bool]:
+        """Each background loop this control plane is configured to run: alive or not."""
+        loops = {
+            "scale_out_watcher": self._watcher_task is not None and not self._watcher_task.done(),
+            "runtime_instances": self.parts.pool.loops_alive(),
+        }
+        if self.settings.background_pump:
+            loops["pump"] = self.parts.background_pump.alive
+        if self.settings.recovery_enabled:
+            loops.update(self.parts.recovery_loops.alive())
+        return loops
 
     def local_instance_settings(self, n: int) -> RuntimeInstanceSettings:
         s = self.settings
@@ -169,12 +198,40 @@ class ControlPlane:
         snapshot: ExecutionContextSnapshot | None,
         *,
         provider_hint: str | None = None,
+        idempotency_key: str | None = None,
+        callback_url: str | None = None,
     ) -> SubmitResult:
-        """Refuses an oversized or non-JSON input before anything is queued (the engine's limits)."""
+        """Refuses an oversized or non-JSON input, or a `callback_url` the tenant does not
+        allow-list, before anything is queued. An `idempotency_key` the caller's tenant used
+        within `idempotency_window_ms` returns the run it made (same pipeline and input) or an
+        `idempotency_conflict` (another request); nothing new is submitted."""
+        caller = _require(snapshot)
         self.parts.engine.check_input(input)
-        return await self.parts.controller.submit(
-            pipeline, input, mode or self.settings.default_submit_mode, snapshot, provider_hint=provider_hint
+        if callback_url is not None:
+            check_callback(self.parts.webhooks, caller.tenant_id, callback_url)
+        idempotency = (
+            IdempotencyKey.for_request(
+                idempotency_key, pipeline, input, window_ms=self.settings.idempotency_window_ms
+            )
+            if idempotency_key is not None
+            else None
         )
+        try:
+            return await self.parts.controller.submit(
+                pipeline,
+                input,
+                mode or self.settings.default_submit_mode,
+                caller,
+                provider_hint=provider_hint,
+                idempotency=idempotency,
+                callback_url=callback_url,
+            )
+        except IdempotentRunGoneError as gone:  # finished and retired: its durable record answers
+            try:
+                view = await self._status.read(gone.shared_run_id, caller)
+            except NotFoundError:
+                raise gone from None
+            return archived_submit_result(gone, view)
 
     async def drain(
         self,
@@ -184,35 +241,43 @@ class ControlPlane:
         *,
         stop_on_failure: bool = False,
     ) -> DrainResult:
-        """Manual drain: pump identity is this control plane; each run's own snapshot drives admission."""
+        """Manual drain: pump identity is this control plane; each run's own snapshot drives admission.
+
+        The pump dispatches runs of every tenant, but the caller learns only of its own tenant's
+        (progress, counts, pending), and other tenants' runs never record the caller's user.
+        """
         caller = _require(snapshot)
         identity = PumpIdentity(
-            pump_runtime_instance_id=self.settings.control_plane_id, pump_worker_id=f"drain:{caller.user_id}"
+            pump_runtime_instance_id=self.settings.control_plane_id,
+            pump_worker_id=MANUAL_DRAIN_WORKER_ID,
+            requested_by_tenant_id=caller.tenant_id,
+            requested_by_user_id=caller.user_id,
         )
+        reported = 0
 
-        async def report(done: int, result: DispatchResult) -> None:
-            if progress is not None:
-                await progress(done, max_count, self._progress_message(result, caller))
+        async def report(_: int, result: DispatchResult) -> None:
+            nonlocal reported
+            if progress is not None and result.tenant_id == caller.tenant_id:
+                reported += 1
+                await progress(reported, max_count, self._progress_message(result))
 
         result = await self.parts.pump.pump(
             PumpRequest(max_dispatch_count=max_count, stop_on_failure=stop_on_failure, pump=identity),
             progress=report,
         )
-        attempts = result.attempts
+        own = [a for a in result.attempts if a.tenant_id == caller.tenant_id and a.shared_run_id]
         return DrainResult(
-            attempted=len(attempts),
-            dispatched=len(result.dispatched),
-            failed=sum(a.outcome is DispatchOutcome.FAILED for a in attempts),
-            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in attempts),
+            attempted=len(own),
+            dispatched=sum(a.success for a in own),
+            failed=sum(a.outcome is DispatchOutcome.FAILED for a in own),
+            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in own),
             stop_reason=result.stop_reason.value,
-            pending_after=await self.parts.queue.pending_count(),
-            runs=[self._drained(a) for a in attempts if a.tenant_id == caller.tenant_id and a.shared_run_id],
+            pending_after=await self.parts.queue.pending_count_of_tenant(caller.tenant_id),
+            runs=[self._drained(a) for a in own],
         )
 
     @staticmethod
-    def _progress_message(result: DispatchResult, caller: ExecutionContextSnapshot) -> str:
-        if result.tenant_id != caller.tenant_id:
-            return result.outcome.value
+    def _progress_message(result: DispatchResult) -> str:
         return (
             f"{result.outcome.value} {result.shared_run_id} -> {result.assigned_runtime_instance_id or '-'}"
         )

@@ -2,7 +2,8 @@
 
 Owns the assembly of the queueing, instances, providers, recovery and lifecycle parts from
 one `ControlPlaneSettings` (which store, which admission, which reconcilers, when finished
-runs leave Redis). Must not start anything nor hold operations: `ControlPlane` starts the
+runs leave Redis, the run-event publisher of the journal and the in-process instances, the
+webhook settings). Must not start anything nor hold operations: `ControlPlane` starts the
 parts, its readers answer queries.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from runtime_core.audit import AuditServices
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
+from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.instances import (
     AdmissionController,
@@ -60,6 +62,7 @@ from runtime_core.recovery import (
     RuntimeHealthReconciler,
 )
 from runtime_core.storage import DurableStore
+from runtime_core.webhooks import WebhookSettings
 
 
 @dataclass
@@ -91,6 +94,8 @@ class ControlPlaneParts:
     recovery_loops: RecoveryLoops
     discovery: ControlPlaneDiscovery
     lifecycle: Lifecycle
+    webhooks: WebhookSettings
+    events: RunEventPublisher | None = None
     hosts: RuntimeHostManager | None = None
     durable: DurableStore | None = None
 
@@ -104,17 +109,22 @@ def build_parts(
     tenants: TenantSettingsCatalog | None = None,
     audit: AuditServices | None = None,
     hosting: HostManagerSettings | None = None,
+    events: RunEventPublisher | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> ControlPlaneParts:
-    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes."""
+    """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes;
+    `events` publishes run events; `webhooks` defaults to the tenants file's webhooks section."""
     if tenants is None:
         tenants = (
             TenantSettingsCatalog.from_file(settings.tenants_file)
             if settings.tenants_file
             else TenantSettingsCatalog()
         )
+    if webhooks is None:
+        webhooks = WebhookSettings.from_file(settings.tenants_file)
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
-    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller))
+    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller, events))
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
     )
@@ -133,7 +143,7 @@ def build_parts(
         reservations,
         providers,
         reservation_ttl_ms=settings.reservation_ttl_ms,
-        journal=SharedRunJournal(audit.ledger if audit else None),
+        journal=SharedRunJournal(audit.ledger if audit else None, events),
     )
     dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
     pump = SharedQueuePump(dispatcher)
@@ -215,6 +225,8 @@ def build_parts(
         ),
         discovery=ControlPlaneDiscovery(hot_state),
         lifecycle=lifecycle,
+        webhooks=webhooks,
+        events=events,
         hosts=hosts,
         durable=audit.store if audit else None,
     )

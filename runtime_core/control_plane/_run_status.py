@@ -2,9 +2,10 @@
 
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
-hot state (steps, control status, sink results); or, for a finished run whose hot state was
-retired (also when that happens while it is being read), from its durable RunRecord, so the
-answer is the same before and after the cleanup. Must not change any state.
+hot state (steps with their last errors and next retries, control status, the input a waiting
+run expects, the step that failed a failed run, sink results); or, for a finished run whose hot
+state was retired (also when that happens while it is being read), from its durable RunRecord,
+so the answer is the same before and after the cleanup. Must not change any state.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from runtime_core.control_plane._parts import ControlPlaneParts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
+from runtime_core.control_plane._step_rows import explain_execution
 from runtime_core.control_plane._views import RunStatusView, StepRow
 from runtime_core.dag import ExecutionView
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
@@ -71,6 +73,7 @@ class RunStatusReader:
                     }
                 ),
                 steps=[StepRow.model_validate(step.model_dump()) for step in record.steps],
+                failed_step=next((step.name for step in record.steps if step.failed_the_run), None),
             )
             if record.result and record.execution_id:
                 view.result = await self._decoded(record.execution_id, record.result, snapshot)
@@ -134,18 +137,7 @@ class RunStatusReader:
             return False
         view.execution_status = execution.meta.status
         view.control_status = execution.control_status
-        if execution.control_status == "WaitingForInput":
-            view.waiting_key = await self.parts.dag_store.waiting_key(execution_id)
-        view.steps = [
-            StepRow(
-                name=s.name,
-                step_key=s.step_key,
-                status=s.status,
-                retry_count=s.retry_count,
-                recovery_count=s.recovery_count,
-            )
-            for s in execution.steps
-        ]
+        explain_execution(view, execution, self.parts.engine.executors)
         if execution.meta.status != "Running":
             view.result = await self._sink_results(execution, snapshot)
         return True

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from runtime_core.lifecycle import LifecycleSettings
-from runtime_core.queueing import SubmitMode
+from runtime_core.queueing import DEFAULT_IDEMPOTENCY_WINDOW_MS, SubmitMode
 from runtime_core.recovery import DEFAULT_HEALTH_WINDOW_MS
 
 
@@ -23,6 +23,7 @@ class ControlPlaneSettings(BaseModel):
     `health_window_ms`: a heartbeat older than this marks an instance Unsafe; the health and
     recovery reconcilers run every `health_check_interval_ms` / `recovery_interval_ms`.
     `lifecycle`: when finished runs leave Redis and how long the durable store keeps records.
+    `idempotency_window_ms`: how long a submit's idempotency key returns the run it made.
     """
 
     host: str = Field(default_factory=_default_host)
@@ -47,6 +48,7 @@ class ControlPlaneSettings(BaseModel):
     health_check_interval_ms: int = Field(default=1_000, ge=1)
     recovery_interval_ms: int = Field(default=1_000, ge=1)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    idempotency_window_ms: int = Field(default=DEFAULT_IDEMPOTENCY_WINDOW_MS, ge=1)
 
     @property
     def control_plane_id(self) -> str:
@@ -62,6 +64,7 @@ class ControlPlaneSettings(BaseModel):
             "workers_per_instance": os.environ.get("MCP_RUNTIME_WORKERS_PER_INSTANCE"),
             "background_pump": os.environ.get("MCP_RUNTIME_BACKGROUND_PUMP"),
             "default_submit_mode": os.environ.get("MCP_RUNTIME_SUBMIT_MODE"),
+            "idempotency_window_ms": os.environ.get("MCP_RUNTIME_IDEMPOTENCY_WINDOW_MS"),
         }
         values: dict[str, object] = {key: value for key, value in env.items() if value}
         values["lifecycle"] = LifecycleSettings.from_env()

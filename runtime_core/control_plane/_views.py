@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -92,7 +93,8 @@ class DrainedRun(BaseModel):
 
 
 class DrainResult(BaseModel):
-    """One manual drain. `runs` lists only the caller tenant's runs; counts cover every attempt."""
+    """One manual drain, as the caller's tenant sees it: counts, pending and `runs` cover only the
+    caller tenant's runs (the pump may also have dispatched other tenants' runs)."""
 
     attempted: int
     dispatched: int
@@ -103,12 +105,32 @@ class DrainResult(BaseModel):
     runs: list[DrainedRun] = Field(default_factory=list)
 
 
+class StepErrorView(BaseModel):
+    """A step's last recorded failure (kept after a later successful retry)."""
+
+    code: str
+    message: str
+    reason: str = ""
+    at: datetime | None = None
+
+
 class StepRow(BaseModel):
     name: str
     step_key: str
     status: str
     retry_count: int
     recovery_count: int
+    last_error: StepErrorView | None = None
+    next_retry_at: datetime | None = None
+
+
+class WaitingInputView(BaseModel):
+    """What a run waiting for human input needs: an answer under `key` matching `expected_input`."""
+
+    key: str
+    step: str | None = None
+    prompt: str = ""
+    expected_input: dict[str, Any] = Field(default_factory=dict)
 
 
 class RunStatusView(BaseModel):
@@ -131,7 +153,9 @@ class RunStatusView(BaseModel):
     execution_status: str | None = None
     control_status: str | None = None
     waiting_key: str | None = None
+    waiting_input: WaitingInputView | None = None
     failure_reason: str | None = None
+    failed_step: str | None = None
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None
 

@@ -14,6 +14,7 @@ from runtime_core.dag._engine import (
     ResultCodec,
 )
 from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
@@ -63,11 +64,16 @@ __all__ = [
     "ReassignResult",
     "ResultCodec",
     "StepClaim",
+    "StepError",
     "StepStatus",
     "StepTracing",
     "StepView",
     "TransitionOutcome",
     "TransitionResult",
+    "WaitingInput",
     # Proof
     "execution_fingerprint",
+    # Explaining failures and waits
+    "failing_step",
+    "failure_summary",
 ]

@@ -22,7 +22,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from runtime_core.concurrency import AdmissionDenial, ConcurrencyGate, LeaseDenial, LeaseGrant
+from runtime_core.concurrency import (
+    AdmissionDenial,
+    ConcurrencyGate,
+    LeaseDenial,
+    LeaseGrant,
+    parallelism_limit,
+)
 from runtime_core.dag._batching import ClaimSizer
 from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._gating import StepGates, validate_step_policies
@@ -317,8 +323,7 @@ class DagEngine:
         someone resumes it or submits input, so call `run` again after that.
         """
         run = await self._until_available(lambda: self._load(execution_id), "engine.load", execution_id)
-        dop = run.meta.pipeline.config.get("concurrency", {}).get("maxDegreeOfParallelism")
-        count = max(1, min(workers, int(dop))) if dop else max(1, workers)
+        count = max(1, min(workers, parallelism_limit(run.meta.pipeline.config) or workers))
         while True:
             async with asyncio.TaskGroup() as group:
                 for n in range(count):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
 from typing import Any
 
+from runtime_core.dag._explain import StepError, WaitingInput, failing_step
 from runtime_core.dag._fingerprint import canonical_json
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
 from runtime_core.hot_state import HotState, time_reply_ms
@@ -167,6 +168,11 @@ class StepView:
     result: Any
     error: Any
     owned: bool
+    next_retry_at_ms: int | None = None  # while WaitingForRetry: when it may be claimed again
+
+    @property
+    def last_error(self) -> StepError | None:
+        return StepError.parse(self.error)
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,12 @@ class ExecutionView:
     meta: ExecutionMeta
     steps: list[StepView]
     control_status: str | None
+    waiting: WaitingInput | None = None  # while control_status is WaitingForInput
+
+    @property
+    def failed_step(self) -> StepView | None:
+        """The step whose failure failed the execution (the earliest one), if any failed."""
+        return failing_step(self.steps)
 
 
 KEY_CACHE_SIZE = 4096
@@ -181,6 +193,14 @@ KEY_CACHE_SIZE = 4096
 
 def _decode(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
+
+
+def _waiting(
+    status: str | None, key: str | None, step: str | None, prompt: str | None
+) -> WaitingInput | None:
+    if status != "WaitingForInput" or not key:
+        return None
+    return WaitingInput(key=key, step=step or None, prompt=prompt or "")
 
 
 class DagStore:
@@ -400,10 +420,6 @@ class DagStore:
     async def control_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
 
-    async def waiting_key(self, execution_id: str) -> str | None:
-        """The key human input must be submitted under while the execution waits for it."""
-        return await self.hot_state.redis.hget(self.keys(execution_id).control, "waiting_key") or None
-
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)
         if not raw:
@@ -419,6 +435,11 @@ class DagStore:
             attributes=raw,
         )
 
+    async def load_attributes(self, execution_id: str, *names: str) -> dict[str, str | None]:
+        """A few attributes of the execution's metadata (one HMGET; None where absent)."""
+        values = await self.hot_state.redis.hmget(self.keys(execution_id).meta, list(names))
+        return dict(zip(names, values, strict=True))
+
     async def read_execution(self, execution_id: str) -> ExecutionView | None:
         meta = await self.load_meta(execution_id)
         if meta is None:
@@ -427,8 +448,10 @@ class DagStore:
         pipe = self.hot_state.redis.pipeline(transaction=False)
         for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
             pipe.hgetall(key)
-        pipe.hget(k.control, "status")
-        status, retries, recoveries, results, errors, tokens, control = await pipe.execute()
+        pipe.zrange(k.ready, 0, -1, withscores=True)
+        pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason")
+        status, retries, recoveries, results, errors, tokens, ready, control = await pipe.execute()
+        eligible_at = {name: int(score) for name, score in ready}
         steps = [
             StepView(
                 name=s.name,
@@ -439,10 +462,11 @@ class DagStore:
                 result=_decode(results.get(s.name)),
                 error=_decode(errors.get(s.name)),
                 owned=s.name in tokens,
+                next_retry_at_ms=eligible_at.get(s.name) if status.get(s.name) == "WaitingForRetry" else None,
             )
             for s in meta.pipeline.steps
         ]
-        return ExecutionView(meta, steps, control)
+        return ExecutionView(meta, steps, control[0], _waiting(*control))
 
     async def drop_finished(self, execution_id: str) -> DropOutcome:
         """Remove the hot state of a terminal execution (its durable copies answer for it now)."""

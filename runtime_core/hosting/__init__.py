@@ -3,14 +3,18 @@
 Owns the process that hosts K child runtime instances (the dispatch targets, not the host)
 behind a starlette/uvicorn HTTP command endpoint or a `grpc.aio` command service, its
 options and argument parser (shared with `mcp-runtime runtime-instance`), discovery of the
-control plane before self-registration, its `/metrics` endpoint and tracing setup, and
-clean unregistration on SIGTERM / SIGINT.
+control plane before self-registration, its `/metrics` endpoint and tracing setup, and clean
+unregistration on SIGTERM / SIGINT. Also
+owns the HTTP serving pieces the MCP server reuses: `UvicornEndpoint` (bind first, then
+serve) and the /livez /readyz /healthz routes over a `runtime_core.health.HealthService`
+(gRPC processes answer the standard `grpc.health.v1.Health` service instead).
 Starting such processes for scale-out is the host manager's job
 (`runtime_core.instances.RuntimeHostManager`). Must not dispatch, admit or recover runs.
 """
 
 from runtime_core.hosting._commands import RuntimeCommands
-from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
+from runtime_core.hosting._grpc_endpoint import LIVENESS_SERVICE, GrpcCommandEndpoint, HealthCheckServicer
+from runtime_core.hosting._health_routes import HEALTH_ALIAS_PATH, LIVE_PATH, READY_PATH, health_endpoints
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
 from runtime_core.hosting._options import (
     CONTROL_PLANE_ID_KEY,
@@ -20,6 +24,8 @@ from runtime_core.hosting._options import (
     build_arg_parser,
     options_from_args,
     parse_options,
+    port_number,
+    positive_int,
 )
 from runtime_core.hosting._process import (
     PROCESS_SERVICE_NAME,
@@ -27,6 +33,7 @@ from runtime_core.hosting._process import (
     main,
     run_runtime_instance_process,
 )
+from runtime_core.hosting._uvicorn import EndpointBindError, UvicornEndpoint
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Process
@@ -40,6 +47,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "add_process_arguments",
     "options_from_args",
     "parse_options",
+    "positive_int",
+    "port_number",
     "CONTROL_PLANE_ID_KEY",
     "HOST_ID_KEY",
     # Command endpoints
@@ -47,4 +56,13 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "HttpCommandEndpoint",
     "GrpcCommandEndpoint",
     "build_http_app",
+    # HTTP serving and health
+    "UvicornEndpoint",
+    "EndpointBindError",
+    "health_endpoints",
+    "LIVE_PATH",
+    "READY_PATH",
+    "HEALTH_ALIAS_PATH",
+    "HealthCheckServicer",
+    "LIVENESS_SERVICE",
 ]

@@ -2,14 +2,17 @@
 
 Owns the servicer (each RPC = one runtime command: JSON request in, JSON response or a
 typed `RuntimeError` out, traced as a server span continuing the caller's `traceparent`
-metadata) and the `grpc.aio` server on the process's loopback port. Must
-not decide anything about runs.
+metadata), the standard gRPC health service (`grpc.health.v1.Health/Check`:
+service "" answers readiness, "liveness" liveness) and the `grpc.aio` server on the
+process's loopback port. Must not decide anything about runs.
 """
 
 from __future__ import annotations
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from runtime_core.health import HealthService
 from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
 from runtime_core.providers import GRPC_METHODS, Command, WireError
 from runtime_core.providers.grpc_gen import runtime_provider_pb2 as pb
@@ -72,15 +75,40 @@ class RuntimeProviderServicer(pb_grpc.RuntimeProviderServicer):
         return await self._run(Command.CAPACITY, request, context)
 
 
+LIVENESS_SERVICE = "liveness"
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+class HealthCheckServicer(health_pb2_grpc.HealthServicer):
+    """`Check`: "" (the whole server) = readiness, "liveness" = the process answers."""
+
+    def __init__(self, health: HealthService) -> None:
+        self.health = health
+
+    async def Check(
+        self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext
+    ) -> health_pb2.HealthCheckResponse:
+        if request.service == LIVENESS_SERVICE:
+            report = self.health.live()
+        elif request.service == "":
+            report = await self.health.ready()
+        else:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown health service {request.service!r}")
+        return health_pb2.HealthCheckResponse(status=_SERVING if report.healthy else _NOT_SERVING)
+
+
 class GrpcCommandEndpoint:
-    def __init__(self, commands: RuntimeCommands, host: str, port: int) -> None:
+    def __init__(self, commands: RuntimeCommands, host: str, port: int, health: HealthService) -> None:
         self.address = f"{host}:{port}"
         self._servicer = RuntimeProviderServicer(commands)
+        self._health = HealthCheckServicer(health)
         self._server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
         server = grpc.aio.server()
         pb_grpc.add_RuntimeProviderServicer_to_server(self._servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         server.add_insecure_port(self.address)
         await server.start()
         self._server = server

@@ -1,29 +1,28 @@
 """The HTTP command endpoint of a runtime-instance process: a starlette app served by uvicorn.
 
-Owns the routes of `HTTP_ROUTES` (+ GET /healthz, and GET /metrics when the process exports
-metrics), reading path ids and JSON bodies into runtime commands (each traced as a server
-span continuing the caller's `traceparent` header), answering response models as JSON and
-runtime errors as the `{code, message, hint}` envelope with an HTTP status per code, and the
-uvicorn server bound to a loopback port (signals stay with the process), which also serves a
-dedicated metrics port. Must not decide anything about runs.
+Owns the routes of `HTTP_ROUTES` (+ GET /livez, /readyz, /healthz, and GET /metrics when the
+process exports metrics), reading path ids and JSON bodies into runtime commands (each traced
+as a server span continuing the caller's `traceparent` header), answering response models as
+JSON and runtime errors as the `{code, message, hint}` envelope with an HTTP status per code,
+served by a UvicornEndpoint on the process's loopback port (signals stay with the process).
+Must not decide anything about runs.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
+from runtime_core.health import HealthService
 from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
+from runtime_core.hosting._health_routes import health_endpoints
+from runtime_core.hosting._uvicorn import UvicornEndpoint
 from runtime_core.observability import MetricsExposition, metrics_route
-from runtime_core.providers import HEALTH_PATH, HTTP_ROUTES, Command, WireError
+from runtime_core.providers import HTTP_ROUTES, Command, WireError
 
 _STATUS_BY_CODE = {
     "not_found": 404,
@@ -67,16 +66,11 @@ def _command_endpoint(commands: RuntimeCommands, command: Command) -> Endpoint:
 
 
 def build_http_app(
-    commands: RuntimeCommands,
-    health: Callable[[], dict[str, object]],
-    metrics: MetricsExposition | None = None,
+    commands: RuntimeCommands, health: HealthService, metrics: MetricsExposition | None = None
 ) -> Starlette:
-    """The command routes, `/healthz`, and `/metrics` when an exposition is given."""
-
-    async def healthz(_: Request) -> Response:
-        return JSONResponse(health())
-
-    routes = [Route(HEALTH_PATH, healthz, methods=["GET"])]
+    """The command routes of `HTTP_ROUTES` plus GET /livez, /readyz, /healthz and, when an
+    exposition is given, GET /metrics."""
+    routes = [Route(path, endpoint, methods=["GET"]) for path, endpoint in health_endpoints(health).items()]
     routes += [
         Route(path, _command_endpoint(commands, command), methods=[method])
         for command, (method, path) in HTTP_ROUTES.items()
@@ -86,42 +80,8 @@ def build_http_app(
     return Starlette(routes=routes)
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        """The process handles SIGTERM / SIGINT itself (unregister first, then stop serving)."""
-        yield
-
-
-class HttpCommandEndpoint:
-    """Serves a starlette app with uvicorn on one port: the command app, or the metrics app."""
+class HttpCommandEndpoint(UvicornEndpoint):
+    """The command app on the process's loopback port (no ASGI lifespan: nothing to start)."""
 
     def __init__(self, app: Starlette, host: str, port: int) -> None:
-        self.host = host
-        self.port = port
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = _Server(config)
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        """Bind (errors surface here), then serve until `stop()`."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError:
-            sock.close()
-            raise
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="http-command-endpoint")
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-                raise RuntimeError("the HTTP command endpoint stopped while starting")
-            await asyncio.sleep(0.01)  # uvicorn exposes no started event
-
-    async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._server.should_exit = True
-        await self._task
-        self._task = None
+        super().__init__(app, host, port, lifespan="off")

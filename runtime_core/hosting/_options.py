@@ -1,8 +1,8 @@
 """Options of a runtime-instance process: one typed model and the argument parser that fills it.
 
 Owns `RuntimeInstanceProcessOptions` (transport, port, tenant scope, pool size, sizing,
-Redis, data directory, host id, timeouts, metrics port and the registry metadata naming the
-process's metrics endpoint) and `build_arg_parser()`, shared by
+Redis, data directory, host id, step plug-ins, timeouts, metrics port and the registry
+metadata naming the process's metrics endpoint) and `build_arg_parser()`, shared by
 `python -m runtime_core.hosting` and the `mcp-runtime runtime-instance` command. Must not
 start anything.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runtime_core.bootstrap import default_data_dir
 from runtime_core.instances import (
     HostTransport,
     IsolationMode,
@@ -24,6 +25,7 @@ from runtime_core.instances import (
     hosted_instance_ids,
 )
 from runtime_core.observability import METRICS_ENDPOINT_KEY
+from runtime_core.plugins import StepPluginSettings, split_references
 
 CONTROL_PLANE_ID_KEY = "control.plane.id"
 HOST_ID_KEY = "runtime.host.id"
@@ -46,9 +48,11 @@ class RuntimeInstanceProcessOptions(BaseModel):
     local_queue_capacity: int | None = Field(default=None, ge=1)
     redis_url: str
     redis_prefix: str = "mcprt:"
-    data_dir: Path = Path(".mcp-runtime")
+    data_dir: Path = Field(default_factory=default_data_dir)
     host_id: str
     tenants_file: Path | None = None
+    steps: tuple[str, ...] = ()
+    step_entry_points: bool = True
     providers_file: Path | None = None
     heartbeat_ms: int = Field(default=2_000, ge=10)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
@@ -70,6 +74,11 @@ class RuntimeInstanceProcessOptions(BaseModel):
         if self.transport is HostTransport.HTTP:
             return f"http://{self.bind_host}:{self.port}"
         return f"{self.bind_host}:{self.port}"
+
+    def step_plugins(self) -> StepPluginSettings:
+        """The environment's plug-in settings plus `--steps`; `--no-step-entry-points` wins."""
+        from_env = StepPluginSettings.from_env().with_references(self.steps)
+        return from_env.model_copy(update={"entry_points": from_env.entry_points and self.step_entry_points})
 
     def tenant_catalog(self) -> TenantSettingsCatalog:
         if self.tenants_file is None:
@@ -118,38 +127,104 @@ class RuntimeInstanceProcessOptions(BaseModel):
         return metadata
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a bad value is a usage error, exit 2, no traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1-65535."""
+    value = positive_int(text)
+    if value > 65_535:
+        raise argparse.ArgumentTypeError(f"a port is at most 65535, got {value}")
+    return value
+
+
 def add_process_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the runtime-instance options to `parser` (a top-level parser or a CLI subcommand)."""
-    parser.add_argument("--transport", required=True, choices=[t.value for t in HostTransport])
-    parser.add_argument("--port", required=True, type=int, help="loopback port of the command endpoint")
-    parser.add_argument("--bind-host", default="127.0.0.1")
+    transports = [t.value for t in HostTransport]
+    parser.add_argument(
+        "--transport", required=True, choices=transports, help="command endpoint protocol: http or grpc"
+    )
+    parser.add_argument("--port", required=True, type=port_number, help="port of the command endpoint")
+    parser.add_argument(
+        "--bind-host", default="127.0.0.1", help="address the endpoint listens on (default 127.0.0.1)"
+    )
     parser.add_argument("--tenant", required=True, help="tenant id whose scope the instances serve")
-    parser.add_argument("--tenant-group")
-    parser.add_argument("--isolation", choices=[m.value for m in IsolationMode])
+    parser.add_argument("--tenant-group", help="tenant group id of the instances (default: none)")
+    parser.add_argument(
+        "--isolation",
+        choices=[m.value for m in IsolationMode],
+        help="Shared / Dedicated / Hybrid (default: the tenant's isolation mode)",
+    )
     parser.add_argument("--instance-prefix", help="RuntimeInstanceIdPrefix (default: the tenant's)")
-    parser.add_argument("--pool-size", type=int, default=1, help="child runtime instances (K)")
-    parser.add_argument("--workers", type=int, help="workers per child instance (W)")
-    parser.add_argument("--max-local-workers-per-execution", type=int)
-    parser.add_argument("--max-concurrent-runs", type=int)
-    parser.add_argument("--local-queue-capacity", type=int)
-    parser.add_argument("--redis-url", required=True)
-    parser.add_argument("--redis-prefix", default="mcprt:")
-    parser.add_argument("--data-dir", type=Path, default=Path(".mcp-runtime"))
+    parser.add_argument(
+        "--pool-size", type=positive_int, default=1, help="child runtime instances (K, default 1)"
+    )
+    parser.add_argument(
+        "--workers", type=positive_int, help="workers per child instance (W, default: the tenant's)"
+    )
+    parser.add_argument(
+        "--max-local-workers-per-execution",
+        type=positive_int,
+        help="workers one execution may use on an instance (default: the tenant's, else W)",
+    )
+    parser.add_argument(
+        "--max-concurrent-runs",
+        type=positive_int,
+        help="runs one instance executes at once (default: the tenant's)",
+    )
+    parser.add_argument(
+        "--local-queue-capacity", type=positive_int, help="runs an instance may queue (default: tenant's)"
+    )
+    parser.add_argument("--redis-url", required=True, help="Redis shared with the control plane")
+    parser.add_argument("--redis-prefix", default="mcprt:", help="key prefix shared with the control plane")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="data directory (SQLite durable store, retrieval seed); default: the per-user directory",
+    )
     parser.add_argument("--host-id", required=True, help="this process's host id (part of instance ids)")
-    parser.add_argument("--tenants-file", type=Path)
+    parser.add_argument("--tenants-file", type=Path, help="tenant settings JSON (default: built-in defaults)")
+    parser.add_argument(
+        "--steps",
+        action="append",
+        type=lambda value: split_references([value]),
+        help="step plug-in `module:attr` references (repeat or comma-separate); entry points load too",
+    )
+    parser.add_argument(
+        "--no-step-entry-points",
+        dest="step_entry_points",
+        action="store_false",
+        help="do not load step plug-ins from installed entry points (group mcp_runtime.steps)",
+    )
     parser.add_argument(
         "--providers-file",
         type=Path,
         help="LLM / retrieval providers JSON (default: $MCP_RUNTIME_PROVIDERS_FILE)",
     )
-    parser.add_argument("--heartbeat-ms", type=int, default=2_000)
     parser.add_argument(
-        "--discovery-timeout", dest="discovery_timeout_s", type=float, default=10.0, help="seconds"
+        "--heartbeat-ms", type=positive_int, default=2_000, help="registry heartbeat interval (default 2000)"
     )
-    parser.add_argument("--parent-pid", type=int, help="exit cleanly when this parent process is gone")
+    parser.add_argument(
+        "--discovery-timeout",
+        dest="discovery_timeout_s",
+        type=float,
+        default=10.0,
+        help="seconds to wait for the control plane's discovery record (default 10)",
+    )
+    parser.add_argument(
+        "--parent-pid", type=positive_int, help="exit cleanly when this parent process is gone"
+    )
     parser.add_argument(
         "--metrics-port",
-        type=int,
+        type=positive_int,
         help="serve Prometheus /metrics on this port (HTTP transport: also on the command port)",
     )
 
@@ -168,6 +243,7 @@ def options_from_args(args: argparse.Namespace) -> RuntimeInstanceProcessOptions
     """The options model from parsed arguments (extra attributes of a CLI namespace are ignored)."""
     fields = RuntimeInstanceProcessOptions.model_fields
     values = {key: value for key, value in vars(args).items() if key in fields and value is not None}
+    values["steps"] = [reference for group in values.get("steps", []) for reference in group]
     return RuntimeInstanceProcessOptions.model_validate(values)
 
 

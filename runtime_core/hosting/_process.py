@@ -27,6 +27,7 @@ from runtime_core.hosting._commands import RuntimeCommands
 from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
 from runtime_core.hosting._options import RuntimeInstanceProcessOptions, parse_options
+from runtime_core.hosting._uvicorn import UvicornEndpoint
 from runtime_core.instances import (
     ControlPlaneDescriptor,
     ControlPlaneDiscovery,
@@ -57,12 +58,13 @@ class RuntimeInstanceHost:
         self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
         index = RunExecutionIndex(hot_state)
         self.pool = LocalInstancePool(
-            InstanceDependencies(services.engine, self.registry, index, services.control)
+            InstanceDependencies(services.engine, self.registry, index, services.control, services.events)
         )
         self.commands = RuntimeCommands(self.pool)
         services.export_capacity_of(self.pool)
+        self.health = services.health(loops=self._loops)
         self.endpoint = self._endpoint()
-        self.metrics_endpoint = self._metrics_endpoint()
+        self.metrics_server = self._metrics_server()
         self.control_plane: ControlPlaneDescriptor | None = None
 
     def _endpoint(self) -> HttpCommandEndpoint | GrpcCommandEndpoint:
@@ -70,28 +72,26 @@ class RuntimeInstanceHost:
         if o.transport is HostTransport.HTTP:
             app = build_http_app(self.commands, self.health, self.services.metrics)
             return HttpCommandEndpoint(app, o.bind_host, o.port)
-        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port)
+        return GrpcCommandEndpoint(self.commands, o.bind_host, o.port, self.health)
 
-    def _metrics_endpoint(self) -> HttpCommandEndpoint | None:
+    def _metrics_server(self) -> UvicornEndpoint | None:
         """The dedicated `/metrics` port, when one is configured."""
         o = self.options
         if o.metrics_port is None:
             return None
-        return HttpCommandEndpoint(metrics_app(self.services.metrics), o.bind_host, o.metrics_port)
+        return UvicornEndpoint(
+            metrics_app(self.services.metrics), o.bind_host, o.metrics_port, lifespan="off"
+        )
 
-    def health(self) -> dict[str, object]:
-        return {
-            "status": "ok",
-            "host_id": self.options.host_id,
-            "control_plane_id": self.control_plane.control_plane_id if self.control_plane else None,
-            "runtime_instance_ids": [i.runtime_instance_id for i in self.pool.instances()],
-        }
+    def _loops(self) -> dict[str, bool]:
+        """Hosting instances is this process's job: ready only once they run, and while they do."""
+        return {"runtime_instances": bool(self.pool.instances()) and self.pool.loops_alive()}
 
     async def start(self) -> None:
         discovery = ControlPlaneDiscovery(self.services.hot_state)
         self.control_plane = await discovery.resolve(timeout_s=self.options.discovery_timeout_s)
-        if self.metrics_endpoint is not None:
-            await self.metrics_endpoint.start()
+        if self.metrics_server is not None:
+            await self.metrics_server.start()
         await self.endpoint.start()
         for settings in self.options.instance_settings(self.control_plane.control_plane_id):
             await self.pool.start_instance(settings)
@@ -107,8 +107,8 @@ class RuntimeInstanceHost:
         """Unregister every child instance (ids known since start), then close the endpoint."""
         await self.pool.stop_all()
         await self.endpoint.stop()
-        if self.metrics_endpoint is not None:
-            await self.metrics_endpoint.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         log.info("runtime_instance_process.stopped host_id=%s", self.options.host_id)
 
 
@@ -126,6 +126,7 @@ async def run_runtime_instance_process(
         data_dir=options.data_dir,
         redis_url=options.redis_url,
         redis_prefix=options.redis_prefix,
+        plugins=options.step_plugins(),
         providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
     traced = configure_tracing(PROCESS_SERVICE_NAME)

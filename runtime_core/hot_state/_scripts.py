@@ -1,4 +1,8 @@
-"""Loads every `lua/*.lua` file once and exposes it as a registered redis-py Script."""
+"""Loads every `lua/*.lua` file once and exposes it as a registered redis-py Script.
+
+`lua/` is the repository's top-level folder of scripts; a wheel ships it as the data package
+`runtime_core.hot_state.lua` (see `runtime_core.package_data`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
-LUA_DIR = Path(__file__).resolve().parents[2] / "lua"
+from runtime_core.package_data import shipped_folder
+
+LUA_DIR = shipped_folder("lua", "runtime_core.hot_state.lua")
 SCRIPT_CALL_ATTEMPTS = 3
 
 
@@ -44,6 +50,7 @@ class LuaScripts:
     """Registry of the project's Lua scripts keyed by file stem (`claim_steps`, ...)."""
 
     def __init__(self, redis: Redis, lua_dir: Path = LUA_DIR) -> None:
+        self._lua_dir = lua_dir
         self._scripts: dict[str, ReloadingScript] = {}
         self._sources: dict[str, str] = {}
         for path in sorted(lua_dir.glob("*.lua")):
@@ -55,7 +62,7 @@ class LuaScripts:
         try:
             return self._scripts[name]
         except KeyError:
-            raise KeyError(f"No Lua script named {name!r} in {LUA_DIR}") from None
+            raise KeyError(f"No Lua script named {name!r} in {self._lua_dir}") from None
 
     def source(self, name: str) -> str:
         """The script's text, for EVAL inside a pipeline (EVAL never fails with NOSCRIPT)."""

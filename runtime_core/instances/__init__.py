@@ -14,7 +14,7 @@ from runtime_core.instances._admission import (
     AdmissionDecision,
     AdmissionKind,
     admission_group,
-    tenant_of_group,
+    admission_group_tenant,
 )
 from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies
 from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
@@ -86,7 +86,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Admission and reservations
     "AdmissionController",
     "admission_group",
-    "tenant_of_group",
+    "admission_group_tenant",
     "AdmissionCandidate",
     "AdmissionDecision",
     "AdmissionKind",

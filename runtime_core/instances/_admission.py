@@ -53,13 +53,13 @@ def admission_group(snapshot: ExecutionContextSnapshot) -> str:
     return json.dumps([snapshot.tenant_id, snapshot.tenant_group_id or ""])
 
 
-def tenant_of_group(group: str | None) -> str:
-    """The tenant id inside an `admission_group` ("" when the group is missing or malformed)."""
+def admission_group_tenant(group: str | None) -> str | None:
+    """The tenant id inside an `admission_group` value (None for an empty or foreign value)."""
     try:
-        tenant = json.loads(group or "[]")[0]
-    except (ValueError, IndexError, KeyError, TypeError):
-        return ""
-    return tenant if isinstance(tenant, str) else ""
+        tenant_id = json.loads(group or "null")[0]
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+    return tenant_id if isinstance(tenant_id, str) else None
 
 
 class AdmissionController:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtime_core.dag import DagEngine
+from runtime_core.events import RunEventPublisher
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._registry import InstanceRegistry
 from runtime_core.instances._run_index import RunExecutionIndex
@@ -24,9 +25,11 @@ class ExecutionCanceller(Protocol):
 
 @dataclass(frozen=True)
 class InstanceDependencies:
-    """`engine` is a prototype: each run advances a copy named after the instance."""
+    """`engine` is a prototype: each run advances a copy named after the instance; `events`
+    (optional) publishes the end of each local run."""
 
     engine: DagEngine
     registry: InstanceRegistry
     index: RunExecutionIndex
     canceller: ExecutionCanceller
+    events: RunEventPublisher | None = None

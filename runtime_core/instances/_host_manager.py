@@ -2,12 +2,12 @@
 
 Owns launching `python -m runtime_core.hosting` children (one runtime-instance process
 hosting a pool of K child runtime instances behind an HTTP or gRPC command endpoint on a
-free loopback port; a gRPC one also gets a free `/metrics` port), waiting with a timeout
-until every child instance is registered and live, recording each process (pid, port,
-transport, instance ids) in memory and in Redis, tenant-scoped process scale-out (instances
-counted by RuntimeInstanceIdPrefix against MaxRuntimeInstances, like the local scaler) and
-stopping processes (SIGTERM, then SIGKILL after a grace period). Must not dispatch runs,
-recover work or call the command endpoints.
+free loopback port, loading the same step plug-ins as this process; a gRPC one also gets a
+free `/metrics` port), waiting with a timeout until every child instance is registered and
+live, recording each process (pid, port, transport, instance ids) in memory and in Redis,
+tenant-scoped process scale-out (instances counted by RuntimeInstanceIdPrefix against
+MaxRuntimeInstances, like the local scaler) and stopping processes (SIGTERM, then SIGKILL
+after a grace period). Must not dispatch runs, recover work or call the command endpoints.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from runtime_core.instances._models import InstanceHealth
 from runtime_core.instances._registry import InstanceRegistry
 from runtime_core.instances._scaler import ScaleOutOutcome, local_instance_id
 from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings
+from runtime_core.plugins import StepPluginSettings
 
 HOSTING_MODULE = "runtime_core.hosting"
 _LOG_TAIL_BYTES = 2_000
@@ -59,6 +60,7 @@ class HostManagerSettings(BaseModel):
     data_dir: Path
     host_name: str = "localhost"
     tenants_file: Path | None = None
+    step_plugins: StepPluginSettings = Field(default_factory=StepPluginSettings)
     providers_file: Path | None = None
     heartbeat_interval_ms: int = Field(default=2_000, ge=10)
     registration_timeout_s: float = Field(default=30.0, gt=0)
@@ -213,9 +215,12 @@ class RuntimeHostManager:
             args["--tenants-file"] = str(s.tenants_file)
         if s.providers_file:
             args["--providers-file"] = str(s.providers_file)
+        if s.step_plugins.references:
+            args["--steps"] = ",".join(s.step_plugins.references)
         if launch.transport is HostTransport.GRPC:  # an HTTP process serves /metrics on its port
             args["--metrics-port"] = str(find_free_port())
-        return [part for pair in args.items() for part in pair]
+        flags = [] if s.step_plugins.entry_points else ["--no-step-entry-points"]
+        return [*(part for pair in args.items() for part in pair), *flags]
 
     async def _await_registration(self, hosted: HostedProcess, process: asyncio.subprocess.Process) -> None:
         deadline = time.monotonic() + self.settings.registration_timeout_s

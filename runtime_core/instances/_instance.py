@@ -6,6 +6,7 @@ a run waits for a worker instead of failing; a parked run, paused or waiting for
 gives its workers back but keeps its run slot, and takes workers again once unparked, before
 new runs start), queue pause / resume, hot enqueue, queued-run cancellation (no ExecutionId
 is ever created) and running-run cancellation bridged to execution control by ExecutionId,
+the end of each local run published as a run event once its closed record is stored,
 resuming a recovered execution by its existing ExecutionId instead of creating one (the
 execution then carries this attempt's LocalRunId and instance attributes, so ledger entries
 after the resume name it), the run-execution index records of its runs, and the heartbeat
@@ -31,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from runtime_core.concurrency import parallelism_limit
 from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome
 from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError, StoreUnavailableError
 from runtime_core.hot_state import retry_while_unavailable
@@ -53,6 +55,7 @@ from runtime_core.instances._models import (
     QueueStateView,
     RuntimeInstanceSettings,
 )
+from runtime_core.instances._run_events import local_run_end
 from runtime_core.instances._run_index import RunIndexRecord
 
 log = logging.getLogger("runtime_core.instances")
@@ -133,6 +136,11 @@ class RuntimeInstance:
     @property
     def runtime_instance_id(self) -> str:
         return self.settings.runtime_instance_id
+
+    @property
+    def loops_alive(self) -> bool:
+        """Controller and heartbeat started and neither ended (readiness reads this)."""
+        return bool(self._loops) and not any(loop.done() for loop in self._loops)
 
     # Lifecycle
 
@@ -428,8 +436,10 @@ class RuntimeInstance:
         return self.settings.worker_count - self._active_workers
 
     def _hold_workers(self, run: _LocalRun) -> None:
+        """Hold the workers the run can use: never more than its pipeline's maxDegreeOfParallelism."""
         s = self.settings
-        run.effective_workers = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
+        usable = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
+        run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
         self._active_workers += run.effective_workers
 
     def _start(self, run: _LocalRun) -> None:
@@ -604,6 +614,8 @@ class RuntimeInstance:
             update={"status": status, "failure_reason": reason, "completed_at_ms": completed_at}
         )
         await self.deps.index.put(run.record)
+        if self.deps.events is not None:  # after the record: a listener reading the run finds it done
+            await self.deps.events.publish(local_run_end(run.record))
 
     def _forget_old_finished(self, run: _LocalRun) -> None:
         self._finished.append(run.record.local_run_id)

@@ -40,6 +40,10 @@ class LocalInstancePool:
     def instances(self) -> list[RuntimeInstance]:
         return list(self._instances.values())
 
+    def loops_alive(self) -> bool:
+        """Every hosted instance's loops run (True with no instance: nothing is expected)."""
+        return all(instance.loops_alive for instance in self._instances.values())
+
     def with_prefix(self, prefix: str) -> list[RuntimeInstance]:
         return [i for i in self._instances.values() if i.settings.runtime_instance_id_prefix == prefix]
 

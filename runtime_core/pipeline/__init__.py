@@ -23,7 +23,7 @@ from runtime_core.pipeline._limits import (
     check_size,
     dumps_strict,
 )
-from runtime_core.pipeline._models import PipelineDefinition, StepDefinition, parse_pipeline
+from runtime_core.pipeline._models import PipelineDefinition, StepDefinition, parse_pipeline, parse_pipelines
 from runtime_core.pipeline._validation import RetentionCheck, validate_pipeline
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "effective_step_inputs",
     "parse_binding",
     "parse_pipeline",
+    "parse_pipelines",
     "resolve_inputs",
     "steps_read_by",
     # Validation

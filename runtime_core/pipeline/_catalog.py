@@ -1,11 +1,12 @@
-"""A catalog of named pipelines loaded from JSON files (examples/pipelines by default)."""
+"""A catalog of named pipelines loaded from JSON files (examples/pipelines by default); a file
+holds one pipeline, or several in the seed's `{"pipelines": [...]}` wrapper."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from runtime_core.errors import NotFoundError
-from runtime_core.pipeline._models import PipelineDefinition, parse_pipeline
+from runtime_core.pipeline._models import PipelineDefinition, parse_pipelines
 
 
 class PipelineCatalog:
@@ -16,7 +17,8 @@ class PipelineCatalog:
     def from_directory(cls, directory: Path) -> PipelineCatalog:
         catalog = cls()
         for path in sorted(Path(directory).glob("*.json")):
-            catalog.add(parse_pipeline(path.read_text(encoding="utf-8")))
+            for pipeline in parse_pipelines(path.read_text(encoding="utf-8")):
+                catalog.add(pipeline)
         return catalog
 
     def add(self, pipeline: PipelineDefinition) -> None:

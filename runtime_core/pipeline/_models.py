@@ -59,19 +59,14 @@ class PipelineDefinition(BaseModel):
 
 
 def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
-    """Parse one pipeline (a bare object, or a `{"pipelines": [one]}` wrapper).
+    """Parse one pipeline: a bare object, or the seed's `{"pipelines": [one]}` wrapper, which
+    gives the same pipeline as its bare form.
 
     Only strict JSON up to `MAX_PIPELINE_BYTES` and `MAX_JSON_DEPTH` levels is accepted;
     anything else is an InvalidPipelineError or InputTooLargeError, never another exception.
     """
-    if isinstance(raw, str | bytes):
-        check_size(text_size(raw), MAX_PIPELINE_BYTES, "Pipeline")
-        data = loads_strict(raw, "Pipeline")
-        check_depth(data, "Pipeline")
-    else:
-        check_size(len(dumps_strict(raw, "Pipeline")), MAX_PIPELINE_BYTES, "Pipeline")
-        data = raw
-    if isinstance(data, dict) and "pipelines" in data and "steps" not in data:
+    data = _document(raw)
+    if _is_wrapper(data):
         pipelines = data["pipelines"]
         if not isinstance(pipelines, list) or len(pipelines) != 1:
             raise InvalidPipelineError(
@@ -80,6 +75,35 @@ def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
                 hint="Submit one pipeline object, or add the file to the catalog.",
             )
         data = pipelines[0]
+    return _pipeline(data)
+
+
+def parse_pipelines(raw: str | bytes | dict[str, Any]) -> list[PipelineDefinition]:
+    """Every pipeline of a document: a bare pipeline object, or `{"pipelines": [...]}` with any
+    number of them (how a catalog file may hold several). Same limits and errors as parse_pipeline."""
+    data = _document(raw)
+    if not _is_wrapper(data):
+        return [_pipeline(data)]
+    if not isinstance(data["pipelines"], list):
+        raise InvalidPipelineError("schema", "'pipelines' must be a list of pipeline objects.")
+    return [_pipeline(item) for item in data["pipelines"]]
+
+
+def _document(raw: str | bytes | dict[str, Any]) -> Any:
+    if isinstance(raw, str | bytes):
+        check_size(text_size(raw), MAX_PIPELINE_BYTES, "Pipeline")
+        data = loads_strict(raw, "Pipeline")
+        check_depth(data, "Pipeline")
+        return data
+    check_size(len(dumps_strict(raw, "Pipeline")), MAX_PIPELINE_BYTES, "Pipeline")
+    return raw
+
+
+def _is_wrapper(data: Any) -> bool:
+    return isinstance(data, dict) and "pipelines" in data and "steps" not in data
+
+
+def _pipeline(data: Any) -> PipelineDefinition:
     if not isinstance(data, dict):
         raise InvalidPipelineError("schema", "A pipeline must be a JSON object.")
     try:

@@ -11,7 +11,6 @@ or tenancy, execute steps or mutate DAG state.
 
 from runtime_core.providers._grpc import GRPC_METHODS, GRPC_PROVIDER_NAME, GrpcRuntimeProvider
 from runtime_core.providers._http import (
-    HEALTH_PATH,
     HTTP_PROVIDER_NAME,
     HTTP_ROUTES,
     HttpRuntimeProvider,
@@ -65,6 +64,5 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "INVALID_REQUEST_CODE",
     "HTTP_ROUTES",
     "http_path",
-    "HEALTH_PATH",
     "GRPC_METHODS",
 ]

@@ -23,7 +23,6 @@ from runtime_core.providers._remote import DEFAULT_TIMEOUT_S, RemoteRuntimeProvi
 from runtime_core.providers._wire import Command, WireError
 
 HTTP_PROVIDER_NAME = HostTransport.HTTP.value
-HEALTH_PATH = "/healthz"
 
 HTTP_ROUTES: dict[Command, tuple[str, str]] = {
     Command.DISPATCH: ("POST", "/runtime/{runtime_instance_id}/dispatch"),

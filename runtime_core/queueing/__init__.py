@@ -2,16 +2,25 @@
 
 Owns the Redis shared run store and shared queue (Lua: shared_enqueue, shared_claim_next,
 shared_mark_dispatched, shared_requeue, shared_cancel, shared_run_transition), submit modes
-(QueueFirst, DirectDispatch), the dispatcher (claim -> load -> restore snapshot -> re-admit
--> reserve -> provider dispatch -> mark Dispatched), the pump cycle, the readiness gate and
-background pump, scale-out requests, the watcher and the fulfilled-run requeue. Must not
-execute steps or mutate DAG state.
+(QueueFirst, DirectDispatch), idempotent submit (a key claimed atomically with the run's
+creation), the journal of shared-run transitions (ledger + run events), the dispatcher
+(claim -> load -> restore snapshot -> re-admit -> reserve -> provider dispatch -> mark
+Dispatched), the pump cycle, the readiness gate and background pump, scale-out requests,
+the watcher and the fulfilled-run requeue. Must not execute steps or mutate DAG state.
 """
 
 from runtime_core.queueing._background import BackgroundPump, ReadinessGate
 from runtime_core.queueing._controller import PipelineValidator, SharedRuntimeController, SubmitResult
 from runtime_core.queueing._delivery import DEFAULT_RESERVATION_TTL_MS, Delivery, RunDelivery
 from runtime_core.queueing._dispatcher import DispatchCycle, SharedQueueDispatcher
+from runtime_core.queueing._idempotency import (
+    DEFAULT_IDEMPOTENCY_WINDOW_MS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    IdempotencyConflictError,
+    IdempotencyKey,
+    IdempotentRunGoneError,
+    request_fingerprint,
+)
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._keys import SHARED_QUEUE_TAG, SharedQueueKeys
 from runtime_core.queueing._models import (
@@ -61,6 +70,13 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "TransitionOutcome",
     "RetireOutcome",
     "ListingPosition",
+    # Idempotent submit
+    "IdempotencyKey",
+    "IdempotencyConflictError",
+    "IdempotentRunGoneError",
+    "request_fingerprint",
+    "DEFAULT_IDEMPOTENCY_WINDOW_MS",
+    "MAX_IDEMPOTENCY_KEY_LENGTH",
     # Shared queue
     "SharedQueue",
     "SharedQueueKeys",

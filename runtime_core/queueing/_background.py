@@ -79,6 +79,11 @@ class BackgroundPump:
         self._stop.clear()
         self._task = asyncio.create_task(self._loop(), name=f"pump:{self.identity.claimer}")
 
+    @property
+    def alive(self) -> bool:
+        """Started and its loop has not ended (readiness reads this)."""
+        return self._task is not None and not self._task.done()
+
     def wake(self) -> None:
         """New work or capacity: run the next cycle now instead of after the idle interval."""
         self._wake.set()

@@ -6,8 +6,10 @@ admission decision is kept: AssignToInstance delivers at once (falling back to t
 if delivery fails), QueueGlobally queues it, RequestScaleOut marks it ScaleOutRequested
 and persists a scale-out request with the tenant settings, Reject marks it Rejected. The
 caller's snapshot is persisted on the run and restored around admission, and the run's
-trace context (its `invoke_workflow` span, child of the caller's current span) is
-allocated with it. Must not execute.
+trace context (its `invoke_workflow` span, child of the caller's current span) is allocated
+with it. An idempotency key is claimed by the script that creates the run: a key the tenant already used within its
+window returns that run (`deduplicated`) or, for a different request, a conflict; either way
+nothing is created. Must not execute.
 """
 
 from __future__ import annotations
@@ -23,15 +25,22 @@ from runtime_core.instances import AdmissionController, AdmissionDecision, Admis
 from runtime_core.observability import allocate_run_trace
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.queueing._delivery import RunDelivery
+from runtime_core.queueing._idempotency import (
+    IdempotencyConflictError,
+    IdempotencyKey,
+    IdempotentRunGoneError,
+)
 from runtime_core.queueing._models import DispatchOutcome, SharedRunRecord, SharedRunStatus, SubmitMode
-from runtime_core.queueing._queue import QueueTransition, SharedQueue
-from runtime_core.queueing._run_store import SharedRunStore
+from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
+from runtime_core.queueing._run_store import RunTransition, SharedRunStore, TransitionOutcome
 from runtime_core.queueing._scale_out import ScaleOutRequestStore, new_scale_out_request_id
 
 PipelineValidator = Callable[[PipelineDefinition], None]
 
 
 class SubmitResult(BaseModel):
+    """`deduplicated`: the idempotency key had already made this run; nothing new was submitted."""
+
     shared_run_id: str
     status: SharedRunStatus
     submit_mode: SubmitMode
@@ -40,7 +49,17 @@ class SubmitResult(BaseModel):
     assigned_runtime_instance_id: str | None = None
     local_run_id: str | None = None
     scale_out_request_id: str | None = None
+    deduplicated: bool = False
 
+
+_KEY_USED = frozenset(
+    {
+        QueueOutcome.DUPLICATE,
+        QueueOutcome.KEY_CONFLICT,
+        TransitionOutcome.DUPLICATE,
+        TransitionOutcome.KEY_CONFLICT,
+    }
+)
 
 _SUBMIT_EVENTS = {
     SharedRunStatus.QUEUED_GLOBALLY: "queued",
@@ -77,7 +96,11 @@ class SharedRuntimeController:
         snapshot: ExecutionContextSnapshot | None,
         *,
         provider_hint: str | None = None,
+        idempotency: IdempotencyKey | None = None,
+        callback_url: str | None = None,
     ) -> SubmitResult:
+        """With `idempotency`, a key the tenant already used returns the run it made (or a
+        conflict for another request) and submits nothing; the claim is atomic with creation."""
         if snapshot is None:
             raise MissingSnapshotError(
                 "A shared run needs the caller's ExecutionContextSnapshot.",
@@ -97,15 +120,46 @@ class SharedRuntimeController:
             pipeline=pipeline,
             input=input,
             trace_context=run_trace.encode() if run_trace is not None else None,
+            callback_url=callback_url,
         )
         with restored_snapshot(snapshot):
             if mode is SubmitMode.QUEUE_FIRST:
-                await self._expect_applied(await self.queue.enqueue_new(record), record)
+                queued = await self.queue.enqueue_new(record, idempotency)
+                if idempotency is not None and queued.outcome in _KEY_USED:
+                    return await self._replayed(idempotency, queued.outcome is QueueOutcome.DUPLICATE, queued)
+                await self._expect_applied(queued, record)
                 result = self._queued(record, None, "queue-first submit")
             else:
+                created = await self.runs.create(record, idempotency)
+                if idempotency is not None and created.outcome in _KEY_USED:
+                    same = created.outcome is TransitionOutcome.DUPLICATE
+                    return await self._replayed(idempotency, same, created)
                 result = await self._direct(record, provider_hint)
             await self._journal_submit(record, result)
         return result
+
+    async def _replayed(
+        self, idempotency: IdempotencyKey, same_request: bool, outcome: QueueTransition | RunTransition
+    ) -> SubmitResult:
+        """The answer to a submit whose idempotency key already made a run: that run, as it is now."""
+        shared_run_id = outcome.detail if isinstance(outcome, QueueTransition) else outcome.current_status
+        assert shared_run_id is not None
+        if not same_request:
+            raise IdempotencyConflictError(idempotency.key, shared_run_id)
+        existing = await self.runs.get(shared_run_id)
+        if existing is None:
+            raise IdempotentRunGoneError(idempotency.key, shared_run_id)
+        return SubmitResult(
+            shared_run_id=shared_run_id,
+            status=existing.status,
+            submit_mode=existing.submit_mode,
+            admission_decision=existing.admission_decision,
+            reason=f"idempotency key '{idempotency.key}' already submitted this run; nothing new submitted",
+            assigned_runtime_instance_id=existing.assigned_runtime_instance_id,
+            local_run_id=existing.local_run_id,
+            scale_out_request_id=existing.scale_out_request_id,
+            deduplicated=True,
+        )
 
     async def _journal_submit(self, record: SharedRunRecord, result: SubmitResult) -> None:
         journal = self.delivery.journal
@@ -123,7 +177,7 @@ class SharedRuntimeController:
             )
 
     async def _direct(self, record: SharedRunRecord, provider_hint: str | None) -> SubmitResult:
-        await self.runs.create(record)
+        """Admit a created (Submitted) run now: dispatch, queue, request scale-out or reject."""
         assert record.snapshot is not None
         decision = await self.admission.admit(record.snapshot)
         if decision.kind is AdmissionKind.ASSIGN_TO_INSTANCE:

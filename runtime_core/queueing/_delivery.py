@@ -124,7 +124,7 @@ class RunDelivery:
             "dispatched",
             local_run_id=response.local_run_id,
             assigned_runtime_instance_id=rid,
-            **_pump_attributes(pump),
+            **_pump_attributes(pump, run),
             provider=candidate.provider_name,
             **lost_reply,
         )
@@ -166,7 +166,7 @@ class RunDelivery:
             "shared_run_id": run.shared_run_id,
             "submit.mode": run.submit_mode.value,
             DISPATCH_ATTEMPT_KEY: attempt_id,
-            **_pump_attributes(pump),
+            **_pump_attributes(pump, run),
             **({TRACE_CONTEXT_KEY: run.trace_context} if run.trace_context else {}),
         }
         provider = self.providers.by_name(candidate.provider_name)
@@ -231,11 +231,8 @@ class RunDelivery:
         )
 
 
-def _pump_attributes(pump: PumpIdentity | None) -> dict[str, str]:
-    """Who drained the run (never the assigned runtime by default)."""
+def _pump_attributes(pump: PumpIdentity | None, run: SharedRunRecord) -> dict[str, str]:
+    """Who drained the run (never the assigned runtime by default, never another tenant's user)."""
     if pump is None:
         return {}
-    return {
-        "pump.runtime.instance.id": pump.pump_runtime_instance_id,
-        "pump.worker.id": pump.pump_worker_id,
-    }
+    return pump.attributes_for(run.snapshot.tenant_id if run.snapshot else None)

@@ -1,21 +1,42 @@
-"""Ledger evidence of the shared-run lifecycle: submitted, queued, dispatched, requeued, ...
+"""Evidence of the shared-run lifecycle: submitted, queued, dispatched, requeued, ...
 
 Owns turning a shared-run transition into one `shared_run.<event>` LedgerEntry that carries
-the tenant of the run's stored snapshot (never anything else) and its identities. Entries
-are buffered by the LedgerRecorder (queries flush first). Without an audit store (bare
-control planes in tests) nothing is written. Must not change any state.
+the tenant of the run's stored snapshot (never anything else) and its identities, and into
+the matching run event (`runtime_core.events`) for subscribers; a rejection or a
+cancellation before dispatch is the end of the run, a durable event webhooks deliver.
+Entries are buffered by the LedgerRecorder (queries flush first). Without an audit store
+(bare control planes in tests) no entry is written; without a publisher no event. A failed
+event publication is logged, never raised: the transition already happened. Must not
+change any state.
 """
 
 from __future__ import annotations
 
+import logging
+
 from runtime_core.audit import LedgerRecorder
-from runtime_core.queueing._models import SharedRunRecord
+from runtime_core.errors import RuntimeCoreError
+from runtime_core.events import RunEvent, RunEventPublisher, RunEventType, terminal_event_id
+from runtime_core.queueing._models import SharedRunRecord, SharedRunStatus
 from runtime_core.storage import LedgerEntry
+
+log = logging.getLogger("runtime_core.queueing")
+
+_RUN_EVENTS: dict[str, tuple[RunEventType, SharedRunStatus]] = {
+    "submitted": (RunEventType.SUBMITTED, SharedRunStatus.SUBMITTED),
+    "queued": (RunEventType.QUEUED, SharedRunStatus.QUEUED_GLOBALLY),
+    "requeued": (RunEventType.REQUEUED, SharedRunStatus.QUEUED_GLOBALLY),
+    "dispatched": (RunEventType.DISPATCHED, SharedRunStatus.DISPATCHED),
+    "scale_out_requested": (RunEventType.SCALE_OUT_REQUESTED, SharedRunStatus.SCALE_OUT_REQUESTED),
+    "rejected": (RunEventType.REJECTED, SharedRunStatus.REJECTED),
+    "cancelled": (RunEventType.CANCELLED, SharedRunStatus.CANCELLED),
+}
 
 
 class SharedRunJournal:
-    def __init__(self, ledger: LedgerRecorder | None = None) -> None:
+    def __init__(self, ledger: LedgerRecorder | None = None, events: RunEventPublisher | None = None) -> None:
         self.ledger = ledger
+        self.events = events
 
     async def record(
         self,
@@ -26,15 +47,45 @@ class SharedRunJournal:
         assigned_runtime_instance_id: str | None = None,
         **attributes: str,
     ) -> None:
-        if self.ledger is None or run.snapshot is None:
+        if run.snapshot is None:
             return
-        entry = LedgerEntry(
+        if self.ledger is not None:
+            entry = LedgerEntry(
+                tenant_id=run.snapshot.tenant_id,
+                shared_run_id=run.shared_run_id,
+                local_run_id=local_run_id,
+                assigned_runtime_instance_id=assigned_runtime_instance_id,
+                runtime_instance_id=attributes.get("pump.runtime.instance.id"),
+                event=f"shared_run.{event}",
+                attributes={
+                    "submit.mode": run.submit_mode.value,
+                    "user.id": run.snapshot.user_id,
+                    **attributes,
+                },
+            )
+            await self.ledger.append(entry)
+        await self._publish(run, event, local_run_id, attributes.get("reason"))
+
+    async def _publish(
+        self, run: SharedRunRecord, event: str, local_run_id: str | None, reason: str | None
+    ) -> None:
+        mapped = _RUN_EVENTS.get(event)
+        if self.events is None or mapped is None or run.snapshot is None:
+            return
+        event_type, status = mapped
+        run_event = RunEvent(
+            event_id=terminal_event_id(event_type, run.shared_run_id, None),
+            type=event_type,
             tenant_id=run.snapshot.tenant_id,
             shared_run_id=run.shared_run_id,
             local_run_id=local_run_id,
-            assigned_runtime_instance_id=assigned_runtime_instance_id,
-            runtime_instance_id=attributes.get("pump.runtime.instance.id"),
-            event=f"shared_run.{event}",
-            attributes={"submit.mode": run.submit_mode.value, "user.id": run.snapshot.user_id, **attributes},
+            status=status.value,
+            reason=reason or None,
         )
-        await self.ledger.append(entry)
+        try:
+            await self.events.publish(run_event)
+        except RuntimeCoreError as exc:
+            log.warning(
+                "run_events.publish_failed",
+                extra={"shared_run_id": run.shared_run_id, "tenant_id": run.tenant_id, "error": exc.message},
+            )

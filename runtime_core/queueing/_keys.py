@@ -1,8 +1,10 @@
 """Redis key layout of the shared run store and shared queue.
 
 Every key lives under ONE hash tag, `{squeue}`: the run records, the item table, the
-pending and claimed ZSETs, the sequence counter, the per-tenant listing ZSETs and the ZSET of
-runs that ended before dispatch (which the lifecycle sweeper retires). So every shared-queue
+pending and claimed ZSETs, the sequence counter, the per-tenant listing ZSETs, the ZSET of
+runs that ended before dispatch (which the lifecycle sweeper retires) and the idempotency
+keys of submits (in the run records' slot, so creating a run and claiming its key are one
+script: two submits with one key can never both create a run). So every shared-queue
 script (`shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`, `shared_requeue`,
 `shared_cancel`, `shared_run_transition`, `retire_shared_run`) touches a single Cluster slot;
 the price is that the whole shared queue lives on one shard, which is the point of a
@@ -11,6 +13,7 @@ global queue with exactly-once claims.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from runtime_core.hot_state import HotState
@@ -26,6 +29,11 @@ class SharedQueueKeys:
 
     def run(self, shared_run_id: str) -> str:
         return self.hot_state.tagged(SHARED_QUEUE_TAG, "run", shared_run_id)
+
+    def idempotency(self, tenant_id: str, key: str) -> str:
+        """The tenant's record of one idempotency key (hashed: any text is a safe key name)."""
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "idem", tenant_id, digest)
 
     def tenant_runs(self, tenant_id: str) -> str:
         return self.hot_state.tagged(SHARED_QUEUE_TAG, "tenant", tenant_id, "runs")

@@ -58,6 +58,7 @@ _OPTIONAL_TEXT_FIELDS = (
     "recovered_from_runtime_instance_id",
     "trace_context",
     "queue_status",
+    "callback_url",
 )
 _OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms", "archived_at_ms")
 
@@ -66,7 +67,8 @@ class SharedRunRecord(BaseModel):
     """A shared run: the submitted request, its snapshot, and where it went (never its ExecutionId).
 
     Only recovery sets `resume_execution_id`: the in-flight execution the next dispatch must
-    continue after its runtime instance became unsafe. `trace_context` is the run's encoded
+    continue after its runtime instance became unsafe. `callback_url` is the submit's webhook
+    URL (already allow-listed for the tenant), if any. `trace_context` is the run's encoded
     `RunTraceContext` (its `invoke_workflow` span), set at submit when there is a trace to continue.
     """
 
@@ -98,6 +100,7 @@ class SharedRunRecord(BaseModel):
     # Set when the run finished and its durable run record answers for it (its hot record expires).
     archived_at_ms: int | None = None
     queue_status: str | None = None
+    callback_url: str | None = None
 
     @property
     def submitted_by(self) -> str:
@@ -105,9 +108,7 @@ class SharedRunRecord(BaseModel):
 
     def creation_fields(self) -> dict[str, str]:
         """The string fields a Lua script writes when it creates the record."""
-        trace = {"trace_context": self.trace_context} if self.trace_context else {}
-        return {
-            **trace,
+        fields = {
             "shared_run_id": self.shared_run_id,
             "submit_mode": self.submit_mode.value,
             "tenant_id": self.tenant_id,
@@ -119,6 +120,8 @@ class SharedRunRecord(BaseModel):
             "pipeline_name": self.pipeline.name,
             "submitted_by": self.submitted_by,
         }
+        optional = {"callback_url": self.callback_url, "trace_context": self.trace_context}
+        return fields | {name: value for name, value in optional.items() if value}
 
     @classmethod
     def from_hash(cls, raw: dict[str, str]) -> SharedRunRecord:
@@ -186,14 +189,30 @@ class QueueItem(BaseModel):
 
 
 class PumpIdentity(BaseModel):
-    """WHO drains the queue; never, by itself, who receives the run."""
+    """WHO drains the queue; never, by itself, who receives the run.
+
+    A pump cycle dispatches runs of every tenant, so its identity names no user. The caller of
+    a manual drain (`requested_by_*`) is recorded only on runs of the caller's own tenant.
+    """
 
     pump_runtime_instance_id: str
     pump_worker_id: str
+    requested_by_tenant_id: str | None = None
+    requested_by_user_id: str | None = None
 
     @property
     def claimer(self) -> str:
         return f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+
+    def attributes_for(self, run_tenant_id: str | None) -> dict[str, str]:
+        """What a run of `run_tenant_id` records about who drained it (never another tenant's user)."""
+        attributes = {
+            "pump.runtime.instance.id": self.pump_runtime_instance_id,
+            "pump.worker.id": self.pump_worker_id,
+        }
+        if self.requested_by_user_id and run_tenant_id == self.requested_by_tenant_id:
+            attributes["pump.requested_by"] = self.requested_by_user_id
+        return attributes
 
 
 class QueueClaim(BaseModel):

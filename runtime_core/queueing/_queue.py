@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
-from runtime_core.instances import tenant_of_group
-from runtime_core.queueing._keys import READ_BATCH, SharedQueueKeys
+from runtime_core.instances import admission_group_tenant
+from runtime_core.queueing._idempotency import IdempotencyKey
+from runtime_core.queueing._keys import SharedQueueKeys
 from runtime_core.queueing._models import (
     PumpIdentity,
     QueueClaim,
@@ -30,6 +31,7 @@ _EXPIRED_CLAIMS_PER_CALL = 16
 # How many Pending items one claim may pass over (items of skipped groups) before it reports
 # nothing claimable; the cycle ends and the next cycle starts from the queue head again.
 _CLAIM_SCAN_LIMIT = 5_000
+_COUNT_BATCH = 500
 
 
 class QueueOutcome(Enum):
@@ -37,6 +39,8 @@ class QueueOutcome(Enum):
     REFUSED = 0
     MISSING = -1
     BUSY = -2
+    DUPLICATE = 2  # the idempotency key already made run `detail` (same request)
+    KEY_CONFLICT = 3  # the idempotency key made run `detail` for another request
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,12 @@ class SharedQueue:
         self.claim_lease_ms = claim_lease_ms
         self._scripts = hot_state.scripts
 
-    async def enqueue_new(self, record: SharedRunRecord) -> QueueTransition:
-        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally)."""
-        return await self._enqueue(record, json.dumps(record.creation_fields()), ())
+    async def enqueue_new(
+        self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+    ) -> QueueTransition:
+        """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally);
+        with `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT)."""
+        return await self._enqueue(record, json.dumps(record.creation_fields()), (), idempotency)
 
     async def enqueue_existing(
         self, record: SharedRunRecord, allowed_from: tuple[SharedRunStatus, ...]
@@ -73,14 +80,19 @@ class SharedQueue:
         return await self._enqueue(record, "", allowed_from)
 
     async def _enqueue(
-        self, record: SharedRunRecord, fields_json: str, allowed_from: tuple[SharedRunStatus, ...]
+        self,
+        record: SharedRunRecord,
+        fields_json: str,
+        allowed_from: tuple[SharedRunStatus, ...],
+        idempotency: IdempotencyKey | None = None,
     ) -> QueueTransition:
         k = self.keys
-        reply = await self._scripts["shared_enqueue"](
-            keys=[k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)],
-            args=[record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)],
-        )
-        return _transition(reply)
+        keys = [k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)]
+        args = [record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)]
+        if idempotency is not None:
+            keys.append(k.idempotency(record.tenant_id, idempotency.key))
+            args += [idempotency.fingerprint, str(idempotency.window_ms)]
+        return _transition(await self._scripts["shared_enqueue"](keys=keys, args=args))
 
     async def claim_next(
         self, pump: PumpIdentity, skip_groups: frozenset[str] = frozenset()
@@ -155,13 +167,20 @@ class SharedQueue:
     async def pending_count(self) -> int:
         return int(await self.hot_state.redis.zcard(self.keys.pending))
 
+    async def pending_count_of_tenant(self, tenant_id: str) -> int:
+        """Pending items of one tenant's runs (a read, in batches: one tenant never learns another's)."""
+        return sum(1 for tenant in await self._pending_tenants() if tenant == tenant_id)
+
     async def pending_by_tenant(self) -> dict[str, int]:
-        """Pending items per tenant (the queue-depth gauge): the pending ZSET, then the items'
-        admission groups in batches."""
-        ids = await self.hot_state.redis.zrange(self.keys.pending, 0, -1)
-        depth: Counter[str] = Counter()
-        for start in range(0, len(ids), READ_BATCH):
-            for raw in await self.hot_state.redis.hmget(self.keys.items, ids[start : start + READ_BATCH]):
-                if raw:
-                    depth[tenant_of_group(json.loads(raw).get("group"))] += 1
-        return dict(depth)
+        """Pending items per tenant (the operator's queue-depth gauge; "" for an unreadable group)."""
+        return dict(Counter(tenant or "" for tenant in await self._pending_tenants()))
+
+    async def _pending_tenants(self) -> list[str | None]:
+        """The tenant of each Pending item: the pending ZSET, then the items' groups in batches."""
+        redis, tenants = self.hot_state.redis, []
+        pending = await redis.zrange(self.keys.pending, 0, -1)
+        for start in range(0, len(pending), _COUNT_BATCH):
+            for raw in await redis.hmget(self.keys.items, pending[start : start + _COUNT_BATCH]):
+                if raw is not None:
+                    tenants.append(admission_group_tenant(json.loads(raw).get("group")))
+        return tenants

@@ -1,10 +1,11 @@
 """The shared run store: shared run records in Redis, created and moved only by Lua.
 
 Owns reading records, creating a Submitted record and compare-and-set status transitions
-through `shared_run_transition`, retiring a finished run through `retire_shared_run` (the
-only places that know those scripts' KEYS/ARGV), the per-tenant listing of the runs still
-in hot state, newest first, and the run counts by tenant and status the metrics gauge
-reports. Queue transitions live in the shared queue. Must not dispatch.
+through `shared_run_transition` (a creation may claim an idempotency key in the same call),
+retiring a finished run through `retire_shared_run` (the only places that know those
+scripts' KEYS/ARGV), the per-tenant listing of the runs still in hot state, newest first,
+and the run counts by tenant and status the metrics gauge reports. Queue transitions live in
+the shared queue. Must not dispatch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
+from runtime_core.queueing._idempotency import IdempotencyKey
 from runtime_core.queueing._keys import READ_BATCH, SharedQueueKeys
 from runtime_core.queueing._models import SharedRunRecord, SharedRunStatus, SharedRunSummary
 
@@ -27,6 +29,8 @@ class TransitionOutcome(Enum):
     APPLIED = 1
     REFUSED = 0
     MISSING = -1
+    DUPLICATE = 2  # the idempotency key already made run `current_status` (same request)
+    KEY_CONFLICT = 3  # the idempotency key made run `current_status` for another request
 
 
 class RetireOutcome(Enum):
@@ -52,10 +56,13 @@ class SharedRunStore:
         raw = await self.hot_state.redis.hgetall(self.keys.run(shared_run_id))
         return SharedRunRecord.from_hash(raw) if raw else None
 
-    async def create(self, record: SharedRunRecord) -> RunTransition:
-        """Create the record with `record.status` (REFUSED when the id already exists)."""
+    async def create(
+        self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+    ) -> RunTransition:
+        """Create the record with `record.status` (REFUSED when the id already exists); with
+        `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT)."""
         return await self._transition(
-            record.shared_run_id, record.tenant_id, "", record.status, record.creation_fields()
+            record.shared_run_id, record.tenant_id, "", record.status, record.creation_fields(), idempotency
         )
 
     async def transition(
@@ -77,11 +84,14 @@ class SharedRunStore:
         expected_csv: str,
         new_status: SharedRunStatus,
         fields: dict[str, str],
+        idempotency: IdempotencyKey | None = None,
     ) -> RunTransition:
-        reply = await self.hot_state.scripts["shared_run_transition"](
-            keys=[self.keys.run(shared_run_id), self.keys.tenant_runs(tenant_id), self.keys.ended],
-            args=[shared_run_id, expected_csv, new_status.value, json.dumps(fields)],
-        )
+        keys = [self.keys.run(shared_run_id), self.keys.tenant_runs(tenant_id), self.keys.ended]
+        args = [shared_run_id, expected_csv, new_status.value, json.dumps(fields)]
+        if idempotency is not None:
+            keys.append(self.keys.idempotency(tenant_id, idempotency.key))
+            args += [idempotency.fingerprint, str(idempotency.window_ms)]
+        reply = await self.hot_state.scripts["shared_run_transition"](keys=keys, args=args)
         detail = str(reply[2]) if len(reply) > 2 else None
         return RunTransition(TransitionOutcome(int(reply[0])), int(reply[1]), detail)
 

@@ -20,6 +20,9 @@ from runtime_core.recovery._reconciler import ExecutionRecoveryReconciler
 
 log = logging.getLogger("runtime_core.recovery")
 
+_HEALTH_LOOP = "runtime-health-reconciler"
+_RECOVERY_LOOP = "execution-recovery-reconciler"
+
 
 async def _wait(event: asyncio.Event, timeout_s: float) -> None:
     with contextlib.suppress(TimeoutError):
@@ -46,9 +49,17 @@ class RecoveryLoops:
     def start(self) -> None:
         self._stop.clear()
         self._tasks = [
-            asyncio.create_task(self._health_loop(), name="runtime-health-reconciler"),
-            asyncio.create_task(self._recovery_loop(), name="execution-recovery-reconciler"),
+            asyncio.create_task(self._health_loop(), name=_HEALTH_LOOP),
+            asyncio.create_task(self._recovery_loop(), name=_RECOVERY_LOOP),
         ]
+
+    def alive(self) -> dict[str, bool]:
+        """Each loop: started and not ended (readiness reads this)."""
+        running = {task.get_name(): not task.done() for task in self._tasks}
+        return {
+            "health_reconciler": running.get(_HEALTH_LOOP, False),
+            "recovery_reconciler": running.get(_RECOVERY_LOOP, False),
+        }
 
     async def stop(self) -> None:
         self._stop.set()

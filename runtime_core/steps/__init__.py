@@ -21,7 +21,7 @@ from runtime_core.steps._human import ApprovalConfig, HumanApprovalExecutor
 from runtime_core.steps._merge import MergeConfig, RagMergeExecutor
 from runtime_core.steps._prompt import AiPromptExecutor, render_template
 from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
-from runtime_core.steps._registry import ExecutorRegistry
+from runtime_core.steps._registry import ANY_INPUT_SCHEMA, ExecutorRegistry
 from runtime_core.steps._results import (
     canonical,
     canonical_json,
@@ -69,6 +69,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepFailure",
     "StepParked",
     "ExecutorRegistry",
+    "ANY_INPUT_SCHEMA",
     "default_executor_registry",
     # The public step API (all of it in runtime_core.steps.api)
     "step",

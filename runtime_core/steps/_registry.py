@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from runtime_core.errors import NotFoundError
 from runtime_core.steps._executor import StepExecutor
 from runtime_core.steps.api import (
     BUILTIN_SOURCE,
@@ -20,6 +21,9 @@ from runtime_core.steps.api import (
     config_model_of,
     describe_step,
 )
+
+ANY_INPUT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+"""The expected input of a waiting step whose executor declares no `input_schema`."""
 
 
 class ExecutorRegistry:
@@ -46,13 +50,19 @@ class ExecutorRegistry:
         executor = self._executors.get(step_key)
         return None if executor is None else config_model_of(executor)
 
-    def input_schema(self, step_key: str) -> dict[str, Any] | None:
-        """The JSON Schema of the human input the step waits for, when it declares one."""
+    def expected_input(self, step_key: str) -> dict[str, Any]:
+        """JSON Schema of the human input the step waits for: its `input_schema`, else any object."""
         schema = getattr(self._executors.get(step_key), "input_schema", None)
-        return dict(schema) if isinstance(schema, dict) else None
+        return dict(schema) if isinstance(schema, dict) else dict(ANY_INPUT_SCHEMA)
 
-    def describe(self) -> list[StepDescription]:
-        return [describe_step(self._executors[key], self._sources[key]) for key in self.keys()]
+    def describe(self, step_key: str | None = None) -> list[StepDescription]:
+        """Every step type's description, or just `step_key`'s (NotFoundError when unknown)."""
+        if step_key is not None and step_key not in self._executors:
+            raise NotFoundError(
+                f"No step type '{step_key}' is registered.", hint="Registered: " + ", ".join(self.keys())
+            )
+        keys = self.keys() if step_key is None else [step_key]
+        return [describe_step(self._executors[key], self._sources[key]) for key in keys]
 
     def __contains__(self, step_key: object) -> bool:
         return step_key in self._executors

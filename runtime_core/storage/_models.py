@@ -149,14 +149,26 @@ class RunIndexEvent(_Record):
     recorded_at: UtcDatetime = Field(default_factory=utc_now)
 
 
+class RunRecordStepError(_Record):
+    """A step's last recorded failure: code, message, the retry decision's reason, when."""
+
+    code: str
+    message: str
+    reason: str = ""
+    at: UtcDatetime | None = None
+
+
 class RunRecordStep(_Record):
-    """One step row of a finished run, as `run.status` shows it."""
+    """One step row of a finished run, as `run.status` shows it; `failed_the_run` marks the step
+    whose failure failed it."""
 
     name: str
     step_key: str
     status: str
     retry_count: int = 0
     recovery_count: int = 0
+    last_error: RunRecordStepError | None = None
+    failed_the_run: bool = False
 
 
 class RunRecord(_Record):

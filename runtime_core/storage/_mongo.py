@@ -38,7 +38,7 @@ from runtime_core.storage._models import (
     TraceSpan,
     utc_now,
 )
-from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH
+from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, READINESS_PROBE_ID
 
 _DUPLICATE_KEY = 11000
 
@@ -433,6 +433,12 @@ class MongoDurableStore:
     async def health(self) -> None:
         async with self._guard():
             await self._client.admin.command("ping")
+
+    async def probe_write(self) -> None:
+        async with self._guard():
+            await self._db["health_probes"].update_one(
+                {"_id": READINESS_PROBE_ID}, {"$set": {"written_at": utc_now()}}, upsert=True
+            )
 
     async def close(self) -> None:
         if not self._closed:

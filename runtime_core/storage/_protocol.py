@@ -24,6 +24,7 @@ from runtime_core.storage._models import (
 
 DEFAULT_LEDGER_LIMIT = 1000
 DEFAULT_PURGE_BATCH = 1000
+READINESS_PROBE_ID = "readiness"  # the one record `probe_write` upserts
 
 
 class DurableStore(Protocol):
@@ -168,6 +169,10 @@ class DurableStore(Protocol):
     # Lifecycle
     async def health(self) -> None:
         """Return when the store answers; StoreUnavailableError when it does not."""
+        ...
+
+    async def probe_write(self) -> None:
+        """Write (upsert) the one readiness probe record; StoreUnavailableError when refused."""
         ...
 
     async def close(self) -> None: ...

@@ -35,7 +35,7 @@ from runtime_core.storage._models import (
     TraceSpan,
     utc_now,
 )
-from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH
+from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, READINESS_PROBE_ID
 from runtime_core.storage._sqlite_schema import (
     ARCHIVED_STEPS,
     FORENSICS,
@@ -58,6 +58,12 @@ ON CONFLICT (payload_id) DO UPDATE SET
     content_type = excluded.content_type, size = excluded.size, sha256 = excluded.sha256,
     body = excluded.body, created_at = excluded.created_at
 WHERE payloads.tenant_id = excluded.tenant_id
+"""
+
+
+_UPSERT_PROBE = """
+INSERT INTO health_probes (probe_id, written_at) VALUES (?, ?)
+ON CONFLICT (probe_id) DO UPDATE SET written_at = excluded.written_at
 """
 
 
@@ -416,6 +422,9 @@ class SqliteDurableStore:
 
     async def health(self) -> None:
         await self._fetch_all("SELECT 1", ())
+
+    async def probe_write(self) -> None:
+        await self._write(_UPSERT_PROBE, (READINESS_PROBE_ID, sortable_timestamp(utc_now())))
 
     async def close(self) -> None:
         if not self._closed:

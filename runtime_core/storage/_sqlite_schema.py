@@ -119,6 +119,10 @@ CREATE TABLE IF NOT EXISTS run_index_history (
 );
 CREATE INDEX IF NOT EXISTS run_index_by_shared_run
     ON run_index_history (tenant_id, shared_run_id, recorded_at);
+CREATE TABLE IF NOT EXISTS health_probes (
+    probe_id TEXT PRIMARY KEY,
+    written_at TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS run_index_by_execution
     ON run_index_history (tenant_id, execution_id, recorded_at);
 CREATE TABLE IF NOT EXISTS run_records (

@@ -18,14 +18,13 @@ from runtime_core.tasks._models import (
     TaskStatus,
     TaskView,
 )
-from runtime_core.tasks._service import ANY_OBJECT_SCHEMA, TaskService
+from runtime_core.tasks._service import TaskService
 from runtime_core.tasks._store import TaskKeys, TaskStore, TaskTransition, TransitionOutcome
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Service
     "TaskService",
     "TaskSettings",
-    "ANY_OBJECT_SCHEMA",
     # Task state
     "TaskStatus",
     "TaskRecord",

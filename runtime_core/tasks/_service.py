@@ -36,9 +36,6 @@ from runtime_core.tasks._store import TaskStore, TransitionOutcome
 
 log = logging.getLogger("runtime_core.tasks")
 
-ANY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-"""The expected input of a waiting step whose executor declares no `input_schema`."""
-
 _FINAL_STATUS = {"Completed": TaskStatus.COMPLETED, "Cancelled": TaskStatus.CANCELLED}
 
 
@@ -190,18 +187,19 @@ class TaskService:
         status = _FINAL_STATUS.get(final, TaskStatus.FAILED)
         if status is not TaskStatus.FAILED:
             return self._view(record, status, f"Run '{record.run_id}' is {final}.", run=run)
-        failure = await self._failure(run, final)
+        failure = self._failure(run, final)
         message = f"[{failure.code}] {failure.message}"
         return self._view(record, status, message, run=run, failure=failure)
 
-    async def _failure(self, run: RunStatusView, final: str) -> TaskFailure:
-        """The failing step's error, else the run's failure reason."""
-        execution = await self.engine.store.read_execution(run.execution_id) if run.execution_id else None
-        for step in execution.steps if execution else ():
-            if step.status == "Failed" and isinstance(step.error, dict):
-                code = str(step.error.get("code") or "step_failed")
-                message = str(step.error.get("message") or f"step '{step.name}' failed")
-                return TaskFailure(code=code, message=f"step '{step.name}' failed: {message}", step=step.name)
+    @staticmethod
+    def _failure(run: RunStatusView, final: str) -> TaskFailure:
+        """The failing step's error (the run view names the step), else the run's failure reason."""
+        step = next((row for row in run.steps if row.name == run.failed_step), None)
+        if step is not None and step.last_error is not None:
+            message = step.last_error.message or f"step '{step.name}' failed"
+            return TaskFailure(
+                code=step.last_error.code, message=f"step '{step.name}' failed: {message}", step=step.name
+            )
         reason = run.failure_reason or f"run ended {final}"
         return TaskFailure(code=final.lower(), message=reason)
 
@@ -223,9 +221,7 @@ class TaskService:
         """The waiting step's executor's `input_schema`, else any object."""
         meta = await self.engine.store.load_meta(execution_id)
         step = next((s for s in meta.pipeline.steps if s.name == step_name), None) if meta else None
-        executor = self.engine.executors.get(step.step_key) if step else None
-        schema = getattr(executor, "input_schema", None)
-        return dict(schema) if isinstance(schema, dict) else ANY_OBJECT_SCHEMA
+        return self.engine.executors.expected_input(step.step_key if step else "")
 
     @staticmethod
     def _view(record: TaskRecord, status: TaskStatus, message: str, **details: Any) -> TaskView:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,18 @@ ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @contextmanager
-def two_servers(config: Path, data_dir: Path, logs: Path, env: dict[str, str]) -> Iterator[tuple[str, str]]:
+def two_servers(
+    config: Path,
+    data_dir: Path,
+    logs: Path,
+    env: dict[str, str],
+    own_env: Mapping[str, Mapping[str, str]] | None = None,
+) -> Iterator[tuple[str, str]]:
     """Two `serve --transport http` processes sharing one Redis (env) and one data directory.
 
     Each gets its own control-plane host name (MCP_RUNTIME_HOST): on one machine both would
-    otherwise name their local runtime instances alike (`rt_<host>:runtime-instance-1`).
+    otherwise name their local runtime instances alike (`rt_<host>:runtime-instance-1`);
+    `own_env` adds variables to server "a" or "b" only.
     """
     with ExitStack() as stack:
         urls = []
@@ -39,8 +46,9 @@ def two_servers(config: Path, data_dir: Path, logs: Path, env: dict[str, str]) -
             port = find_free_port()
             command = serve_command("http", data_dir, "--port", str(port), "--config", str(config))
             log = logs / f"server-{name}.log"
-            own_env = {**env, "MCP_RUNTIME_HOST": f"{socket.gethostname().split('.')[0]}-{name}"}
-            process = stack.enter_context(child_process(command, env=own_env, log=log))
+            host = f"{socket.gethostname().split('.')[0]}-{name}"
+            server_env = {**env, "MCP_RUNTIME_HOST": host, **(own_env or {}).get(name, {})}
+            process = stack.enter_context(child_process(command, env=server_env, log=log))
             base_url = f"http://127.0.0.1:{port}"
             wait_for_health(process, base_url, log)
             urls.append(f"{base_url}/mcp")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import subprocess
 from pathlib import Path
 
-from runtime_core.hot_state import EmbeddedRedis, find_free_port
+from runtime_core.hot_state import EmbeddedRedis
+from tests.helpers import runtime_instance_argv
 
 
 def test_cli_runtime_instance_without_a_control_plane_refuses_to_start(
@@ -18,21 +18,7 @@ def test_cli_runtime_instance_without_a_control_plane_refuses_to_start(
     done = subprocess.run(
         [
             command,
-            "runtime-instance",
-            "--transport",
-            "http",
-            "--port",
-            str(find_free_port()),
-            "--tenant",
-            "tenant-a",
-            "--redis-url",
-            redis_server.url,
-            "--redis-prefix",
-            f"cli{secrets.token_hex(3)}:",
-            "--data-dir",
-            str(tmp_path),
-            "--host-id",
-            "cli-host",
+            *runtime_instance_argv(redis_server.url, str(tmp_path), "cli-host"),
             "--discovery-timeout",
             "0.5",
         ],

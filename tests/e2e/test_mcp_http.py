@@ -122,8 +122,10 @@ def test_request_with_a_valid_api_key_header_is_accepted(server_url: str) -> Non
     assert _initialize(server_url, {"X-API-Key": ACME_TOKEN}).status_code == 200
 
 
-def test_health_endpoint_needs_no_token(server_url: str) -> None:
-    assert httpx.get(f"{server_url}/healthz", timeout=5).json() == {"status": "ok"}
+def test_health_endpoints_need_no_token(server_url: str) -> None:
+    ready = httpx.get(f"{server_url}/healthz", timeout=5)
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    assert httpx.get(f"{server_url}/livez", timeout=5).json()["status"] == "alive"
 
 
 def test_http_example_client_runs_the_rag_pipeline_to_completion(server_url: str) -> None:

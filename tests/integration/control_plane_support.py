@@ -9,6 +9,7 @@ from typing import Any
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore, EngineSettings
+from runtime_core.events import RunEventObserver, RunEventPublisher
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -22,6 +23,7 @@ from runtime_core.instances import (
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import StepInvocation, default_executor_registry
+from runtime_core.webhooks import WebhookSettings
 
 EXAMPLE_TENANTS = Path(__file__).resolve().parents[2] / "examples" / "config" / "tenants.json"
 
@@ -111,6 +113,25 @@ def control_plane(
     }
     catalog = tenants or TenantSettingsCatalog.from_file(EXAMPLE_TENANTS)
     return ControlPlane.build(hot_state, engine, control, ControlPlaneSettings(**values), tenants=catalog)
+
+
+def evented_control_plane(
+    hot_state: HotState, *extra_executors: object, host: str, webhooks: WebhookSettings | None = None
+) -> tuple[ControlPlane, RunEventPublisher]:
+    """A control plane (no instances, no pump) whose engine, journal and instances publish run events."""
+    engine, control = make_engine(hot_state, *extra_executors)
+    publisher = RunEventPublisher(hot_state)
+    engine.observer = RunEventObserver(publisher, engine.store)
+    plane = ControlPlane.build(
+        hot_state,
+        engine,
+        control,
+        ControlPlaneSettings(host=host, local_instances=0, background_pump=False),
+        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
+        events=publisher,
+        webhooks=webhooks,
+    )
+    return plane, publisher
 
 
 async def start_instance(

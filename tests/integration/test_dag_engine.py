@@ -11,6 +11,7 @@ from runtime_core.dag import (
     ClaimOutcome,
     DagEngine,
     DagStore,
+    EngineEvent,
     EngineSettings,
     TransitionOutcome,
     execution_fingerprint,
@@ -26,6 +27,7 @@ from tests.helpers import CountingExecutor, command_calls, fan_out_pipeline, wai
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 SNAPSHOT = ExecutionContextSnapshot(user_id="u-1", tenant_id="tenant-a")
+FINALIZERS = 6
 
 
 def make_engine(hot_state: HotState, *extra_executors: object, lease_ms: int = 60_000) -> DagEngine:
@@ -330,12 +332,53 @@ async def test_many_isolated_executions_run_side_by_side(hot_state: HotState) ->
     assert len(counter.calls) == 10 * 12 and set(counter.calls.values()) == {1}
 
 
-async def test_finalization_happens_exactly_once(hot_state: HotState) -> None:
+async def test_finalization_happens_exactly_once(hot_state: HotState, redis_target) -> None:
+    """Finalizers on separate connections race on each execution the moment it converges
+    (its last step completed, nobody finalized yet): exactly one of them finalizes it."""
+    racers = [connect_hot_state(redis_target.url, prefix=hot_state.prefix) for _ in range(FINALIZERS)]
     engine = make_engine(hot_state)
-    execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT)
-    assert await engine.run(execution_id, workers=1) == "Completed"
-    outcomes = await asyncio.gather(*(engine.store.finalize(execution_id) for _ in range(5)))
-    assert {outcome.name for outcome, _ in outcomes} == {"ALREADY_FINAL"}
+    try:
+        for _ in range(30):
+            execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT)
+            batch = await engine.store.claim_step(
+                execution_id, "only", lease_ms=10_000, worker_id="A", token_prefix="a"
+            )
+            completed = await engine.store.complete_step(batch.claims[0], {"data": "done"})
+            assert completed.converged and await engine.store.execution_status(execution_id) == "Running"
+            outcomes = await asyncio.gather(*(DagStore(racer).finalize(execution_id) for racer in racers))
+            assert sorted(outcome.name for outcome, _ in outcomes) == ["ALREADY_FINAL"] * (FINALIZERS - 1) + [
+                "FINALIZED"
+            ]
+            assert {status for _, status in outcomes} == {"Completed"}
+    finally:
+        await asyncio.gather(*(racer.close() for racer in racers))
+
+
+class FinalizationCounter:
+    def __init__(self) -> None:
+        self.finalized: list[str] = []
+
+    async def on_event(self, event: EngineEvent) -> None:
+        if event.name == "execution.finalized":
+            self.finalized.append(event.execution_id)
+
+
+async def test_engines_racing_on_one_execution_finalize_it_once(hot_state: HotState, redis_target) -> None:
+    """Three engines (own connections, four workers each) advance the same wide fan-out; every
+    one of them sees it converge and tries to finalize: one `execution.finalized` in all."""
+    others = [connect_hot_state(redis_target.url, prefix=hot_state.prefix) for _ in range(2)]
+    counter = FinalizationCounter()
+    engines = [make_engine(state) for state in (hot_state, *others)]
+    for engine in engines:
+        engine.observer = counter
+    try:
+        for _ in range(5):
+            execution_id = await engines[0].create_execution(fan_out_pipeline(40), {}, SNAPSHOT)
+            statuses = await asyncio.gather(*(engine.run(execution_id, workers=4) for engine in engines))
+            assert statuses == ["Completed"] * len(engines)
+        assert len(counter.finalized) == 5 and len(set(counter.finalized)) == 5
+    finally:
+        await asyncio.gather(*(other.close() for other in others))
 
 
 class SlowExecutor:

@@ -194,6 +194,33 @@ async def test_run_status_answers_the_same_for_every_id_after_cleanup_and_after_
     assert [comparable(v) for v in archived + expired] == [comparable(before)] * 6
 
 
+async def test_a_failed_run_explains_itself_the_same_after_cleanup(
+    plane: ControlPlane, lifecycle: Lifecycle
+) -> None:
+    retry = {"maxRetries": 2, "strategy": "Fixed", "baseDelayMs": 10, "maxDelayMs": 10}
+    failing = parse_pipeline(
+        {
+            "name": "failing",
+            "steps": [
+                {"name": "recovered", "stepKey": "test.flaky", "config": {"failTimes": 1, "retry": retry}},
+                {"name": "boom", "stepKey": "test.flaky", "config": {"failTimes": 9}},
+            ],
+        }
+    )
+    before = await run_to_end(plane, failing, TENANT_A)
+
+    await sweep(lifecycle)
+    archived = await plane.run_status(before.shared_run_id or "", TENANT_A)
+
+    assert archived.execution_status == "Failed" and archived.failed_step == "boom"
+    assert archived.failure_reason == (
+        "step 'boom' (test.flaky) failed: [transient] test.flaky step 'boom' fails attempt 0 of the first 9"
+    )
+    rows = {row.name: row for row in archived.steps}
+    assert rows["recovered"].last_error is not None and rows["recovered"].last_error.at is not None
+    assert comparable(archived) == comparable(before)
+
+
 async def test_a_foreign_tenant_gets_the_unknown_id_answer_for_an_archived_run(
     plane: ControlPlane, lifecycle: Lifecycle
 ) -> None:

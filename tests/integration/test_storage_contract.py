@@ -579,6 +579,15 @@ async def test_health_passes_while_open_and_fails_after_close(store: DurableStor
         await store.health()
 
 
+async def test_probe_write_succeeds_again_and_again_and_fails_after_close(store: DurableStore) -> None:
+    """The readiness probe upserts one record: repeated probes keep succeeding (and stay one record)."""
+    for _ in range(3):
+        await store.probe_write()
+    await store.close()
+    with pytest.raises(StoreUnavailableError):
+        await store.probe_write()
+
+
 # Backend-specific behaviour
 
 

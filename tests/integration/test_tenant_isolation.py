@@ -226,3 +226,45 @@ async def test_tenant_b_cannot_pause_the_queue_of_tenant_a_runtime(hot_state: Ho
         assert state.paused and state.requested_by == TENANT_A.user_id
     finally:
         await plane.stop()
+
+
+async def test_a_drain_reports_and_records_only_the_callers_tenant(hot_state: HotState) -> None:
+    """Issue 13.11: tenant B's drain also dispatches tenant A's queued runs; B's answer (counts,
+    progress, pending) covers only B's runs, and A's records name no user of B."""
+    plane = control_plane(hot_state)
+    await start_instance(plane, **WIDE)  # Shared: B (Hybrid) falls back to it, A (Dedicated) never
+    progress: list[tuple[int, str]] = []
+
+    async def on_progress(done: int, total: int, message: str) -> None:
+        progress.append((done, message))
+
+    try:
+        a_ids = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_A)).shared_run_id
+            for _ in range(3)
+        ]
+        b_ids = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_B)).shared_run_id
+            for _ in range(2)
+        ]
+        first = await plane.drain(50, TENANT_B, on_progress)
+        assert (first.attempted, first.dispatched, first.no_capacity, first.pending_after) == (2, 2, 0, 0)
+        assert sorted(run.shared_run_id for run in first.runs) == sorted(b_ids)
+        assert [done for done, _ in progress] == [1, 2]
+        assert all(any(b_id in message for b_id in b_ids) for _, message in progress), progress
+        assert (await plane.drain(50, TENANT_A)).pending_after == 3  # A's runs were there all along
+
+        await dedicated(plane, TENANT_A, IsolationMode.DEDICATED, "tenant-a-runtime")
+        progress.clear()
+        second = await plane.drain(50, TENANT_B, on_progress)
+        assert (second.attempted, second.dispatched, second.pending_after, second.runs) == (0, 0, 0, [])
+        assert progress == []
+        for a_id in a_ids:
+            record = await plane.parts.runs.get(a_id)
+            status = await plane.run_status(a_id, TENANT_A)
+            assert record is not None and record.status is not SharedRunStatus.QUEUED_GLOBALLY
+            assert status.pump_worker_id == "drain"
+            seen_by_a = record.model_dump_json() + status.model_dump_json()
+            assert TENANT_B.user_id not in seen_by_a and TENANT_B.tenant_id not in seen_by_a
+    finally:
+        await plane.stop()

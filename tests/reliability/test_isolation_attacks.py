@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -411,6 +412,28 @@ async def test_drain_by_tenant_b_reports_nothing_of_tenant_a_and_the_run_it_disp
     assert not drained.is_error and a_run not in seen_by_b
     assert_clean(seen_by_b, world)
     assert (a_status["tenant_id"], a_status["execution_status"]) == (TENANT_A, "Completed")
+
+
+async def test_tenant_a_records_of_a_run_dispatched_by_tenant_b_name_nobody_of_tenant_b(world: World) -> None:
+    """Issue 13.11: B's drain dispatches A's queued run; A's run.status and ledger record the
+    pump (`drain` on this control plane), never B's user. B's own run keeps its drainer."""
+    definition = {"name": "drained-by-b", "steps": [{"name": "s", "stepKey": "test.echo"}]}
+    a_run = (await ok(world.a, "submit", {"definition": definition}))["shared_run_id"]
+    b_run = (await ok(world.sessions["b-operator"], "submit", {"definition": definition}))["shared_run_id"]
+    await ok(world.sessions["b-operator"], "queue.drain", {"max_count": 50})
+    a_status = await status_when(world.a, a_run)
+    await world.services.audit.flush()
+    a_ledger = await ok(world.a, "ledger", {"run_id": a_run})
+    b_ledger = await ok(world.sessions["b-operator"], "ledger", {"run_id": b_run})
+    seen_by_a = json.dumps(a_status) + json.dumps(a_ledger)
+    assert a_status["pump_worker_id"] == "drain" and a_status["execution_status"] == "Completed"
+    assert not {B_OPERATOR.user_id, B_ADMIN.user_id, TENANT_B} & set(_words(seen_by_a)), seen_by_a[:400]
+    [b_dispatched] = [e for e in b_ledger["entries"] if e["event"] == "shared_run.dispatched"]
+    assert b_dispatched["attributes"]["pump.requested_by"] == B_OPERATOR.user_id
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w.-]+", text)
 
 
 @contextmanager

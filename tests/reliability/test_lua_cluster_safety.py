@@ -50,6 +50,13 @@ from runtime_core.recovery import (
 from runtime_core.retention import EVICT_POLICY
 from runtime_core.storage import SqliteDurableStore
 from runtime_core.tasks import TaskRecord, TaskStatus, TaskStore
+from runtime_core.webhooks import (
+    ClaimedDelivery,
+    WebhookDeliverySettings,
+    WebhookOutbox,
+    WebhookTarget,
+    delivery_id,
+)
 from tests.helpers import wait_until
 from tests.integration.audit_support import TENANT_A, make_rig
 from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
@@ -237,6 +244,8 @@ async def _control_plane_scenario(hot_state: HotState) -> None:
         assert (await plane.drain(10, DEFAULT_TENANT)).dispatched == 1
         await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
         await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        for mode in (SubmitMode.QUEUE_FIRST, SubmitMode.DIRECT_DISPATCH, SubmitMode.QUEUE_FIRST):
+            await plane.submit(ONE_STEP, {}, mode, DEFAULT_TENANT, idempotency_key=f"lua-{mode.value}")
         pump = PumpIdentity(pump_runtime_instance_id="rt_lua", pump_worker_id="lua-test")
         requeued = await plane.parts.queue.claim_next(pump)
         assert requeued is not None
@@ -308,6 +317,32 @@ async def _task_scenario(hot_state: HotState) -> None:
     await store.transition("task_" + "0" * 32, TaskStatus.WORKING)
 
 
+async def _webhook_scenario(hot_state: HotState) -> None:
+    """webhook_enqueue (new and again) / webhook_claim / webhook_settle (retrying, delivered, dead)."""
+    outbox = WebhookOutbox(hot_state, WebhookDeliverySettings(max_attempts=2, backoff_base_ms=1))
+    target = WebhookTarget("ops", "http://127.0.0.1:9/hook", "LUA_SAFETY_SECRET")
+    for event_id in ("evt_lua_delivered", "evt_lua_dead"):
+        assert await outbox.enqueue(event_id, "run.completed", "tenant-a", target, "{}")
+    assert not await outbox.enqueue("evt_lua_delivered", "run.completed", "tenant-a", target, "{}")
+    for second_attempt in (False, True):
+        for event_id in ("evt_lua_delivered", "evt_lua_dead"):
+            attempt = await _claim_when_due(outbox, delivery_id(event_id, "ops"))
+            ok = second_attempt and event_id == "evt_lua_delivered"
+            await outbox.settle(attempt, delivered=ok, http_status=200 if ok else 500, error="")
+
+
+async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
+    claimed: list[ClaimedDelivery] = []
+
+    async def due() -> bool:
+        attempt = await outbox.claim(identifier, secrets.token_hex(8))
+        claimed.extend([attempt] if attempt else [])
+        return attempt is not None
+
+    await wait_until(due)
+    return claimed[0]
+
+
 @pytest.fixture(scope="module")
 async def observed_calls(
     redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
@@ -320,6 +355,7 @@ async def observed_calls(
         await _lease_scenario(hot_state)
         await _control_plane_scenario(hot_state)
         await _task_scenario(hot_state)
+        await _webhook_scenario(hot_state)
     finally:
         await monitor.stop(hot_state)
         await durable.close()

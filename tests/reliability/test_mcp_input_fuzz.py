@@ -18,7 +18,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from mcp_runtime import (
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.hot_state import EmbeddedRedis, HotState
 from runtime_core.pipeline import MAX_PIPELINE_BYTES, parse_pipeline, validate_pipeline
+from tests.reliability.exploration import explore, sweep
 from tests.reliability.mcp_rig import (
     AUTHORIZER,
     asgi_client,
@@ -69,6 +70,7 @@ PER_TOOL = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 SUBMISSIONS = settings(PER_TOOL, max_examples=120)
+SWEEP_PER_TOOL = 8
 MIB = 1024 * 1024
 HTTP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 MAX_STEPS = 10_000  # the published step limit of a pipeline (runtime_core.pipeline validation)
@@ -314,7 +316,6 @@ def schema_shaped(tool: str) -> SearchStrategy[dict[str, Any]]:
 class FuzzRig:
     services: RuntimeServices
     client: Client
-    tally: Counter[str] = field(default_factory=Counter)
 
     @property
     def hot_state(self) -> HotState:
@@ -346,20 +347,20 @@ async def _seed_known_ids(services: RuntimeServices, client: Client) -> None:
     KNOWN_IDS.extend([queued["shared_run_id"], finished, pending])
 
 
-async def answer_checked(rig: FuzzRig, tool: str, arguments: dict[str, Any]) -> None:
-    """The property: a structured result, or a coded error that changed nothing in Redis."""
+async def answer_checked(rig: FuzzRig, tool: str, arguments: dict[str, Any]) -> str:
+    """The property: a structured result, or a coded error that changed nothing in Redis.
+    Returns `ok` or the error code."""
     before = await run_state(rig.hot_state)
     result = await call(rig.client, tool, arguments)
     if not result.is_error:
         assert result.structured_content is not None, f"{tool} answered without structured content"
-        rig.tally[f"{tool}:ok"] += 1
-        return
+        return "ok"
     code = error_code(result)
     text = error_text(result)
     assert code != "internal_error", f"{tool} failed unexpectedly for {arguments!r:.300}: {text}"
     assert "Traceback" not in text and 'File "' not in text
     assert await run_state(rig.hot_state) == before, f"refused {tool} ({code}) changed Redis"
-    rig.tally[f"{tool}:{code}"] += 1
+    return code
 
 
 # Properties
@@ -498,9 +499,19 @@ def test_validating_a_10000_step_chain_of_bindings_does_not_block_for_seconds() 
 
 
 async def test_the_session_survived_every_example_and_both_outcomes_were_exercised(rig: FuzzRig) -> None:
-    """Runs last: the one session still answers, and the generators reached results and refusals."""
+    """Sweeps every tool itself (a fixed sample through the rig's one session, checked like the
+    properties), then: the session still answers, and the generators reached results and
+    several kinds of refusal. Holds whether or not the property tests ran first."""
+    tally: Counter[str] = Counter()
+
+    for tool in sorted(SCHEMAS):
+
+        async def one(arguments: dict[str, Any], tool: str = tool) -> None:
+            tally[f"{tool}:{await answer_checked(rig, tool, arguments)}"] += 1
+
+        await explore(arguments_for(tool), one, sweep(SWEEP_PER_TOOL))
     assert (await ok(rig.client, "pipelines.list", {}))["pipelines"]
-    outcomes = {key.split(":")[1] for key in rig.tally}
-    assert "ok" in outcomes and "invalid_arguments" in outcomes and len(outcomes) >= 5, rig.tally
-    assert sum(rig.tally.values()) >= len(SCHEMAS) * EXAMPLES_PER_TOOL
-    print(f"\nMCP input fuzz: {sum(rig.tally.values())} calls -> {dict(sorted(rig.tally.items()))}")
+    outcomes = {key.split(":")[1] for key in tally}
+    assert "ok" in outcomes and "invalid_arguments" in outcomes and len(outcomes) >= 5, tally
+    assert sum(tally.values()) == len(SCHEMAS) * SWEEP_PER_TOOL
+    print(f"\nMCP input fuzz sweep: {sum(tally.values())} calls -> {dict(sorted(tally.items()))}")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import logging.config
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+import uvicorn.config
 
 from mcp_runtime import (
     DEFAULT_RBAC_MODEL,
@@ -26,6 +29,7 @@ READ_TOOLS = {
     "forensics",
     "pipelines.list",
     "pipelines.validate",
+    "steps.list",
 }
 OPERATOR_TOOLS = READ_TOOLS | {"submit", "queue.drain", "cancel", "pause", "resume", "input.submit", "replay"}
 
@@ -96,3 +100,17 @@ def test_reload_policy_rereads_the_file(tmp_path: Path) -> None:
     policy.write_text(lines, encoding="utf-8")
     authorizer.reload_policy()
     assert not authorizer.allows(_principal("viewer"), Permission.RUN_READ)
+
+
+def test_casbin_logs_no_line_per_decision_even_after_uvicorn_configured_logging(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 13.10: casbin logs every enforce() (user, tenant, object) and uvicorn's logging setup
+    re-enables the loggers casbin disables; `serve` logs no such line at INFO (nor WARNING)."""
+    authorizer = Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY)  # casbin disables its loggers
+    logging.config.dictConfig(uvicorn.config.LOGGING_CONFIG)  # what uvicorn.Config does next
+    with caplog.at_level(logging.INFO):
+        _allowed_tools(authorizer, _principal("admin", user="casbin-quiet"))
+        _allowed_tools(authorizer, _principal("viewer", user="casbin-quiet"))
+        authorizer.reload_policy()
+    assert [record for record in caplog.records if "casbin" in record.name] == []

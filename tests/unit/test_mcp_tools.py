@@ -600,7 +600,11 @@ async def test_pipeline_resource_serves_the_catalog_definition(backend: ToolBack
     async with session(backend, ACME_VIEWER) as client:
         templates = (await client.list_resource_templates()).resource_templates
         content = await client.read_resource("pipeline://rag-final-test")
-    assert [template.uri_template for template in templates] == ["pipeline://{name}"]
+    assert sorted(template.uri_template for template in templates) == [
+        "pipeline://{name}",
+        "run://{run_id}",
+        "step://{step_key}",
+    ]
     assert '"stepKey": "rag.retrieval"' in content.contents[0].text  # type: ignore[union-attr]
 
 

@@ -2,7 +2,7 @@
 
 Owns the published shape (key, where it came from, description, the JSON Schema of its
 config as pipeline JSON spells it, and the schema of the human input it may wait for),
-served by the `steps://catalog` MCP resource and `mcp-runtime steps`. Must not validate
+served by the `steps.list` MCP tool, the `step://{key}` resource and `mcp-runtime steps`. Must not validate
 configs: the submit-time check does.
 """
 

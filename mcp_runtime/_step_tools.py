@@ -1,0 +1,51 @@
+"""Tool `steps.list`: the registered step types (built-in and plug-in) and their config schemas.
+
+Owns shaping step descriptions into the tool answer. Must not register or load steps: the
+descriptions come from the running engine's executor registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp_runtime._inputs import StepsListInput
+from mcp_runtime._outputs import StepsListOutput, StepTypeInfo
+from mcp_runtime._registration import ToolCall, ToolSpec
+from runtime_core.steps import StepDescription
+
+StepDescriber = Callable[[str | None], list[StepDescription]]
+"""The registered step types' descriptions, or one's (NotFoundError when unknown)."""
+
+
+def no_steps(step_key: str | None = None) -> list[StepDescription]:
+    """The describer of a backend built without a runtime (schema snapshots): no step types."""
+    return []
+
+
+class StepTools:
+    def __init__(self, describe_steps: StepDescriber) -> None:
+        self._describe_steps = describe_steps
+
+    async def list(self, request: StepsListInput, call: ToolCall) -> StepsListOutput:
+        described = self._describe_steps(request.step_key)
+        return StepsListOutput(steps=[StepTypeInfo.model_validate(d.model_dump()) for d in described])
+
+    def specs(self) -> list[ToolSpec[Any, Any]]:
+        return [
+            ToolSpec(
+                name="steps.list",
+                title="List step types",
+                description=(
+                    "List the step types this server runs (built-in and plug-in): stepKey, where it comes "
+                    "from, what it does, the JSON Schema of its `config` (submit and pipelines.validate "
+                    "refuse a step whose config does not fit it, naming the field) and, for steps that "
+                    "wait for a human, the schema of the input they expect."
+                ),
+                input_model=StepsListInput,
+                output_model=StepsListOutput,
+                handler=self.list,
+                read_only=True,
+                idempotent=True,
+            )
+        ]

@@ -1,0 +1,108 @@
+"""RunProgress: a `submit` that carries a progress token follows its run to the end.
+
+The MCP specification ends progress with the request ("progress notifications MUST stop
+after completion"), and the SDK closes a request's stream once it answers, so a submit that
+asks for progress stays open: it reports `notifications/progress` as the run's steps finish
+(progress = finished steps, total = the pipeline's steps, a message naming the run's
+status) and answers once the run is done, waits for human input, or `max_wait_s` passed
+(the run then carries on; follow it with run.status or run://). Other requests are served
+meanwhile: the SDK runs each request in its own task. The run's events arrive through
+Redis pub/sub from whichever process runs it; the run is re-read on each event (and every
+`recheck_s`, since pub/sub may drop events while Redis reconnects), so a missed event only
+delays an answer. Must not change the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+
+from runtime_core.control_plane import ControlPlane, RunStatusView, run_is_done
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.events import RunEvent, RunEventSubscriber
+from runtime_core.identity import ExecutionContextSnapshot
+
+ProgressReport = Callable[[float, float | None, str], Awaitable[None]]
+
+DEFAULT_MAX_WAIT_S = 300.0
+_FINISHED_STEP_STATUSES = frozenset({"Completed", "Failed"})
+
+
+def _finished_steps(view: RunStatusView) -> int:
+    return sum(step.status in _FINISHED_STEP_STATUSES for step in view.steps)
+
+
+def _settled(view: RunStatusView) -> bool:
+    return run_is_done(view) or view.control_status == "WaitingForInput"
+
+
+def _message(view: RunStatusView) -> str:
+    status = view.control_status if view.control_status == "WaitingForInput" else None
+    status = status or view.execution_status or view.local_status or view.shared_status or "unknown"
+    return f"run {view.shared_run_id}: {status}"
+
+
+class RunProgress:
+    def __init__(
+        self,
+        run_events: RunEventSubscriber,
+        control_plane: ControlPlane,
+        *,
+        max_wait_s: float | None = None,
+        recheck_s: float = 2.0,
+    ) -> None:
+        self.run_events = run_events
+        self.control_plane = control_plane
+        self.max_wait_s = max_wait_s if max_wait_s is not None else _max_wait_from_env()
+        self.recheck_s = recheck_s
+
+    async def follow(
+        self, shared_run_id: str, snapshot: ExecutionContextSnapshot, report: ProgressReport
+    ) -> RunStatusView | None:
+        """Report progress until the run settles (or the wait ends); its last status (None when
+        Redis became unreachable meanwhile: the submit still answers, without the run)."""
+        changes: asyncio.Queue[RunEvent] = asyncio.Queue()
+
+        def hear(event: RunEvent) -> None:
+            if event.shared_run_id == shared_run_id and event.tenant_id == snapshot.tenant_id:
+                changes.put_nowait(event)
+
+        stop_hearing = self.run_events.listen(hear)
+        try:
+            with contextlib.suppress(TimeoutError):  # no pub/sub yet: re-reading alone still ends it
+                await self.run_events.wait_subscribed()
+            return await self._report_until_settled(shared_run_id, snapshot, report, changes)
+        except StoreUnavailableError:
+            return None  # the run was submitted: answer that, without its status
+        finally:
+            stop_hearing()
+
+    async def _report_until_settled(
+        self,
+        shared_run_id: str,
+        snapshot: ExecutionContextSnapshot,
+        report: ProgressReport,
+        changes: asyncio.Queue[RunEvent],
+    ) -> RunStatusView:
+        deadline = time.monotonic() + self.max_wait_s
+        reported = -1
+        while True:
+            view = await self.control_plane.run_status(shared_run_id, snapshot)
+            finished = _finished_steps(view)
+            if finished > reported:  # progress must increase with each notification
+                reported = finished
+                await report(finished, len(view.steps) or None, _message(view))
+            remaining = deadline - time.monotonic()
+            if _settled(view) or remaining <= 0:
+                return view
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changes.get(), min(self.recheck_s, remaining))
+            while not changes.empty():  # one re-read covers every event heard meanwhile
+                changes.get_nowait()
+
+
+def _max_wait_from_env() -> float:
+    return float(os.environ.get("MCP_RUNTIME_SUBMIT_PROGRESS_WAIT_S") or DEFAULT_MAX_WAIT_S)

@@ -1,0 +1,100 @@
+"""RunEventPublisher: run events onto Redis pub/sub (live) and the durable event stream.
+
+Owns how an event leaves the process. `publish` (status changes) writes now: the events
+buffered so far and this one in one PUBLISH (so subscribers see them in order), plus an
+XADD to the durable stream for terminal / waiting-for-input events (only once a webhook
+service created that stream); it raises
+`StoreUnavailableError` so a caller that must not lose the event can retry. `emit` (step
+progress) only buffers: a background task flushes the buffer in one PUBLISH per batch, so a
+step costs its worker no extra round trip; buffered progress is lost if the process dies,
+which subscribers tolerate (they re-read the run). Must not decide what an event means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.events._keys import EVENT_FIELD, RunEventKeys
+from runtime_core.events._models import RunEvent
+from runtime_core.hot_state import HotState
+
+log = logging.getLogger("runtime_core.events")
+
+DEFAULT_STREAM_MAX_LEN = 100_000
+_MAX_BUFFERED = 10_000  # progress events kept while Redis is unreachable; older ones are dropped
+_FLUSH_BATCH = 500
+
+
+class RunEventPublisher:
+    def __init__(self, hot_state: HotState, *, stream_max_len: int = DEFAULT_STREAM_MAX_LEN) -> None:
+        self.hot_state = hot_state
+        self.keys = RunEventKeys(hot_state)
+        self.stream_max_len = stream_max_len
+        self._buffer: list[RunEvent] = []
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def publish(self, event: RunEvent) -> None:
+        """Publish now (after the buffered progress); durable events go to the stream first,
+        if it exists: the webhook service creates it, so without webhooks nothing accumulates."""
+        if event.durable:
+            await self.hot_state.redis.xadd(
+                self.keys.stream,
+                {EVENT_FIELD: event.model_dump_json()},
+                maxlen=self.stream_max_len,
+                approximate=True,
+                nomkstream=True,
+            )
+        async with self._lock:
+            batch = [*self._buffer, event]
+            await self._send(batch)
+            del self._buffer[: len(batch) - 1]
+
+    def emit(self, event: RunEvent) -> None:
+        """Buffer a progress event; the flusher publishes it shortly, in a batch."""
+        if len(self._buffer) >= _MAX_BUFFERED:
+            del self._buffer[0]
+        self._buffer.append(event)
+        self._wake.set()
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_forever(), name="run-events-flush")
+
+    async def flush(self) -> None:
+        async with self._lock:
+            while self._buffer:
+                batch = self._buffer[:_FLUSH_BATCH]
+                await self._send(batch)
+                del self._buffer[: len(batch)]
+
+    async def aclose(self) -> None:
+        """Stop the flusher; publish what is still buffered when Redis answers."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
+        with contextlib.suppress(StoreUnavailableError):
+            await self.flush()
+
+    async def _send(self, batch: list[RunEvent]) -> None:
+        body = json.dumps([event.model_dump(mode="json") for event in batch], separators=(",", ":"))
+        await self.hot_state.redis.publish(self.keys.channel, body)
+
+    async def _flush_forever(self) -> None:
+        delay = 0.05
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.flush()
+                delay = 0.05
+            except StoreUnavailableError as exc:
+                log.warning("run_events.flush_failed", extra={"error": exc.message})
+                await asyncio.sleep(delay)  # back off while Redis is down, then retry the buffer
+                delay = min(2.0, delay * 2)
+                self._wake.set()

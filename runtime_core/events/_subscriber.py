@@ -1,0 +1,110 @@
+"""RunEventSubscriber: this process's one Redis pub/sub listener of run events.
+
+Owns the subscription to the run-event channel (started with the first listener, one
+connection per process whatever the number of listeners), decoding each message's batch
+and handing every event to the registered listeners, and reconnecting with back-off when
+Redis goes away. Pub/sub delivers at most once: events published while the connection was
+down are lost, so listeners that must not miss an end also re-read the run now and then.
+Listeners are synchronous and must not block.
+Must not filter by tenant: listeners do, from each event's `tenant_id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
+from runtime_core.errors import StoreUnavailableError
+from runtime_core.events._keys import RunEventKeys
+from runtime_core.events._models import RunEvent
+from runtime_core.hot_state import HotState
+
+log = logging.getLogger("runtime_core.events")
+
+RunEventListener = Callable[[RunEvent], None]
+_POLL_TIMEOUT_S = 1.0
+_LOST = (StoreUnavailableError, RedisError, OSError)
+
+
+class RunEventSubscriber:
+    def __init__(self, hot_state: HotState) -> None:
+        self.hot_state = hot_state
+        self.keys = RunEventKeys(hot_state)
+        self._listeners: dict[object, RunEventListener] = {}
+        self._task: asyncio.Task[None] | None = None
+        self.subscribed = asyncio.Event()
+
+    def listen(self, listener: RunEventListener) -> Callable[[], None]:
+        """Register `listener` (starting the subscription); returns an idempotent unsubscribe."""
+        token = object()
+        self._listeners[token] = listener
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="run-events-subscriber")
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def wait_subscribed(self, timeout_s: float = 10.0) -> None:
+        """Until the channel subscription is active (events published from now on arrive)."""
+        await asyncio.wait_for(self.subscribed.wait(), timeout_s)
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def deliver(self, event: RunEvent) -> None:
+        for listener in list(self._listeners.values()):
+            try:
+                listener(event)
+            except Exception:  # fan-out boundary: one broken listener must not starve the others
+                log.exception("run_events.listener_failed", extra={"event_id": event.event_id})
+
+    async def _run(self) -> None:
+        delay = 0.05
+        while True:
+            try:
+                await self._listen_once()
+            except _LOST as exc:
+                log.warning("run_events.subscription_lost", extra={"error": str(exc)})
+            except Exception:  # the listener must outlive any failure: log it, back off, resubscribe
+                log.exception("run_events.subscription_failed")
+            if self.subscribed.is_set():  # it had worked: reconnect quickly first
+                delay = 0.05
+            self.subscribed.clear()
+            await asyncio.sleep(delay)  # back off before reconnecting to an unreachable Redis
+            delay = min(2.0, delay * 2)
+
+    async def _listen_once(self) -> None:
+        await self.hot_state.ping()  # a cluster client learns its slots from its first command
+        pubsub = self.hot_state.redis.pubsub()
+        try:
+            await pubsub.subscribe(self.keys.channel)
+            self.subscribed.set()
+            while True:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_POLL_TIMEOUT_S)
+                if message is not None:
+                    self._dispatch(message)
+        finally:
+            with contextlib.suppress(*_LOST):
+                await pubsub.aclose()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        try:
+            events = [RunEvent.model_validate(raw) for raw in json.loads(message["data"])]
+        except (ValueError, TypeError, ValidationError):
+            log.warning("run_events.bad_message", extra={"channel": message.get("channel")})
+            return
+        for event in events:
+            self.deliver(event)

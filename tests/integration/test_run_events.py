@@ -1,0 +1,161 @@
+"""Run events (issue 15 item 4, runtime side): every status change of a run is published on
+Redis pub/sub by whoever made it (control plane journal, engine observer, runtime instance);
+the end of a run and a wait for input also go to the durable run-event stream with a
+deterministic id. Runs on a single Redis and on a Redis Cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from runtime_core.control_plane import ControlPlane
+from runtime_core.events import (
+    EVENT_FIELD,
+    RunEvent,
+    RunEventKeys,
+    RunEventPublisher,
+    RunEventSubscriber,
+    RunEventType,
+    terminal_event_id,
+)
+from runtime_core.hot_state import HotState
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import parse_pipeline
+from runtime_core.queueing import SubmitMode
+from runtime_core.steps import HumanApprovalExecutor
+from tests.helpers import wait_until
+from tests.integration.control_plane_support import DEFAULT_TENANT, evented_control_plane, start_instance
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
+CHAIN = parse_pipeline(
+    {
+        "name": "chain",
+        "steps": [
+            {"name": "a", "stepKey": "test.noop"},
+            {"name": "b", "stepKey": "test.noop", "dependsOn": ["a"]},
+            {"name": "c", "stepKey": "test.noop", "dependsOn": ["b"]},
+        ],
+    }
+)
+APPROVAL = parse_pipeline(
+    {
+        "name": "approval",
+        "steps": [{"name": "ask", "stepKey": "human.approval", "config": {"waitingKey": "ok"}}],
+    }
+)
+OTHER = ExecutionContextSnapshot(user_id="zed", tenant_id="tenant-events-other", context_key="test-other")
+
+
+@dataclass
+class Heard:
+    events: list[RunEvent] = field(default_factory=list)
+
+    def of(self, shared_run_id: str) -> list[RunEvent]:
+        return [event for event in self.events if event.shared_run_id == shared_run_id]
+
+    def types(self, shared_run_id: str) -> list[RunEventType]:
+        return [event.type for event in self.of(shared_run_id)]
+
+    async def until(self, shared_run_id: str, event_type: RunEventType) -> RunEvent:
+        async def heard() -> bool:
+            return event_type in self.types(shared_run_id)
+
+        await wait_until(heard, timeout=20)
+        return next(event for event in self.of(shared_run_id) if event.type is event_type)
+
+
+async def open_stream(hot_state: HotState) -> None:
+    """What a starting webhook service does: the durable stream exists from now on."""
+    await hot_state.redis.xgroup_create(RunEventKeys(hot_state).stream, "test", id="$", mkstream=True)
+
+
+@dataclass
+class Rig:
+    plane: ControlPlane
+    publisher: RunEventPublisher
+    heard: Heard
+
+
+@pytest.fixture
+async def rig(hot_state: HotState) -> AsyncIterator[Rig]:
+    plane, publisher = evented_control_plane(hot_state, HumanApprovalExecutor(), host="eventhost")
+    subscriber = RunEventSubscriber(hot_state)
+    heard = Heard()
+    subscriber.listen(heard.events.append)
+    await subscriber.wait_subscribed()
+    await start_instance(plane)
+    try:
+        yield Rig(plane, publisher, heard)
+    finally:
+        await plane.stop()
+        await publisher.aclose()
+        await subscriber.aclose()
+
+
+async def test_a_runs_status_changes_reach_a_subscriber_in_order_ending_once_it_is_done(rig: Rig) -> None:
+    submitted = await rig.plane.submit(CHAIN, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+    run_id = submitted.shared_run_id
+    await rig.plane.drain(10, DEFAULT_TENANT)
+    end = await rig.heard.until(run_id, RunEventType.COMPLETED)
+    view = await rig.plane.run_status(run_id, DEFAULT_TENANT)
+    assert view.local_status == "Completed" and view.execution_status == "Completed"
+    types = rig.heard.types(run_id)
+    status_changes = [t for t in types if t is not RunEventType.STEP_COMPLETED]
+    # The instance may start (even finish) the execution before the dispatcher records the
+    # dispatch: it marks a run Dispatched only once the provider accepted it.
+    assert status_changes[:2] == [RunEventType.SUBMITTED, RunEventType.QUEUED]
+    assert sorted(status_changes[2:]) == sorted(
+        [RunEventType.DISPATCHED, RunEventType.STARTED, RunEventType.COMPLETED]
+    )
+    assert types.index(RunEventType.STARTED) < types.index(RunEventType.STEP_COMPLETED)
+    assert len(types) - 1 - types[::-1].index(RunEventType.STEP_COMPLETED) < types.index(
+        RunEventType.COMPLETED
+    )
+    steps = [event.step for event in rig.heard.of(run_id) if event.type is RunEventType.STEP_COMPLETED]
+    assert steps == ["a", "b", "c"]
+    assert {event.tenant_id for event in rig.heard.of(run_id)} == {DEFAULT_TENANT.tenant_id}
+    assert end.local_run_id == view.local_run_id and end.execution_id == view.execution_id
+
+
+async def test_without_a_webhook_service_no_durable_event_accumulates(rig: Rig, hot_state: HotState) -> None:
+    submitted = await rig.plane.submit(CHAIN, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+    await rig.heard.until(submitted.shared_run_id, RunEventType.COMPLETED)
+    assert not await hot_state.redis.exists(RunEventKeys(hot_state).stream)
+
+
+async def test_the_end_of_a_run_is_in_the_durable_stream_under_a_deterministic_id(
+    rig: Rig, hot_state: HotState
+) -> None:
+    await open_stream(hot_state)
+    submitted = await rig.plane.submit(CHAIN, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+    end = await rig.heard.until(submitted.shared_run_id, RunEventType.COMPLETED)
+    assert end.event_id == terminal_event_id(RunEventType.COMPLETED, submitted.shared_run_id, None)
+    entries = await hot_state.redis.xrange(RunEventKeys(hot_state).stream)
+    durable = [RunEvent.model_validate_json(fields[EVENT_FIELD]) for _, fields in entries]
+    ours = [event for event in durable if event.shared_run_id == submitted.shared_run_id]
+    assert [event.type for event in ours] == [RunEventType.COMPLETED]
+    assert ours[0].event_id == end.event_id
+
+
+async def test_a_run_waiting_for_input_is_announced_with_its_waiting_key(
+    rig: Rig, hot_state: HotState
+) -> None:
+    await open_stream(hot_state)
+    submitted = await rig.plane.submit(APPROVAL, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+    waiting = await rig.heard.until(submitted.shared_run_id, RunEventType.WAITING_FOR_INPUT)
+    assert waiting.waiting_key == "ok" and waiting.step == "ask" and waiting.status == "WaitingForInput"
+    entries = await hot_state.redis.xrange(RunEventKeys(hot_state).stream)
+    assert waiting.event_id in {RunEvent.model_validate_json(f[EVENT_FIELD]).event_id for _, f in entries}
+    await rig.plane.cancel(submitted.shared_run_id, DEFAULT_TENANT)
+    await rig.heard.until(submitted.shared_run_id, RunEventType.CANCELLED)
+
+
+async def test_a_run_cancelled_before_dispatch_ends_with_a_cancelled_event(rig: Rig) -> None:
+    submitted = await rig.plane.submit(CHAIN, {}, SubmitMode.QUEUE_FIRST, OTHER)
+    await rig.plane.cancel(submitted.shared_run_id, OTHER)
+    end = await rig.heard.until(submitted.shared_run_id, RunEventType.CANCELLED)
+    assert end.tenant_id == OTHER.tenant_id and end.local_run_id is None and end.terminal
