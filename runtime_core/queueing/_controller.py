@@ -7,9 +7,9 @@ if delivery fails), QueueGlobally queues it, RequestScaleOut marks it ScaleOutRe
 and persists a scale-out request with the tenant settings, Reject marks it Rejected. The
 caller's snapshot is persisted on the run and restored around admission, and the run's
 trace context (its `invoke_workflow` span, child of the caller's current span) is allocated
-with it. An idempotency key is claimed by the script that creates the run: a key the tenant already used within its
-window returns that run (`deduplicated`) or, for a different request, a conflict; either way
-nothing is created. Must not execute.
+with it. An idempotency key is claimed by the script that creates the run: a key the tenant
+already used within its window returns that run (`deduplicated`) or, for a different
+request, a conflict; either way nothing is created. Must not execute.
 """
 
 from __future__ import annotations
