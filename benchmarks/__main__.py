@@ -13,6 +13,7 @@ from benchmarks import (
     control_plane_scale,
     cost_growth,
     engine_throughput,
+    process_scaling,
     tracing_overhead,
 )
 from benchmarks._harness import machine_note, print_table, private_redis, write_json
@@ -20,6 +21,7 @@ from benchmarks._harness import machine_note, print_table, private_redis, write_
 SIZES = {
     "tiny": {
         "width": 20,
+        "scale_width": 200,
         "workers": [1, 2],
         "chain": 5,
         "chains": 2,
@@ -33,6 +35,7 @@ SIZES = {
     },
     "full": {
         "width": 1000,
+        "scale_width": 9000,
         "workers": [1, 2, 4, 8],
         "chain": 100,
         "chains": 50,
@@ -63,6 +66,9 @@ async def _main(size: str, out: Path) -> None:
             server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4
         )
         rows += await control_plane_scale.run(server.url, runs=spec["runs"], steps=spec["steps"])
+        rows += await process_scaling.run(
+            server.url, width=spec["scale_width"], runs=spec["runs"], steps=spec["steps"]
+        )
         rows += await cost_growth.run(
             server.url, executions=spec["executions"], steps=spec["cost_steps"], in_flight=spec["in_flight"]
         )

@@ -51,9 +51,18 @@ async def _idle() -> None:
     await asyncio.sleep(0.02)  # polling the index of runs executed by other tasks/processes
 
 
-async def _scenario(
-    redis_url: str, variant: str, runs: int, steps: int, instances: int, transport: HostTransport | None
+async def scenario(
+    redis_url: str,
+    variant: str,
+    runs: int,
+    steps: int,
+    instances: int,
+    transport: HostTransport | None,
+    *,
+    processes: int = 1,
 ) -> Row:
+    """`instances` in-process instances, or `processes` runtime-instance processes hosting
+    `instances` child instances each over `transport`."""
     with tempfile.TemporaryDirectory(prefix="mcprt-bench-scale-") as tmp:
         settings = RuntimeSettings(
             redis_url=redis_url,
@@ -69,7 +78,7 @@ async def _scenario(
         )
         async with RuntimeServices(settings) as services:
             plane = services.control_plane
-            if transport is not None:
+            for _ in range(processes if transport is not None else 0):
                 assert plane.parts.hosts is not None
                 await plane.parts.hosts.start_host(
                     HostLaunch(
@@ -94,14 +103,14 @@ async def _scenario(
 
 
 async def run(redis_url: str, *, runs: int, steps: int) -> list[Row]:
-    one = await _scenario(redis_url, f"{runs}x{steps}, 1 in-process instance", runs, steps, 1, None)
+    one = await scenario(redis_url, f"{runs}x{steps}, 1 in-process instance", runs, steps, 1, None)
     rows = [one]
     for label, transport in (
         ("3 in-process instances", None),
         ("3 HTTP children", HostTransport.HTTP),
         ("3 gRPC children", HostTransport.GRPC),
     ):
-        row = await _scenario(redis_url, f"{runs}x{steps}, {label}", runs, steps, 3, transport)
+        row = await scenario(redis_url, f"{runs}x{steps}, {label}", runs, steps, 3, transport)
         row.ratio, row.baseline = row.steps_per_s / one.steps_per_s, "1 instance"
         rows.append(row)
     return rows

@@ -2,8 +2,9 @@
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
-registered step types' descriptions (`steps.list`, the `step://` resource) and the
-run-event subscriber behind run notifications and submit progress (None: neither), and the
+registered step types' descriptions (`steps.list`, the `step://` resource), the
+run-event subscriber behind run notifications and submit progress (None: neither), the
+run view reader over the same services (the MCP Apps view and the dashboard), and the
 process's metrics exposition. Must not call them: the tool groups do.
 """
 
@@ -20,6 +21,7 @@ from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
 from mcp_runtime._step_tools import StepDescriber, StepTools, no_steps
 from mcp_runtime.notifications import RunProgress
+from mcp_runtime.run_view import RunViewReader
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
@@ -65,6 +67,9 @@ class ToolBackend:
             describe_steps=services.executors.describe,
             run_events=services.run_events,
         )
+
+    def run_view_reader(self) -> RunViewReader:
+        return RunViewReader(self.control_plane, self.audit, self.tasks)
 
     def tool_specs(self) -> list[ToolSpec[Any, Any]]:
         progress = RunProgress(self.run_events, self.control_plane) if self.run_events else None

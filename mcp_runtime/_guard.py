@@ -2,7 +2,10 @@
 
 Owns the principal sources (a fixed configured principal for stdio and in-process
 sessions; the verified bearer token for HTTP), the authorization call made before any work,
-and the ExecutionContextSnapshot of the call. Must not call the runtime.
+and the ExecutionContextSnapshot of the call. The dashboard authenticates its own way (a
+session cookie) and then goes through the same gate (`admit_as`, `permits`), so a page or
+an action needs exactly the permission of the tool that does the same. Must not call the
+runtime.
 """
 
 from __future__ import annotations
@@ -76,8 +79,18 @@ class ToolGuard:
         self.authorizer = authorizer
 
     def admit(self, tool_name: str, ctx: Context) -> ExecutionContextSnapshot:
-        principal = self.authorize(TOOL_PERMISSIONS[tool_name], ctx)
-        return principal.snapshot(context_key=f"mcp:{tool_name}:{ctx.request_id}")
+        principal = self.principals.current(ctx.request_context)
+        return self.admit_as(principal, tool_name, context_key=f"mcp:{tool_name}:{ctx.request_id}")
+
+    def admit_as(self, principal: Principal, tool_name: str, *, context_key: str) -> ExecutionContextSnapshot:
+        """`admit` for a principal authenticated elsewhere (a dashboard session): the tool's permission
+        is required, then the snapshot of the call is captured."""
+        self.authorizer.require(principal, TOOL_PERMISSIONS[tool_name])
+        return principal.snapshot(context_key=context_key)
+
+    def permits(self, principal: Principal, tool_name: str) -> bool:
+        """Whether `admit_as(principal, tool_name, ...)` would pass (e.g. to offer an action at all)."""
+        return self.authorizer.allows(principal, TOOL_PERMISSIONS[tool_name])
 
     def authorize(self, permission: Permission, ctx: Context) -> Principal:
         return self.authorize_request(permission, ctx.request_context)

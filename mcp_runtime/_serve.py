@@ -2,9 +2,11 @@
 
 Owns the serve lifecycle: load the configuration (or the embedded default), set up tracing
 from the OTEL_* variables, start the runtime services, pick the principal source for the
-transport, serve (plus `/metrics` on `--metrics-port` when asked) until the client leaves or
-a signal arrives, then close the services (which unregisters their instances) and flush the
-buffered spans. Must not write to stdout in stdio mode: stdout is the protocol channel.
+transport (over HTTP also mount the dashboard on `/ui`, behind the same guard and token
+verifier, its live streams ended by the stop signal, and serve `/metrics`), serve (plus
+`/metrics` on `--metrics-port` when asked) until the client leaves or a signal arrives, then
+close the services (which unregisters their instances) and flush the buffered spans. Must
+not write to stdout in stdio mode: stdout is the protocol channel.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mcp_runtime._guard import BearerPrincipal, FixedPrincipal, ToolGuard
 from mcp_runtime._rbac import Authorizer
 from mcp_runtime._server import build_server, http_app
 from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.health import HealthService
 from runtime_core.hosting import UvicornEndpoint
@@ -174,18 +177,27 @@ async def _serve_http(
 ) -> None:
     """Serve until a stop signal (or until the HTTP server fails); "serving" is logged once bound."""
     verifier = ConfiguredTokenVerifier(config)
-    server = build_server(backend, ToolGuard(BearerPrincipal(verifier), authorizer), token_verifier=verifier)
+    guard = ToolGuard(BearerPrincipal(verifier), authorizer)
+    server = build_server(backend, guard, token_verifier=verifier)
+    dashboard = dashboard_app(
+        backend, config, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
+    )
     app = http_app(
         server,
         host=options.host,
         health=health,
         metrics=backend.metrics,
         metrics_targets=backend.control_plane.metrics_endpoints,
+        dashboard=dashboard,
     )
     endpoint = UvicornEndpoint(app, options.host, options.port)
     await endpoint.start()
     try:
-        log.info("serving MCP over streamable HTTP on http://%s:%d/mcp", options.host, endpoint.port)
+        log.info(
+            "serving MCP over streamable HTTP on http://%s:%d/mcp (dashboard on /ui)",
+            options.host,
+            endpoint.port,
+        )
         stopping = asyncio.create_task(shutdown.stop.wait())
         await asyncio.wait({endpoint.task, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()

@@ -2,12 +2,13 @@
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
+the run view as an MCP App (`mcp_runtime.apps`), the `run://` resource with its
+subscriptions in both eras when the backend hears run events (`mcp_runtime.notifications`),
 the request telemetry middleware (spans and the operation-duration metric), and the HTTP app
 (bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped,
 unauthenticated `/livez`, `/readyz`, `/healthz`, Prometheus `/metrics` and the
-`/metrics/targets` service discovery); the `run://` resource with its subscriptions in both
-eras when the backend hears run events (`mcp_runtime.notifications`). Must not contain tool
-behaviour.
+`/metrics/targets` service discovery, the dashboard under `/ui` when given). Must not contain
+tool behaviour.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
+from mcp_runtime.apps import RunViewApps, link_run_view, register_run_view_resources
 from mcp_runtime.notifications import notification_support
 from mcp_runtime.observability import McpOperationMetrics, McpTelemetryMiddleware
 from mcp_runtime.tasks import TaskSupport, task_support
@@ -72,13 +74,14 @@ def build_server(
         version="0.1.0",
         token_verifier=token_verifier,
         auth=auth,
-        tools=[build_tool(spec, guard) for spec in specs],
-        extensions=tasks.extensions,
+        tools=[link_run_view(build_tool(spec, guard)) for spec in specs],
+        extensions=[*tasks.extensions, RunViewApps()],
         # Telemetry first: it measures the whole request, task and notification middleware included.
         middleware=[telemetry, *tasks.middleware, *(notifications.middleware if notifications else [])],
         subscriptions=notifications.bus if notifications else None,
     )
     register_resources(server, backend.catalog, guard, backend.describe_steps)
+    register_run_view_resources(server, backend.run_view_reader(), guard)
     if notifications is not None:
         notifications.register(server)
     return server
@@ -94,11 +97,12 @@ def http_app(
     health: HealthService | None = None,
     metrics: MetricsExposition | None = None,
     metrics_targets: MetricsTargets | None = None,
+    dashboard: ASGIApp | None = None,
 ) -> ASGIApp:
     """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
     MAX_REQUEST_BYTES) plus, when given, open `/livez`, `/readyz` and `/healthz` (= readyz),
-    `/metrics`, and the Prometheus HTTP service discovery of the runtime-instance processes on
-    `/metrics/targets`."""
+    `/metrics`, the Prometheus HTTP service discovery of the runtime-instance processes on
+    `/metrics/targets`, and the dashboard (its own sign-in) on `/ui`."""
     if health is not None:
         for path, endpoint in health_endpoints(health).items():
             server.custom_route(path, methods=["GET"])(endpoint)
@@ -111,4 +115,7 @@ def http_app(
         async def metrics_sd(request: Request) -> JSONResponse:
             return JSONResponse(sd_target_groups(await targets()))
 
-    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(server.streamable_http_app(host=host)))
+    app = server.streamable_http_app(host=host)
+    if dashboard is not None:
+        app.mount("/ui", dashboard)
+    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(app))

@@ -1,5 +1,7 @@
 """AuditQueries: tenant-scoped reads of ledger, trace, forensics and terminal snapshots.
 
+(Including the pipeline a finished execution ran, read from its terminal snapshot.)
+
 Owns restoring the caller's snapshot around every observability query and flushing this
 process's buffered recorders first (read-your-writes). The tenant filter is always the
 caller's snapshot tenant: another tenant's ids give empty results, exactly like unknown
@@ -11,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from runtime_core.audit._document import ExecutionDocument
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.storage import (
     DEFAULT_LEDGER_LIMIT,
     DurableStore,
@@ -63,6 +67,15 @@ class AuditQueries:
     ) -> TerminalSnapshot | None:
         with restored_snapshot(snapshot):
             return await self.store.get_snapshot(execution_id, snapshot.tenant_id)
+
+    async def terminal_pipeline(
+        self, snapshot: ExecutionContextSnapshot, execution_id: str
+    ) -> PipelineDefinition | None:
+        """The pipeline a finished execution ran, from its terminal snapshot (None: no snapshot)."""
+        terminal = await self.terminal_snapshot(snapshot, execution_id)
+        if terminal is None:
+            return None
+        return parse_pipeline(ExecutionDocument.model_validate(terminal.snapshot).pipeline)
 
     async def _flush(self) -> None:
         for recorder in self.flush_first:

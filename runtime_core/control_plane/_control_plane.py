@@ -3,9 +3,10 @@
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
 in-process runtime instances, the background pump, the scale-out watcher and the health /
 execution recovery reconcilers, and the caller-facing operations: submit, drain,
-list_instances, pause_queue, resume_queue, run_status / cancel (answered by
-`RunStatusReader` / `RunCanceller`), list_runs (the lifecycle's run catalog) and its
-cluster-wide metrics gauges; it also starts the lifecycle's sweeper and durable purge.
+list_instances, queue_depth, pause_queue, resume_queue, run_status / run_pipeline / cancel
+(answered by `RunStatusReader` / `RunPipelineReader` / `RunCanceller`), list_runs (the
+lifecycle's run catalog) and its cluster-wide metrics gauges; it also starts the lifecycle's
+sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -23,6 +24,7 @@ from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
+from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
@@ -81,6 +83,7 @@ class ControlPlane:
         self.workers = workers
         self.locator = RunLocator(parts.runs, parts.index, parts.dag_store, parts.durable)
         self._status = RunStatusReader(parts, self.locator)
+        self._pipelines = RunPipelineReader(self.locator, parts.dag_store)
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
@@ -299,6 +302,11 @@ class ControlPlane:
         caller = _require(snapshot)
         return [InstanceView.of(entry) for entry in await self.parts.registry.visible_entries(caller)]
 
+    async def queue_depth(self, snapshot: ExecutionContextSnapshot | None) -> int:
+        """How many of the caller's tenant's runs wait in the shared queue (Pending items)."""
+        caller = _require(snapshot)
+        return (await self.parts.queue.pending_count_by_tenant())[caller.tenant_id]
+
     async def pause_queue(
         self, runtime_instance_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""
     ) -> QueueStateView:
@@ -328,6 +336,12 @@ class ControlPlane:
 
     async def run_status(self, any_id: str, snapshot: ExecutionContextSnapshot | None) -> RunStatusView:
         return await self._status.read(any_id, _require(snapshot))
+
+    async def run_pipeline(
+        self, any_id: str, snapshot: ExecutionContextSnapshot | None
+    ) -> PipelineDefinition | None:
+        """The DAG a run executes (None once its hot state is gone); tenant-checked like run_status."""
+        return await self._pipelines.read(any_id, _require(snapshot))
 
     async def cancel(
         self, any_id: str, snapshot: ExecutionContextSnapshot | None, *, reason: str = ""

@@ -21,7 +21,7 @@ def control_plane_gauges(parts: ControlPlaneParts, settings: ObservabilitySettin
     tenant_label = ("tenant",) if by_tenant else ()
 
     async def queue_depth() -> GaugeValues:
-        pending = await parts.queue.pending_by_tenant()
+        pending = await parts.queue.pending_count_by_tenant()
         if by_tenant:
             return {(tenant,): float(count) for tenant, count in pending.items()}
         return {(): float(sum(pending.values()))}

@@ -2,8 +2,8 @@
 
 Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
 `shared_requeue` and `shared_cancel` (the only place that knows their KEYS/ARGV order) and
-item reads, including the pending depth per tenant the metrics gauge reports. Must not
-decide admission or talk to providers.
+item reads (one item, the pending count, the pending count per tenant). Must not decide
+admission or talk to providers.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _EXPIRED_CLAIMS_PER_CALL = 16
 # How many Pending items one claim may pass over (items of skipped groups) before it reports
 # nothing claimable; the cycle ends and the next cycle starts from the queue head again.
 _CLAIM_SCAN_LIMIT = 5_000
-_COUNT_BATCH = 500
+_ITEMS_PER_READ = 500
 
 
 class QueueOutcome(Enum):
@@ -168,19 +168,30 @@ class SharedQueue:
         return int(await self.hot_state.redis.zcard(self.keys.pending))
 
     async def pending_count_of_tenant(self, tenant_id: str) -> int:
-        """Pending items of one tenant's runs (a read, in batches: one tenant never learns another's)."""
-        return sum(1 for tenant in await self._pending_tenants() if tenant == tenant_id)
+        """Pending items of one tenant's runs (one tenant never learns another's count)."""
+        return (await self.pending_count_by_tenant())[tenant_id]
 
-    async def pending_by_tenant(self) -> dict[str, int]:
-        """Pending items per tenant (the operator's queue-depth gauge; "" for an unreadable group)."""
-        return dict(Counter(tenant or "" for tenant in await self._pending_tenants()))
+    async def pending_count_by_tenant(self) -> Counter[str]:
+        """Pending items per tenant (the tenant of each item's admission group), read in batches.
 
-    async def _pending_tenants(self) -> list[str | None]:
-        """The tenant of each Pending item: the pending ZSET, then the items' groups in batches."""
-        redis, tenants = self.hot_state.redis, []
-        pending = await redis.zrange(self.keys.pending, 0, -1)
-        for start in range(0, len(pending), _COUNT_BATCH):
-            for raw in await redis.hmget(self.keys.items, pending[start : start + _COUNT_BATCH]):
-                if raw is not None:
-                    tenants.append(admission_group_tenant(json.loads(raw).get("group")))
-        return tenants
+        An item dispatched or cancelled between the two reads is not counted.
+        """
+        redis = self.hot_state.redis
+        counts: Counter[str] = Counter()
+        run_ids = await redis.zrange(self.keys.pending, 0, -1)
+        for start in range(0, len(run_ids), _ITEMS_PER_READ):
+            for raw in await redis.hmget(self.keys.items, run_ids[start : start + _ITEMS_PER_READ]):
+                tenant_id = _pending_item_tenant(raw)
+                if tenant_id is not None:
+                    counts[tenant_id] += 1
+        return counts
+
+
+def _pending_item_tenant(raw: str | None) -> str | None:
+    """The tenant of a still Pending item (from its admission group)."""
+    if raw is None:
+        return None
+    item = json.loads(raw)
+    if item.get("status") != "Pending" or not item.get("group"):
+        return None
+    return admission_group_tenant(item["group"])

@@ -176,7 +176,7 @@ class TaskService:
         if run_is_done(run):
             return await self._finished(record, run)
         if run.control_status == ControlStatus.WAITING_FOR_INPUT and run.execution_id:
-            request = await self._input_request(run.execution_id, snapshot)
+            request = await self.input_request(run.execution_id, snapshot)
             if request is not None:
                 message = f"Waiting for input under key '{request.key}': {request.prompt}".rstrip(": ")
                 return self._view(record, TaskStatus.INPUT_REQUIRED, message, run=run, input_request=request)
@@ -203,9 +203,11 @@ class TaskService:
         reason = run.failure_reason or f"run ended {final}"
         return TaskFailure(code=final.lower(), message=reason)
 
-    async def _input_request(
+    async def input_request(
         self, execution_id: str, snapshot: ExecutionContextSnapshot
     ) -> InputRequest | None:
+        """What an execution of the caller's tenant waits for: its waiting key, step, prompt and the
+        step's input schema (None: not waiting). Tenant-checked by the control service."""
         state = await self.control.get(execution_id, snapshot)
         if state.status is not ControlStatus.WAITING_FOR_INPUT or not state.waiting_key:
             return None  # answered between the two reads

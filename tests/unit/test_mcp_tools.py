@@ -604,6 +604,7 @@ async def test_pipeline_resource_serves_the_catalog_definition(backend: ToolBack
         "pipeline://{name}",
         "run://{run_id}",
         "step://{step_key}",
+        "ui://mcp-runtime/runs/{run_id}",  # the MCP Apps run view (tests/integration/test_run_view_app.py)
     ]
     assert '"stepKey": "rag.retrieval"' in content.contents[0].text  # type: ignore[union-attr]
 

@@ -1,0 +1,65 @@
+"""The dashboard's ASGI app, mounted under `/ui` on the HTTP server's Starlette app.
+
+Owns the routes (sign in / out, runs list, run page and its actions, capacity, the live
+streams, the vendored static files) and the assembly of their parts around one session
+store, the server's own tool guard and token verifier, and the tool backend. Must not
+contain page or action behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from mcp_runtime._backend import ToolBackend
+from mcp_runtime._config import ServerConfig
+from mcp_runtime._guard import ToolGuard
+from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime.dashboard._access import DashboardAccess
+from mcp_runtime.dashboard._actions import DashboardActions
+from mcp_runtime.dashboard._events import LiveStreams
+from mcp_runtime.dashboard._login import DashboardLogin
+from mcp_runtime.dashboard._pages import DashboardPages
+from mcp_runtime.dashboard._security import SecurityHeadersMiddleware
+from mcp_runtime.dashboard._sessions import SessionStore
+from mcp_runtime.dashboard._settings import DashboardSettings
+
+
+def dashboard_app(
+    backend: ToolBackend,
+    config: ServerConfig,
+    verifier: ConfiguredTokenVerifier,
+    guard: ToolGuard,
+    *,
+    settings: DashboardSettings | None = None,
+    stopping: asyncio.Event | None = None,
+) -> ASGIApp:
+    """The app to mount at `/ui`; `stopping` (the server's stop signal) ends the live streams."""
+    settings = settings or DashboardSettings()
+    access = DashboardAccess(
+        config, verifier, guard, SessionStore(settings.session_ttl_s, settings.max_sessions)
+    )
+    reader = backend.run_view_reader()
+    pages = DashboardPages(access, backend, reader)
+    login = DashboardLogin(access, settings.session_ttl_s)
+    actions = DashboardActions(access, backend)
+    streams = LiveStreams(access, backend, reader, settings, stopping or asyncio.Event())
+    static = StaticFiles(packages=[("mcp_runtime.dashboard", "static"), ("mcp_runtime.run_view", "static")])
+    routes = [
+        Route("/", pages.home, methods=["GET"]),
+        Route("/login", login.form, methods=["GET"]),
+        Route("/login", login.submit, methods=["POST"]),
+        Route("/logout", login.logout, methods=["POST"]),
+        Route("/runs", pages.runs, methods=["GET"]),
+        Route("/runs/{run_id}", pages.run, methods=["GET"]),
+        Route("/runs/{run_id}/{action}", actions.act, methods=["POST"]),
+        Route("/capacity", pages.capacity, methods=["GET"]),
+        Route("/events/runs", streams.runs, methods=["GET"]),
+        Route("/events/runs/{run_id}", streams.run, methods=["GET"]),
+        Mount("/static", static, name="static"),
+    ]
+    return SecurityHeadersMiddleware(Starlette(routes=routes))
