@@ -17,7 +17,7 @@ install_missing() {
       echo "installing $package (apt-get)" >&2
       SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
       $SUDO apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$package" >/dev/null
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$package" >/dev/null
       return
     fi
   done
