@@ -1,10 +1,11 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control, the run-event publisher): runtime-instance
-processes use it alone. `RuntimeServices` adds the control plane (with runtime-instance
-process hosting), the webhook service (when a tenant configures webhooks) and this
-process's run-event subscriber (for MCP notifications).
+durable store, audit, execution control, the run-event publisher, the metrics exposition,
+and the step / run spans when tracing is on): runtime-instance processes use it alone.
+`RuntimeServices` adds the control plane (with runtime-instance process hosting and its
+cluster gauges), the webhook service (when a tenant configures webhooks) and this process's
+run-event subscriber (for MCP notifications).
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from runtime_core.health import (
     redis_answers,
 )
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
-from runtime_core.instances import HostManagerSettings
+from runtime_core.instances import HostManagerSettings, LocalInstancePool
+from runtime_core.observability import (
+    MetricsExposition,
+    OtelStepTracing,
+    WorkflowSpanObserver,
+    capacity_gauges,
+    tracing_enabled,
+)
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
@@ -58,6 +66,7 @@ class EngineServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
+        self.metrics: MetricsExposition
         self.events: RunEventPublisher
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
@@ -125,6 +134,19 @@ class EngineServices:
         self.engine.results = self.audit.codec
         self.engine.check_retention = self.audit.retention.engine.validate
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
+        self.metrics = MetricsExposition(self.audit.metrics.registry)
+        if tracing_enabled():  # with tracing off nothing is attached: no cost per step
+            self.engine.step_tracing = OtelStepTracing()
+            self.engine.observer = CompositeObserver(
+                WorkflowSpanObserver(self.dag_store), self.engine.observer
+            )
+
+    def export_capacity_of(self, pool: LocalInstancePool) -> None:
+        """Add the capacity gauges of the runtime instances `pool` hosts to `metrics`."""
+        instances = pool.instances
+        self.metrics.add_gauges(
+            capacity_gauges(lambda: [i.capacity() for i in instances()], self.settings.observability)
+        )
 
     def health(self, loops: LoopStates | None = None) -> HealthService:
         """Liveness / readiness of this process: Redis, durable store, data directory, `loops`."""
@@ -177,6 +199,8 @@ class RuntimeServices(EngineServices):
             events=self.events,
         )
         self._opened.push_async_callback(self.control_plane.stop)
+        self.export_capacity_of(self.control_plane.parts.pool)
+        self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()
 
     def health(self, loops: LoopStates | None = None) -> HealthService:

@@ -17,6 +17,7 @@ from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionOb
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
+from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     ClaimBatch,
     ClaimOutcome,
@@ -56,6 +57,7 @@ __all__ = [
     "ExecutionView",
     "FinalizeOutcome",
     "InlineResults",
+    "NoStepTracing",
     "NullObserver",
     "ReadyView",
     "ReassignOutcome",
@@ -64,6 +66,7 @@ __all__ = [
     "StepClaim",
     "StepError",
     "StepStatus",
+    "StepTracing",
     "StepView",
     "TransitionOutcome",
     "TransitionResult",

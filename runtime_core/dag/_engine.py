@@ -44,6 +44,7 @@ from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserve
 from runtime_core.dag._gating import StepGates, validate_step_policies
 from runtime_core.dag._invocation import StepInvoker
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES
+from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     AdvanceResult,
     ClaimBatch,
@@ -111,6 +112,8 @@ class DagEngine:
         self.settle_control: ControlSettler | None = None
         # The retention engine's `validate`; `runtime_core.bootstrap` sets it with the audit wiring.
         self.check_retention: RetentionCheck | None = None
+        # Spans around step invocations; `runtime_core.bootstrap` sets it when tracing is on.
+        self.step_tracing: StepTracing = NoStepTracing()
 
     @property
     def results(self) -> ResultCodec:
@@ -512,9 +515,11 @@ class DagEngine:
             step=step.name,
             worker_id=worker_id,
             retry_count=claim.retry_count,
+            step_key=step.step_key,
         )
+        tracing = self.step_tracing.step_span(run.meta, step, claim.retry_count, worker_id)
         try:
-            with restored_snapshot(run.snapshot):
+            with restored_snapshot(run.snapshot), tracing:
                 async with self.invoker.lease_kept(claim):
                     result = await self.invoker.invoke(run, step, claim)
             self.invoker.check_result(step, result)
@@ -559,6 +564,7 @@ class DagEngine:
             code=failure.code,
             error=failure.message,
             retry_count=result.retry_count,
+            retries_exhausted=decision.exhausted,
             next_retry_at_ms=result.next_retry_at_ms,
             **usage_attributes(failure.usage),
         )
