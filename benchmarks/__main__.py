@@ -14,6 +14,7 @@ from benchmarks import (
     cost_growth,
     engine_throughput,
     process_scaling,
+    tracing_overhead,
 )
 from benchmarks._harness import machine_note, print_table, private_redis, write_json
 
@@ -60,6 +61,7 @@ async def _main(size: str, out: Path) -> None:
             workers=[n for n in spec["workers"] if n != 2],
         )
         rows += await engine_throughput.run(server.url, width=spec["width"], worker_counts=spec["workers"])
+        rows += await tracing_overhead.run(server.url, width=spec["width"], worker_counts=spec["workers"])
         rows += await celery_peer.run(
             server.url, width=spec["width"], chain_length=spec["chain"], chains=spec["chains"], workers=4
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -50,7 +50,16 @@ class LatencyObserver:
             self.latencies_ms.append((time.perf_counter() - self.claimed.pop(key)) * 1000)
 
 
-async def engine_run(redis_url: str, pipeline: PipelineDefinition, workers: int, executions: int = 1) -> Row:
+async def engine_run(
+    redis_url: str,
+    pipeline: PipelineDefinition,
+    workers: int,
+    executions: int = 1,
+    *,
+    name: str = "engine",
+    prepare: Callable[[DagEngine], None] | None = None,
+) -> Row:
+    """`prepare` adjusts the engine before the run (e.g. attaches tracing)."""
     hot = counting_hot_state(redis_url, prefix=f"be{secrets.token_hex(3)}:")
     observer = LatencyObserver()
     engine = DagEngine(
@@ -60,6 +69,8 @@ async def engine_run(redis_url: str, pipeline: PipelineDefinition, workers: int,
         observer=observer,
         settings=EngineSettings(),
     )
+    if prepare is not None:
+        prepare(engine)
     try:
         ids = [await engine.create_execution(pipeline, {}, SNAPSHOT) for _ in range(executions)]
         cost, statuses = await _measured(
@@ -68,7 +79,7 @@ async def engine_run(redis_url: str, pipeline: PipelineDefinition, workers: int,
         assert set(statuses) == {"Completed"}, statuses
     finally:
         await hot.close()
-    return _row("engine", pipeline, executions, workers, cost, observer.latencies_ms)
+    return _row(name, pipeline, executions, workers, cost, observer.latencies_ms)
 
 
 FLOOR_BATCH = 32

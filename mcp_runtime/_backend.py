@@ -3,9 +3,9 @@
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
 registered step types' descriptions (`steps.list`, the `step://` resource), the
-run-event subscriber behind run notifications and submit progress (None: neither), and the
-run view reader over the same services (the MCP Apps view and the dashboard). Must not call
-them: the tool groups do.
+run-event subscriber behind run notifications and submit progress (None: neither), the
+run view reader over the same services (the MCP Apps view and the dashboard), and the
+process's metrics exposition. Must not call them: the tool groups do.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from runtime_core.bootstrap import RuntimeServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
 from runtime_core.events import RunEventSubscriber
+from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
@@ -41,6 +42,8 @@ class ToolBackend:
     replay: ReplayService
     audit: AuditQueries
     tasks: TaskService | None = None
+    # The process's metrics (None: MCP requests are traced but not measured).
+    metrics: MetricsExposition | None = None
     describe_steps: StepDescriber = no_steps
     run_events: RunEventSubscriber | None = None
 
@@ -60,6 +63,7 @@ class ToolBackend:
                 services.engine,
                 TaskSettings.from_env(),
             ),
+            metrics=services.metrics,
             describe_steps=services.executors.describe,
             run_events=services.run_events,
         )

@@ -1,11 +1,12 @@
 """`mcp-runtime serve`: run the MCP server over stdio or streamable HTTP on a started runtime.
 
-Owns the serve lifecycle: load the configuration (or the embedded default), start the
-runtime services, pick the principal source for the transport (over HTTP also mount the
-dashboard on `/ui`, behind the same guard and token verifier, its live streams ended by the
-stop signal), serve until the client leaves or a signal arrives, then close the services
-(which unregisters their instances). Must not write to stdout in stdio mode: stdout is the
-protocol channel.
+Owns the serve lifecycle: load the configuration (or the embedded default), set up tracing
+from the OTEL_* variables, start the runtime services, pick the principal source for the
+transport (over HTTP also mount the dashboard on `/ui`, behind the same guard and token
+verifier, its live streams ended by the stop signal, and serve `/metrics`), serve (plus
+`/metrics` on `--metrics-port` when asked) until the client leaves or a signal arrives, then
+close the services (which unregisters their instances) and flush the buffered spans. Must
+not write to stdout in stdio mode: stdout is the protocol channel.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +31,7 @@ from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.health import HealthService
 from runtime_core.hosting import UvicornEndpoint
+from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.plugins import StepPluginSettings
 
@@ -86,8 +90,13 @@ class ServeOptions(BaseModel):
     config_path: Path | None = None
     data_dir: Path | None = None
     principal: str | None = None
+    metrics_port: int | None = None
     steps: tuple[str, ...] = ()
     providers_file: Path | None = None
+
+
+# The default OpenTelemetry `service.name` of the control plane (OTEL_SERVICE_NAME overrides it).
+SERVICE_NAME = "mcp-runtime"
 
 
 def resolve_config(options: ServeOptions) -> ServerConfig:
@@ -104,14 +113,37 @@ async def serve(options: ServeOptions) -> None:
         providers_file=options.providers_file or config.providers_file,
         plugins=plugins,
     )
+    traced = configure_tracing(SERVICE_NAME)
     with _ShutdownSignals() as shutdown:
-        async with RuntimeServices(settings) as services:
-            backend = ToolBackend.from_services(services, catalog)
-            if shutdown.received is None and options.transport == "stdio":
-                await _serve_stdio(options, config, backend, authorizer, shutdown)
-            elif shutdown.received is None:
-                await _serve_http(options, config, backend, authorizer, shutdown, services.health())
+        try:
+            async with RuntimeServices(settings) as services:
+                backend = ToolBackend.from_services(services, catalog)
+                async with _metrics_port(options, backend):
+                    if shutdown.received is None and options.transport == "stdio":
+                        await _serve_stdio(options, config, backend, authorizer, shutdown)
+                    elif shutdown.received is None:
+                        await _serve_http(options, config, backend, authorizer, shutdown, services.health())
+        finally:
+            if traced:
+                shutdown_tracing()  # export the buffered spans before the process ends
         shutdown.end_like_the_signal()
+
+
+@asynccontextmanager
+async def _metrics_port(options: ServeOptions, backend: ToolBackend) -> AsyncIterator[None]:
+    """`GET /metrics` on `--metrics-port` (the only way to scrape a stdio server) while serving."""
+    if options.metrics_port is None or backend.metrics is None:
+        yield
+        return
+    endpoint = UvicornEndpoint(
+        metrics_app(backend.metrics), options.host, options.metrics_port, lifespan="off"
+    )
+    await endpoint.start()
+    log.info("serving Prometheus metrics on http://%s:%d/metrics", options.host, options.metrics_port)
+    try:
+        yield
+    finally:
+        await endpoint.stop()
 
 
 async def _serve_stdio(
@@ -150,7 +182,14 @@ async def _serve_http(
     dashboard = dashboard_app(
         backend, config, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
     )
-    app = http_app(server, host=options.host, health=health, dashboard=dashboard)
+    app = http_app(
+        server,
+        host=options.host,
+        health=health,
+        metrics=backend.metrics,
+        metrics_targets=backend.control_plane.metrics_endpoints,
+        dashboard=dashboard,
+    )
     endpoint = UvicornEndpoint(app, options.host, options.port)
     await endpoint.start()
     try:

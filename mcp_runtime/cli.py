@@ -170,6 +170,7 @@ async def _serve(args: argparse.Namespace) -> int:
         config_path=args.config,
         data_dir=args.data_dir,
         principal=args.principal,
+        metrics_port=args.metrics_port,
         steps=split_references(args.steps or ()),
         providers_file=args.providers_file,
     )
@@ -303,6 +304,12 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     serve_cmd.add_argument(
         "--principal", default=None, help="stdio: run as this configured principal (default: the config's)"
+    )
+    serve_cmd.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="also serve Prometheus /metrics on this port (stdio has no other way; http has /metrics)",
     )
     _add_steps_option(serve_cmd)
     _add_providers_file(serve_cmd)

@@ -9,12 +9,22 @@ bash scripts/ensure-deps.sh "[dev]"
 python3 -m pip install -q --disable-pip-version-check --no-deps -e examples/step-plugin 2>&1 \
   | grep -v -E "^WARNING|Running pip as the 'root'" || true
 bash scripts/ensure-postgres.sh
+# `install_missing PACKAGE COMMAND...`: apt-get install PACKAGE when one of its commands is missing.
+install_missing() {
+  local package=$1; shift
+  for command in "$@"; do
+    if ! command -v "$command" >/dev/null 2>&1; then
+      echo "installing $package (apt-get)" >&2
+      SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$package" >/dev/null
+      return
+    fi
+  done
+}
+# The metrics tests scrape with a real Prometheus server and lint with promtool (Debian's).
+install_missing prometheus prometheus promtool
 # The dashboard's browser tests drive Debian's Chromium through Playwright (never `playwright install`).
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "installing chromium (apt-get) for the dashboard's browser tests" >&2
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
-fi
+install_missing chromium chromium
 python3 -m ruff check .
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 _SIZE_BUCKETS = (1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+# Steps run from microseconds (merge) to minutes (LLM calls, human-free tools).
+_STEP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
 class RuntimeMetrics:
@@ -29,8 +31,24 @@ class RuntimeMetrics:
             registry=r,
         )
         self.steps = Counter("steps", "Step attempts by outcome.", ["outcome"], namespace=ns, registry=r)
-        self.step_seconds = Histogram("step_duration_seconds", "Claim to outcome.", namespace=ns, registry=r)
-        self.retries = Counter("step_retries", "Retries scheduled.", namespace=ns, registry=r)
+        self.step_seconds = Histogram(
+            "step_duration_seconds",
+            "Claim to outcome of one step attempt, by step key and outcome.",
+            ["step_key", "outcome"],
+            buckets=_STEP_BUCKETS,
+            namespace=ns,
+            registry=r,
+        )
+        self.retries = Counter(
+            "step_retries", "Retries scheduled, by step key.", ["step_key"], namespace=ns, registry=r
+        )
+        self.retries_exhausted = Counter(
+            "step_retries_exhausted",
+            "Steps failed for good after using every allowed retry, by step key.",
+            ["step_key"],
+            namespace=ns,
+            registry=r,
+        )
         self.recoveries = Counter(
             "recoveries",
             "Recovered stale steps and recovery actions, by kind.",

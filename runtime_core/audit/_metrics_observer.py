@@ -1,15 +1,15 @@
 """MetricsObserver: engine events -> RuntimeMetrics.
 
-Owns the event-to-metric mapping and the in-process timing of step attempts and
-executions. Must not do I/O.
+Owns the event-to-metric mapping and the in-process timing of step attempts (with the step
+key the claim named) and executions. Must not do I/O.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from prometheus_client import Histogram
-
+from runtime_core.audit._attempts import AttemptKey, attempt_key, forget_execution, pop_attempt
 from runtime_core.audit._metrics import RuntimeMetrics
 from runtime_core.dag import EngineEvent
 
@@ -22,22 +22,28 @@ _STEP_OUTCOMES = {
 }
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    started: float
+    step_key: str
+
+
 class MetricsObserver:
     def __init__(self, metrics: RuntimeMetrics) -> None:
         self.metrics = metrics
-        self._started: dict[tuple[str, str | None, str | None], float] = {}
+        self._executions: dict[str, float] = {}
+        self._attempts: dict[AttemptKey, _Attempt] = {}
 
     async def on_event(self, event: EngineEvent) -> None:
         now = time.monotonic()
         if event.name == "execution.created":
             self.metrics.executions_started.inc()
-            self._started[(event.execution_id, None, None)] = now
+            self._executions[event.execution_id] = now
         elif event.name == "execution.finalized":
-            self.metrics.executions_finished.labels(status=str(event.attributes.get("status"))).inc()
-            self._observe(self.metrics.execution_seconds, (event.execution_id, None, None), now)
-            self._forget(event.execution_id)
+            self._finalized(event, now)
         elif event.name == "step.claimed":
-            self._started[(event.execution_id, event.step_name, event.worker_id)] = now
+            step_key = str(event.attributes.get("step_key", ""))
+            self._attempts[attempt_key(event)] = _Attempt(now, step_key)
         elif event.name == "step.recovered":
             self.metrics.recoveries.labels(kind="stale_step").inc()
         elif event.name == "step.lease_denied":
@@ -45,21 +51,26 @@ class MetricsObserver:
         elif event.name == "step.admission_denied":
             self.metrics.lease_denied(f"admission:{event.attributes.get('policy')}")
         elif event.name in _STEP_OUTCOMES:
-            self.metrics.steps.labels(outcome=_STEP_OUTCOMES[event.name]).inc()
-            usage = event.attributes.get("usage")
-            if isinstance(usage, dict):
-                self.metrics.tokens_used(usage)
-            if event.name == "step.retry_scheduled":
-                self.metrics.retries.inc()
-            self._observe(
-                self.metrics.step_seconds, (event.execution_id, event.step_name, event.worker_id), now
-            )
+            self._step_outcome(event, _STEP_OUTCOMES[event.name], now)
 
-    def _observe(self, histogram: Histogram, key: tuple[str, str | None, str | None], now: float) -> None:
-        started = self._started.pop(key, None)
+    def _finalized(self, event: EngineEvent, now: float) -> None:
+        self.metrics.executions_finished.labels(status=str(event.attributes.get("status"))).inc()
+        started = self._executions.pop(event.execution_id, None)
         if started is not None:
-            histogram.observe(now - started)
+            self.metrics.execution_seconds.observe(now - started)
+        forget_execution(self._attempts, event.execution_id)
 
-    def _forget(self, execution_id: str) -> None:
-        for key in [key for key in self._started if key[0] == execution_id]:
-            del self._started[key]
+    def _step_outcome(self, event: EngineEvent, outcome: str, now: float) -> None:
+        self.metrics.steps.labels(outcome=outcome).inc()
+        usage = event.attributes.get("usage")
+        if isinstance(usage, dict):
+            self.metrics.tokens_used(usage)
+        attempt = pop_attempt(self._attempts, event)
+        step_key = attempt.step_key if attempt is not None else ""
+        if event.name == "step.retry_scheduled":
+            self.metrics.retries.labels(step_key=step_key).inc()
+        elif event.name == "step.failed" and event.attributes.get("retries_exhausted"):
+            self.metrics.retries_exhausted.labels(step_key=step_key).inc()
+        if attempt is not None:
+            histogram = self.metrics.step_seconds.labels(step_key=step_key, outcome=outcome)
+            histogram.observe(now - attempt.started)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from runtime_core.audit._attempts import AttemptKey, attempt_key, forget_execution, pop_attempt
 from runtime_core.audit._batching import DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_INTERVAL_S, BatchBuffer
 from runtime_core.dag import DagStore, EngineEvent
 from runtime_core.retention import tenant_of
@@ -70,7 +71,7 @@ class TraceRecorder:
         self.store = store
         self.dag_store = dag_store
         self.instance_id = instance_id
-        self._open: dict[tuple[str, str | None, str | None], _OpenSpan] = {}
+        self._open: dict[AttemptKey, _OpenSpan] = {}
         self._batches: BatchBuffer[TraceSpan] = BatchBuffer(
             "trace", store.put_spans, batch_size=batch_size, flush_interval_s=flush_interval_s
         )
@@ -78,7 +79,7 @@ class TraceRecorder:
     async def on_event(self, event: EngineEvent) -> None:
         try:
             if event.name == "step.claimed":
-                self._open[self._key(event)] = _OpenSpan(
+                self._open[attempt_key(event)] = _OpenSpan(
                     secrets.token_hex(8), time.time_ns(), int(event.attributes.get("retry_count", 0))
                 )
             elif event.name in _OUTCOME_STATUS:
@@ -94,20 +95,8 @@ class TraceRecorder:
     async def close(self) -> None:
         await self.flush()
 
-    @staticmethod
-    def _key(event: EngineEvent) -> tuple[str, str | None, str | None]:
-        return (event.execution_id, event.step_name, event.worker_id)
-
-    def _pop_open(self, event: EngineEvent) -> _OpenSpan | None:
-        # `step.parked` carries no worker id: fall back to the step's only open attempt.
-        opened = self._open.pop(self._key(event), None)
-        if opened is None and event.worker_id is None:
-            key = next((k for k in self._open if k[:2] == (event.execution_id, event.step_name)), None)
-            opened = self._open.pop(key) if key is not None else None
-        return opened
-
     async def _close_step(self, event: EngineEvent) -> None:
-        opened = self._pop_open(event)
+        opened = pop_attempt(self._open, event)
         if opened is None:
             return
         attributes: dict[str, Any] = {
@@ -146,8 +135,7 @@ class TraceRecorder:
             status=_EXECUTION_STATUS.get(status, STATUS_UNSET),
             attributes={"mcprt.execution.status": status},
         )
-        for key in [key for key in self._open if key[0] == event.execution_id]:
-            del self._open[key]
+        forget_execution(self._open, event.execution_id)
 
     async def _add(
         self,

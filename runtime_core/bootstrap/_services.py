@@ -1,13 +1,14 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control, the run-event publisher, the restorer of runs whose
-hot state Redis lost): runtime-instance processes use it alone. `RuntimeServices` adds the
-control plane (with runtime-instance process hosting), the webhook service (when a tenant
-configures webhooks) and this process's run-event subscriber (for MCP notifications). With
-the embedded default the data directory is locked for this process (a second one is
-refused) and a redis-server a killed predecessor left running is adopted. A Redis without
-`appendonly yes` is reported at start, or refused.
+durable store, audit, execution control, the run-event publisher, the metrics exposition,
+the step / run spans when tracing is on, and the restorer of runs whose hot state Redis
+lost): runtime-instance processes use it alone. `RuntimeServices` adds the control plane
+(with runtime-instance process hosting and its cluster gauges), the webhook service (when a
+tenant configures webhooks) and this process's run-event subscriber (for MCP
+notifications). With the embedded default the data directory is locked for this process (a
+second one is refused) and a redis-server a killed predecessor left running is adopted. A
+Redis without `appendonly yes` is reported at start, or refused.
 """
 
 from __future__ import annotations
@@ -44,7 +45,14 @@ from runtime_core.hot_state import (
     check_persistence,
     connect_hot_state,
 )
-from runtime_core.instances import HostManagerSettings
+from runtime_core.instances import HostManagerSettings, LocalInstancePool
+from runtime_core.observability import (
+    MetricsExposition,
+    OtelStepTracing,
+    WorkflowSpanObserver,
+    capacity_gauges,
+    tracing_enabled,
+)
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.queueing import SharedRunStore
@@ -72,6 +80,7 @@ class EngineServices:
         self.audit: AuditServices
         self.control: ExecutionControlService
         self.restorer: HotStateContinuity
+        self.metrics: MetricsExposition
         self.events: RunEventPublisher
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
@@ -160,6 +169,19 @@ class EngineServices:
         self.engine.results = self.audit.codec
         self.engine.check_retention = self.audit.retention.engine.validate
         self.engine.observer = CompositeObserver(self.audit.observer, self.engine.observer)
+        self.metrics = MetricsExposition(self.audit.metrics.registry)
+        if tracing_enabled():  # with tracing off nothing is attached: no cost per step
+            self.engine.step_tracing = OtelStepTracing()
+            self.engine.observer = CompositeObserver(
+                WorkflowSpanObserver(self.dag_store), self.engine.observer
+            )
+
+    def export_capacity_of(self, pool: LocalInstancePool) -> None:
+        """Add the capacity gauges of the runtime instances `pool` hosts to `metrics`."""
+        instances = pool.instances
+        self.metrics.add_gauges(
+            capacity_gauges(lambda: [i.capacity() for i in instances()], self.settings.observability)
+        )
 
     def health(self, loops: LoopStates | None = None) -> HealthService:
         """Liveness / readiness of this process: Redis, durable store, data directory, `loops`."""
@@ -213,6 +235,8 @@ class RuntimeServices(EngineServices):
             events=self.events,
         )
         self._opened.push_async_callback(self.control_plane.stop)
+        self.export_capacity_of(self.control_plane.parts.pool)
+        self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()
 
     def health(self, loops: LoopStates | None = None) -> HealthService:

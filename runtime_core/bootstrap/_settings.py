@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
+from runtime_core.observability import ObservabilitySettings
 from runtime_core.plugins import StepPluginSettings
 from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
 
@@ -38,6 +39,7 @@ class RuntimeSettings(BaseModel):
     providers_file: Path | None = None
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings.from_env)
 
     model_config = {"arbitrary_types_allowed": True}
 

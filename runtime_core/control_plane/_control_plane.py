@@ -6,8 +6,8 @@ in-process runtime instances, the background pump, the scale-out watcher, the da
 recovery reconcilers (a start expires the queue claims its killed predecessor left), and
 the caller-facing operations: submit, drain, list_instances, queue_depth, pause_queue,
 resume_queue, run_status / run_pipeline / cancel (answered by `RunStatusReader` /
-`RunPipelineReader` / `RunCanceller`) and list_runs (the
-lifecycle's run catalog); it also starts the lifecycle's sweeper and durable purge.
+`RunPipelineReader` / `RunCanceller`), list_runs (the lifecycle's run catalog) and its
+cluster-wide metrics gauges; it also starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -22,6 +22,7 @@ from typing import Any
 from runtime_core.audit import AuditServices
 from runtime_core.continuity import DatasetWatch
 from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
@@ -50,6 +51,7 @@ from runtime_core.instances import (
     local_instance_id,
 )
 from runtime_core.lifecycle import RunListPage, RunListQuery
+from runtime_core.observability import METRICS_ENDPOINT_KEY, CachedGauges, ObservabilitySettings
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
 from runtime_core.queueing import (
@@ -197,6 +199,20 @@ class ControlPlane:
         await self.parts.pool.stop_all()
         await self.parts.providers.aclose()
         await self.parts.discovery.withdraw(self.settings.control_plane_id)
+
+    def gauges(self, settings: ObservabilitySettings) -> CachedGauges:
+        """The cluster-wide scrape-time gauges (queue depth, shared runs, registered instances)."""
+        return control_plane_gauges(self.parts, settings)
+
+    async def metrics_endpoints(self) -> dict[str, dict[str, str]]:
+        """Metrics URL of every live runtime-instance process -> labels naming its host (for
+        Prometheus service discovery; the instances of one process share one URL)."""
+        endpoints: dict[str, dict[str, str]] = {}
+        for entry in await self.parts.registry.entries():
+            url = entry.descriptor.metadata.get(METRICS_ENDPOINT_KEY)
+            if url and entry.live:
+                endpoints[url] = {"mcprt_host": entry.descriptor.host}
+        return endpoints
 
     # Submit and drain
 

@@ -6,10 +6,10 @@ terminal fingerprint. Must not know about queues or tenants beyond the snapshot 
 given, and never writes the state a Lua script guards from Python.
 """
 
-from runtime_core.dag._engine import (
+from runtime_core.dag._engine import DagEngine
+from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
     SUPERSEDED_STATUS,
-    DagEngine,
     EngineSettings,
     InlineResults,
     ResultCodec,
@@ -18,6 +18,7 @@ from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionOb
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
+from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     ClaimBatch,
     ClaimOutcome,
@@ -58,6 +59,7 @@ __all__ = [
     "ExecutionView",
     "FinalizeOutcome",
     "InlineResults",
+    "NoStepTracing",
     "NullObserver",
     "ReadyView",
     "ReassignOutcome",
@@ -66,6 +68,7 @@ __all__ = [
     "StepClaim",
     "StepError",
     "StepStatus",
+    "StepTracing",
     "StepView",
     "TransitionOutcome",
     "TransitionResult",

@@ -3,7 +3,8 @@
 Owns the process that hosts K child runtime instances (the dispatch targets, not the host)
 behind a starlette/uvicorn HTTP command endpoint or a `grpc.aio` command service, its
 options and argument parser (shared with `mcp-runtime runtime-instance`), discovery of the
-control plane before self-registration, and clean unregistration on SIGTERM / SIGINT. Also
+control plane before self-registration, its `/metrics` endpoint and tracing setup, and clean
+unregistration on SIGTERM / SIGINT. Also
 owns the HTTP serving pieces the MCP server reuses: `UvicornEndpoint` (bind first, then
 serve) and the /livez /readyz /healthz routes over a `runtime_core.health.HealthService`
 (gRPC processes answer the standard `grpc.health.v1.Health` service instead).
@@ -26,7 +27,12 @@ from runtime_core.hosting._options import (
     port_number,
     positive_int,
 )
-from runtime_core.hosting._process import RuntimeInstanceHost, main, run_runtime_instance_process
+from runtime_core.hosting._process import (
+    PROCESS_SERVICE_NAME,
+    RuntimeInstanceHost,
+    main,
+    run_runtime_instance_process,
+)
 from runtime_core.hosting._uvicorn import EndpointBindError, UvicornEndpoint
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -34,6 +40,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "run_runtime_instance_process",
     "main",
     "RuntimeInstanceHost",
+    "PROCESS_SERVICE_NAME",
     # Options
     "RuntimeInstanceProcessOptions",
     "build_arg_parser",

@@ -2,19 +2,22 @@
 
 Owns validating a wire command's payload into its pydantic request, delivering it through
 the LOCAL provider over this process's instance pool (so a remote dispatch lands in the
-target instance's local queue exactly like an in-process one), and turning a runtime
-error or an invalid payload into the wire error envelope. Must not know the transport.
+target instance's local queue exactly like an in-process one), turning a runtime error or
+an invalid payload into the wire error envelope, and the span of a received command (named
+and fed its trace carrier by the endpoint). Must not know the transport.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.instances import LocalInstancePool
+from runtime_core.observability import command_span
 from runtime_core.providers import (
     INVALID_REQUEST_CODE,
     CancelRunRequest,
@@ -53,6 +56,27 @@ class RuntimeCommands:
     def __init__(self, pool: LocalInstancePool) -> None:
         self.pool = pool
         self._local = LocalRuntimeProvider(pool)
+
+    async def execute_traced(
+        self,
+        command: Command,
+        payload: dict[str, Any],
+        *,
+        span_name: str,
+        carrier: Mapping[str, str] | Iterable[tuple[str, str]],
+        attributes: Mapping[str, Any] | None = None,
+    ) -> BaseModel | WireError:
+        """`execute` inside a SERVER span continuing the sender's trace context (when tracing)."""
+        span_attributes = {
+            "mcprt.command": command.value,
+            "mcprt.runtime_instance.id": str(payload.get("runtime_instance_id", "")),
+            **(attributes or {}),
+        }
+        with command_span(span_name, carrier, span_attributes) as span:
+            result = await self.execute(command, payload)
+            if span is not None and isinstance(result, WireError):
+                span.set_attribute("error.type", result.code)
+            return result
 
     async def execute(self, command: Command, payload: dict[str, Any]) -> BaseModel | WireError:
         """The response model, or the runtime / validation error as a wire error."""

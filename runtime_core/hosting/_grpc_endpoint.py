@@ -1,7 +1,8 @@
 """The gRPC command endpoint of a runtime-instance process: the `RuntimeProvider` service (grpc.aio).
 
 Owns the servicer (each RPC = one runtime command: JSON request in, JSON response or a
-typed `RuntimeError` out), the standard gRPC health service (`grpc.health.v1.Health/Check`:
+typed `RuntimeError` out, traced as a server span continuing the caller's `traceparent`
+metadata), the standard gRPC health service (`grpc.health.v1.Health/Check`:
 service "" answers readiness, "liveness" liveness) and the `grpc.aio` server on the
 process's loopback port. Must not decide anything about runs.
 """
@@ -13,11 +14,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from runtime_core.health import HealthService
 from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
-from runtime_core.providers import Command, WireError
+from runtime_core.providers import GRPC_METHODS, Command, WireError
 from runtime_core.providers.grpc_gen import runtime_provider_pb2 as pb
 from runtime_core.providers.grpc_gen import runtime_provider_pb2_grpc as pb_grpc
 
 _STOP_GRACE_S = 1.0
+_Context = grpc.aio.ServicerContext
+_SERVICE = pb.DESCRIPTOR.services_by_name["RuntimeProvider"].full_name
+
+
+def _text_metadata(context: _Context) -> list[tuple[str, str]]:
+    """The call's text metadata (where the caller's `traceparent` travels)."""
+    return [(key, value) for key, value in context.invocation_metadata() or () if isinstance(value, str)]
 
 
 def _error_reply(error: WireError) -> pb.CommandReply:
@@ -32,32 +40,39 @@ class RuntimeProviderServicer(pb_grpc.RuntimeProviderServicer):
     def __init__(self, commands: RuntimeCommands) -> None:
         self.commands = commands
 
-    async def _run(self, command: Command, request: pb.CommandRequest) -> pb.CommandReply:
+    async def _run(self, command: Command, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
         payload = parse_json_object(request.json)
         if isinstance(payload, WireError):
             return _error_reply(payload)
-        result = await self.commands.execute(command, payload)
+        method = GRPC_METHODS[command]
+        result = await self.commands.execute_traced(
+            command,
+            payload,
+            span_name=f"{_SERVICE}/{method}",
+            carrier=_text_metadata(context),
+            attributes={"rpc.system": "grpc", "rpc.service": _SERVICE, "rpc.method": method},
+        )
         if isinstance(result, WireError):
             return _error_reply(result)
         return pb.CommandReply(json=result.model_dump_json())
 
-    async def Dispatch(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
-        return await self._run(Command.DISPATCH, request)
+    async def Dispatch(self, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
+        return await self._run(Command.DISPATCH, request, context)
 
-    async def RunStatus(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
-        return await self._run(Command.RUN_STATUS, request)
+    async def RunStatus(self, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
+        return await self._run(Command.RUN_STATUS, request, context)
 
-    async def CancelRun(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
-        return await self._run(Command.CANCEL_RUN, request)
+    async def CancelRun(self, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
+        return await self._run(Command.CANCEL_RUN, request, context)
 
-    async def PauseQueue(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
-        return await self._run(Command.PAUSE_QUEUE, request)
+    async def PauseQueue(self, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
+        return await self._run(Command.PAUSE_QUEUE, request, context)
 
-    async def ResumeQueue(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
-        return await self._run(Command.RESUME_QUEUE, request)
+    async def ResumeQueue(self, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
+        return await self._run(Command.RESUME_QUEUE, request, context)
 
-    async def Capacity(self, request: pb.CommandRequest, context: object) -> pb.CommandReply:
-        return await self._run(Command.CAPACITY, request)
+    async def Capacity(self, request: pb.CommandRequest, context: _Context) -> pb.CommandReply:
+        return await self._run(Command.CAPACITY, request, context)
 
 
 LIVENESS_SERVICE = "liveness"

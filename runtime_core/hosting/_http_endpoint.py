@@ -1,10 +1,11 @@
 """The HTTP command endpoint of a runtime-instance process: a starlette app served by uvicorn.
 
-Owns the routes of `HTTP_ROUTES` (+ GET /livez, /readyz, /healthz), reading path ids and JSON
-bodies into runtime commands, answering response models as JSON and runtime errors as the
-`{code, message, hint}` envelope with an HTTP status per code, served by a UvicornEndpoint
-on the process's loopback port (signals stay with the process). Must not decide anything
-about runs.
+Owns the routes of `HTTP_ROUTES` (+ GET /livez, /readyz, /healthz, and GET /metrics when the
+process exports metrics), reading path ids and JSON bodies into runtime commands (each traced
+as a server span continuing the caller's `traceparent` header), answering response models as
+JSON and runtime errors as the `{code, message, hint}` envelope with an HTTP status per code,
+served by a UvicornEndpoint on the process's loopback port (signals stay with the process).
+Must not decide anything about runs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from runtime_core.health import HealthService
 from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
 from runtime_core.hosting._health_routes import health_endpoints
 from runtime_core.hosting._uvicorn import UvicornEndpoint
+from runtime_core.observability import MetricsExposition, metrics_route
 from runtime_core.providers import HTTP_ROUTES, Command, WireError
 
 _STATUS_BY_CODE = {
@@ -45,23 +47,36 @@ def _error(error: WireError) -> Response:
 
 
 def _command_endpoint(commands: RuntimeCommands, command: Command) -> Endpoint:
+    method, route = HTTP_ROUTES[command]
+
     async def endpoint(request: Request) -> Response:
         body = parse_json_object(await request.body()) if request.method == "POST" else {}
         if isinstance(body, WireError):
             return _error(body)
-        result = await commands.execute(command, {**body, **request.path_params})
+        result = await commands.execute_traced(
+            command,
+            {**body, **request.path_params},
+            span_name=f"{method} {route}",
+            carrier=request.headers,
+            attributes={"http.request.method": method, "http.route": route},
+        )
         return _error(result) if isinstance(result, WireError) else _json(result.model_dump_json())
 
     return endpoint
 
 
-def build_http_app(commands: RuntimeCommands, health: HealthService) -> Starlette:
-    """The command routes of `HTTP_ROUTES` plus GET /livez, /readyz and /healthz."""
+def build_http_app(
+    commands: RuntimeCommands, health: HealthService, metrics: MetricsExposition | None = None
+) -> Starlette:
+    """The command routes of `HTTP_ROUTES` plus GET /livez, /readyz, /healthz and, when an
+    exposition is given, GET /metrics."""
     routes = [Route(path, endpoint, methods=["GET"]) for path, endpoint in health_endpoints(health).items()]
     routes += [
         Route(path, _command_endpoint(commands, command), methods=[method])
         for command, (method, path) in HTTP_ROUTES.items()
     ]
+    if metrics is not None:
+        routes.append(metrics_route(metrics))
     return Starlette(routes=routes)
 
 

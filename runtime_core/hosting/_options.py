@@ -1,7 +1,8 @@
 """Options of a runtime-instance process: one typed model and the argument parser that fills it.
 
 Owns `RuntimeInstanceProcessOptions` (transport, port, tenant scope, pool size, sizing,
-Redis, data directory, host id, step plug-ins, timeouts) and `build_arg_parser()`, shared by
+Redis, data directory, host id, step plug-ins, timeouts, metrics port and the registry
+metadata naming the process's metrics endpoint) and `build_arg_parser()`, shared by
 `python -m runtime_core.hosting` and the `mcp-runtime runtime-instance` command. Must not
 start anything.
 """
@@ -23,6 +24,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     hosted_instance_ids,
 )
+from runtime_core.observability import METRICS_ENDPOINT_KEY
 from runtime_core.plugins import StepPluginSettings, split_references
 
 CONTROL_PLANE_ID_KEY = "control.plane.id"
@@ -55,6 +57,16 @@ class RuntimeInstanceProcessOptions(BaseModel):
     heartbeat_ms: int = Field(default=2_000, ge=10)
     discovery_timeout_s: float = Field(default=10.0, gt=0)
     parent_pid: int | None = None
+    metrics_port: int | None = Field(default=None, ge=1, le=65_535)
+
+    @property
+    def metrics_endpoint(self) -> str | None:
+        """Where `/metrics` is served: the dedicated port, else the HTTP command endpoint."""
+        if self.metrics_port is not None:
+            return f"http://{self.bind_host}:{self.metrics_port}/metrics"
+        if self.transport is HostTransport.HTTP:
+            return f"{self.endpoint}/metrics"
+        return None
 
     @property
     def endpoint(self) -> str:
@@ -103,10 +115,16 @@ class RuntimeInstanceProcessOptions(BaseModel):
                 provider_name=self.transport.value,
                 transport_name=self.transport.value,
                 transport_endpoint=self.endpoint,
-                metadata={CONTROL_PLANE_ID_KEY: control_plane_id, HOST_ID_KEY: self.host_id},
+                metadata=self._registry_metadata(control_plane_id),
             )
             for runtime_instance_id in hosted_instance_ids(self.host_id, prefix, self.pool_size)
         ]
+
+    def _registry_metadata(self, control_plane_id: str) -> dict[str, str]:
+        metadata = {CONTROL_PLANE_ID_KEY: control_plane_id, HOST_ID_KEY: self.host_id}
+        if self.metrics_endpoint is not None:
+            metadata[METRICS_ENDPOINT_KEY] = self.metrics_endpoint
+        return metadata
 
 
 def positive_int(text: str) -> int:
@@ -203,6 +221,11 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--parent-pid", type=positive_int, help="exit cleanly when this parent process is gone"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=positive_int,
+        help="serve Prometheus /metrics on this port (HTTP transport: also on the command port)",
     )
 
 

@@ -1,12 +1,14 @@
 """The runtime-instance process: K child runtime instances behind one HTTP or gRPC endpoint.
 
-Owns the process lifecycle: wire the engine (`EngineServices`: hot state, DAG engine,
-durable store, audit, execution control), resolve the control-plane id from the Redis
-discovery record (refuse to start without one), open the command endpoint, start and
-self-register the child instances (they heartbeat registry + capacity themselves), then on
-SIGTERM / SIGINT (or when the parent process is gone) stop and unregister them with the
-identity resolved at start (never re-resolving discovery) and close the endpoint. Must not
-dispatch, admit or recover runs.
+Owns the process lifecycle: set up tracing from the OTEL_* variables (flushed at the end),
+wire the engine (`EngineServices`: hot state, DAG engine, durable store, audit, execution
+control, metrics), resolve the control-plane id from the Redis discovery record (refuse to
+start without one), open the command endpoint and the metrics endpoint (`/metrics` on the
+HTTP command endpoint and/or a dedicated `--metrics-port`, with the capacity gauges of the
+hosted instances), start and self-register the child instances (they heartbeat registry +
+capacity themselves), then on SIGTERM / SIGINT (or when the parent process is gone) stop and
+unregister them with the identity resolved at start (never re-resolving discovery) and close
+the endpoints. Must not dispatch, admit or recover runs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from runtime_core.hosting._commands import RuntimeCommands
 from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
 from runtime_core.hosting._options import RuntimeInstanceProcessOptions, parse_options
+from runtime_core.hosting._uvicorn import UvicornEndpoint
 from runtime_core.instances import (
     ControlPlaneDescriptor,
     ControlPlaneDiscovery,
@@ -34,11 +37,14 @@ from runtime_core.instances import (
     LocalInstancePool,
     RunExecutionIndex,
 )
+from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.steps import PROVIDERS_FILE_ENV
 
 log = logging.getLogger("runtime_core.hosting")
 
 _PARENT_CHECK_INTERVAL_S = 1.0
+# The default OpenTelemetry `service.name` of this process (OTEL_SERVICE_NAME overrides it).
+PROCESS_SERVICE_NAME = "mcp-runtime-instance"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -62,15 +68,27 @@ class RuntimeInstanceHost:
             )
         )
         self.commands = RuntimeCommands(self.pool)
+        services.export_capacity_of(self.pool)
         self.health = services.health(loops=self._loops)
         self.endpoint = self._endpoint()
+        self.metrics_server = self._metrics_server()
         self.control_plane: ControlPlaneDescriptor | None = None
 
     def _endpoint(self) -> HttpCommandEndpoint | GrpcCommandEndpoint:
         o = self.options
         if o.transport is HostTransport.HTTP:
-            return HttpCommandEndpoint(build_http_app(self.commands, self.health), o.bind_host, o.port)
+            app = build_http_app(self.commands, self.health, self.services.metrics)
+            return HttpCommandEndpoint(app, o.bind_host, o.port)
         return GrpcCommandEndpoint(self.commands, o.bind_host, o.port, self.health)
+
+    def _metrics_server(self) -> UvicornEndpoint | None:
+        """The dedicated `/metrics` port, when one is configured."""
+        o = self.options
+        if o.metrics_port is None:
+            return None
+        return UvicornEndpoint(
+            metrics_app(self.services.metrics), o.bind_host, o.metrics_port, lifespan="off"
+        )
 
     def _loops(self) -> dict[str, bool]:
         """Hosting instances is this process's job: ready only once they run, and while they do
@@ -84,6 +102,8 @@ class RuntimeInstanceHost:
     async def start(self) -> None:
         discovery = ControlPlaneDiscovery(self.services.hot_state)
         self.control_plane = await discovery.resolve(timeout_s=self.options.discovery_timeout_s)
+        if self.metrics_server is not None:
+            await self.metrics_server.start()
         await self.endpoint.start()
         for settings in self.options.instance_settings(self.control_plane.control_plane_id):
             await self.pool.start_instance(settings)
@@ -99,6 +119,8 @@ class RuntimeInstanceHost:
         """Unregister every child instance (ids known since start), then close the endpoint."""
         await self.pool.stop_all()
         await self.endpoint.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         log.info("runtime_instance_process.stopped host_id=%s", self.options.host_id)
 
 
@@ -119,6 +141,7 @@ async def run_runtime_instance_process(
         plugins=options.step_plugins(),
         providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
     )
+    traced = configure_tracing(PROCESS_SERVICE_NAME)
     try:
         async with EngineServices(settings) as services:
             host = RuntimeInstanceHost(options, services)
@@ -128,6 +151,8 @@ async def run_runtime_instance_process(
             finally:
                 await host.stop()
     finally:
+        if traced:
+            shutdown_tracing()  # export the spans still buffered
         if installed:
             for signum in _STOP_SIGNALS:
                 loop.remove_signal_handler(signum)

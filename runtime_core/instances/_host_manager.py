@@ -2,12 +2,12 @@
 
 Owns launching `python -m runtime_core.hosting` children (one runtime-instance process
 hosting a pool of K child runtime instances behind an HTTP or gRPC command endpoint on a
-free loopback port, loading the same step plug-ins as this process), waiting with a timeout
-until every child instance is registered and live, recording each process (pid, port,
-transport, instance ids) in memory and in Redis, tenant-scoped process scale-out (instances
-counted by RuntimeInstanceIdPrefix against MaxRuntimeInstances, like the local scaler) and
-stopping processes (SIGTERM, then SIGKILL after a grace period). Must not dispatch runs,
-recover work or call the command endpoints.
+free loopback port, loading the same step plug-ins as this process; a gRPC one also gets a
+free `/metrics` port), waiting with a timeout until every child instance is registered and
+live, recording each process (pid, port, transport, instance ids) in memory and in Redis,
+tenant-scoped process scale-out (instances counted by RuntimeInstanceIdPrefix against
+MaxRuntimeInstances, like the local scaler) and stopping processes (SIGTERM, then SIGKILL
+after a grace period). Must not dispatch runs, recover work or call the command endpoints.
 """
 
 from __future__ import annotations
@@ -217,6 +217,8 @@ class RuntimeHostManager:
             args["--providers-file"] = str(s.providers_file)
         if s.step_plugins.references:
             args["--steps"] = ",".join(s.step_plugins.references)
+        if launch.transport is HostTransport.GRPC:  # an HTTP process serves /metrics on its port
+            args["--metrics-port"] = str(find_free_port())
         flags = [] if s.step_plugins.entry_points else ["--no-step-entry-points"]
         return [*(part for pair in args.items() for part in pair), *flags]
 

@@ -28,13 +28,17 @@ _MAX_DOUBLINGS = 62
 
 
 class RetryDecision(BaseModel):
-    """Retry or not, after how long, and a human-readable reason for ledger and trace."""
+    """Retry or not, after how long, and a human-readable reason for ledger and trace.
+
+    `exhausted`: not retried only because every allowed retry was used.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     retry: bool
     delay_ms: int = 0
     reason: str
+    exhausted: bool = False
 
 
 class _Eligibility(BaseModel):
@@ -84,6 +88,7 @@ class RetryEngine:
         if retry_count >= eligibility.max_retries:
             return RetryDecision(
                 retry=False,
+                exhausted=True,
                 reason=f"Retries exhausted for failure code '{failure_code}': "
                 f"{retry_count} of {eligibility.max_retries} used.",
             )

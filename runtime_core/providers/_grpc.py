@@ -1,7 +1,8 @@
 """The gRPC runtime provider: commands to a runtime-instance process's `grpc.aio` service.
 
 Owns the RPC of each command (`GRPC_METHODS`, the service in `proto/runtime_provider.proto`),
-one `grpc.aio` channel per endpoint with a deadline per call, runtime errors re-raised as
+one `grpc.aio` channel per endpoint with a deadline per call and the W3C trace context in
+the call metadata, runtime errors re-raised as
 their own class from the reply's `error` field, and every gRPC status failure
 (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, ...) raised as `ProviderError`. Must not retry
 a dispatch.
@@ -15,6 +16,7 @@ import grpc
 from pydantic import BaseModel
 
 from runtime_core.instances import HostTransport, InstanceRegistry, RuntimeHostManager
+from runtime_core.observability import inject_context
 from runtime_core.providers._protocol import ProviderError
 from runtime_core.providers._remote import DEFAULT_TIMEOUT_S, RemoteRuntimeProvider
 from runtime_core.providers._wire import Command, WireError
@@ -56,8 +58,14 @@ class GrpcRuntimeProvider(RemoteRuntimeProvider):
 
     async def _send(self, endpoint: str, command: Command, request: BaseModel) -> str:
         rpc = getattr(self._stub(endpoint), GRPC_METHODS[command])
+        carrier: dict[str, str] = {}
+        inject_context(carrier)  # W3C traceparent of the current (dispatch) span, when tracing
         try:
-            reply = await rpc(pb.CommandRequest(json=request.model_dump_json()), timeout=self.timeout_s)
+            reply = await rpc(
+                pb.CommandRequest(json=request.model_dump_json()),
+                timeout=self.timeout_s,
+                metadata=tuple(carrier.items()) or None,
+            )
         except grpc.aio.AioRpcError as exc:
             raise ProviderError(
                 f"gRPC {GRPC_METHODS[command]} to {endpoint} failed: {exc.code().name}: {exc.details()}",

@@ -3,9 +3,10 @@
 Owns the route table both sides use (`HTTP_ROUTES`: POST /runtime/{rt}/dispatch, GET
 /runtime/{rt}/runs/{lrun}, POST /runtime/{rt}/runs/{lrun}/cancel, POST
 /runtime/{rt}/queue/pause|resume, GET /runtime/{rt}/capacity) and the client: pydantic
-JSON bodies, a timeout per call, runtime errors re-raised as their own class from the
-`{code, message, hint}` envelope, and every transport failure (refused connection,
-timeout, 5xx without an envelope) raised as `ProviderError`. Must not retry a dispatch.
+JSON bodies, the W3C trace context in the headers, a timeout per call, runtime errors
+re-raised as their own class from the `{code, message, hint}` envelope, and every transport
+failure (refused connection, timeout, 5xx without an envelope) raised as `ProviderError`.
+Must not retry a dispatch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from runtime_core.instances import HostTransport, InstanceRegistry, RuntimeHostManager
+from runtime_core.observability import inject_context
 from runtime_core.providers._protocol import ProviderError
 from runtime_core.providers._remote import DEFAULT_TIMEOUT_S, RemoteRuntimeProvider
 from runtime_core.providers._wire import Command, WireError
@@ -58,10 +60,10 @@ class HttpRuntimeProvider(RemoteRuntimeProvider):
         method, _ = HTTP_ROUTES[command]
         url = endpoint.rstrip("/") + http_path(command, request)
         body = request.model_dump_json() if method == "POST" else None
+        headers = {"content-type": "application/json"}
+        inject_context(headers)  # W3C traceparent of the current (dispatch) span, when tracing
         try:
-            response = await self._client.request(
-                method, url, content=body, headers={"content-type": "application/json"}
-            )
+            response = await self._client.request(method, url, content=body, headers=headers)
         except httpx.TransportError as exc:
             raise ProviderError(
                 f"HTTP {method} {url} failed: {type(exc).__name__}: {exc}",

@@ -5,10 +5,11 @@ LocalRunId, no ExecutionId). DirectDispatch: the run is created Submitted and th
 admission decision is kept: AssignToInstance delivers at once (falling back to the queue
 if delivery fails), QueueGlobally queues it, RequestScaleOut marks it ScaleOutRequested
 and persists a scale-out request with the tenant settings, Reject marks it Rejected. The
-caller's snapshot is persisted on the run and restored around admission. An idempotency
-key is claimed by the script that creates the run: a key the tenant already used within its
-window returns that run (`deduplicated`) or, for a different request, a conflict; either way
-nothing is created. Must not execute.
+caller's snapshot is persisted on the run and restored around admission, and the run's
+trace context (its `invoke_workflow` span, child of the caller's current span) is allocated
+with it. An idempotency key is claimed by the script that creates the run: a key the tenant
+already used within its window returns that run (`deduplicated`) or, for a different
+request, a conflict; either way nothing is created. Must not execute.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 from runtime_core.errors import ConflictError, MissingSnapshotError
 from runtime_core.identity import ExecutionContextSnapshot, new_shared_run_id, restored_snapshot
 from runtime_core.instances import AdmissionController, AdmissionDecision, AdmissionKind
+from runtime_core.observability import allocate_run_trace
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.queueing._delivery import RunDelivery
 from runtime_core.queueing._idempotency import (
@@ -108,6 +110,7 @@ class SharedRuntimeController:
         first_status = (
             SharedRunStatus.QUEUED_GLOBALLY if mode is SubmitMode.QUEUE_FIRST else SharedRunStatus.SUBMITTED
         )
+        run_trace = allocate_run_trace(pipeline.name)
         record = SharedRunRecord(
             shared_run_id=new_shared_run_id(),
             status=first_status,
@@ -116,6 +119,7 @@ class SharedRuntimeController:
             snapshot=snapshot,
             pipeline=pipeline,
             input=input,
+            trace_context=run_trace.encode() if run_trace is not None else None,
             callback_url=callback_url,
         )
         with restored_snapshot(snapshot):

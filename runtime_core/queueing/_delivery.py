@@ -7,12 +7,13 @@ caller's `mark` transition. A failed dispatch releases the reservation and creat
 identity; a mark refused after a successful dispatch cancels the orphan local run.
 
 Each provider call is one dispatch attempt with a fresh id (run attribute
-`dispatch.attempt.id`). When the call fails, the outcome is unknown (the reply may have
-been lost after the instance accepted the run), so the attempt is settled in the run index
-before anything is requeued: if the instance had accepted it, the delivery proceeds as a
-successful dispatch with that LocalRunId; otherwise the attempt is abandoned, an instance
-receiving it later refuses it, and the delivery fails. A run is thus never queued locally
-twice for one failed call.
+`dispatch.attempt.id`), traced as a `dispatch` span under the run's span (the run's trace
+context travels to the instance as the run attribute `trace.context`). When the call fails,
+the outcome is unknown (the reply may have been lost after the instance accepted the run),
+so the attempt is settled in the run index before anything is requeued: if the instance had
+accepted it, the delivery proceeds as a successful dispatch with that LocalRunId; otherwise
+the attempt is abandoned, an instance receiving it later refuses it, and the delivery
+fails. A run is thus never queued locally twice for one failed call.
 
 A queued run's attempt id is its queue claim's token, so when the pump died between an
 instance accepting the run and recording it (its claim lease lapsed), the next claimer
@@ -43,6 +44,7 @@ from runtime_core.instances import (
     ReservationStore,
     RunExecutionIndex,
 )
+from runtime_core.observability import TRACE_CONTEXT_KEY, RunTraceContext, dispatch_span
 from runtime_core.providers import CancelRunRequest, DispatchRequest, DispatchResponse, ProviderSelector
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._models import DispatchOutcome, PumpIdentity, SharedRunRecord
@@ -238,21 +240,34 @@ class RunDelivery:
             "submit.mode": run.submit_mode.value,
             DISPATCH_ATTEMPT_KEY: attempt.id,
             **_pump_attributes(pump, run),
+            **({TRACE_CONTEXT_KEY: run.trace_context} if run.trace_context else {}),
         }
         if attempt.reservation.incarnation:
             attributes[TARGET_INCARNATION_KEY] = attempt.reservation.incarnation
-        provider = self.providers.by_name(attempt.candidate.provider_name)
-        return await provider.dispatch(
-            DispatchRequest(
-                runtime_instance_id=attempt.candidate.runtime_instance_id,
-                shared_run_id=run.shared_run_id,
-                pipeline=run.pipeline,
-                input=run.input,
-                snapshot=run.snapshot,
-                attributes=attributes,
-                resume_execution_id=run.resume_execution_id,
-            )
+        candidate = attempt.candidate
+        provider = self.providers.by_name(candidate.provider_name)
+        request = DispatchRequest(
+            runtime_instance_id=candidate.runtime_instance_id,
+            shared_run_id=run.shared_run_id,
+            pipeline=run.pipeline,
+            input=run.input,
+            snapshot=run.snapshot,
+            attributes=attributes,
+            resume_execution_id=run.resume_execution_id,
         )
+        span_attributes = {
+            "mcprt.shared_run.id": run.shared_run_id,
+            "mcprt.runtime_instance.id": candidate.runtime_instance_id,
+            "mcprt.provider.name": candidate.provider_name,
+            "mcprt.dispatch.attempt_id": attempt.id,
+            "gen_ai.workflow.name": run.pipeline.name,
+        }
+        run_trace = RunTraceContext.decode(run.trace_context)
+        with dispatch_span(run_trace, f"dispatch {run.pipeline.name}", span_attributes) as span:
+            response = await provider.dispatch(request)
+            if span is not None:
+                span.set_attribute("mcprt.local_run.id", response.local_run_id)
+            return response
 
     @staticmethod
     def _dispatched_fields(

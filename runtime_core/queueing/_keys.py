@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from runtime_core.hot_state import HotState
 
 SHARED_QUEUE_TAG = "squeue"
+# Ids per HMGET / SCAN step when metrics read the whole queue or every run record.
+READ_BATCH = 1_000
 
 
 @dataclass(frozen=True)

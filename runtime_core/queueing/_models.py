@@ -56,6 +56,7 @@ _OPTIONAL_TEXT_FIELDS = (
     "cancelled_by",
     "resume_execution_id",
     "recovered_from_runtime_instance_id",
+    "trace_context",
     "queue_status",
     "callback_url",
 )
@@ -67,7 +68,8 @@ class SharedRunRecord(BaseModel):
 
     Only recovery sets `resume_execution_id`: the in-flight execution the next dispatch must
     continue after its runtime instance became unsafe. `callback_url` is the submit's webhook
-    URL (already allow-listed for the tenant), if any.
+    URL (already allow-listed for the tenant), if any. `trace_context` is the run's encoded
+    `RunTraceContext` (its `invoke_workflow` span), set at submit when there is a trace to continue.
     """
 
     shared_run_id: str
@@ -94,6 +96,7 @@ class SharedRunRecord(BaseModel):
     cancelled_by: str | None = None
     resume_execution_id: str | None = None
     recovered_from_runtime_instance_id: str | None = None
+    trace_context: str | None = None
     # Set when the run finished and its durable run record answers for it (its hot record expires).
     archived_at_ms: int | None = None
     queue_status: str | None = None
@@ -117,7 +120,8 @@ class SharedRunRecord(BaseModel):
             "pipeline_name": self.pipeline.name,
             "submitted_by": self.submitted_by,
         }
-        return fields | ({"callback_url": self.callback_url} if self.callback_url else {})
+        optional = {"callback_url": self.callback_url, "trace_context": self.trace_context}
+        return fields | {name: value for name, value in optional.items() if value}
 
     @classmethod
     def from_hash(cls, raw: dict[str, str]) -> SharedRunRecord:

@@ -3,20 +3,22 @@
 Owns reading records, creating a Submitted record and compare-and-set status transitions
 through `shared_run_transition` (a creation may claim an idempotency key in the same call),
 retiring a finished run through `retire_shared_run` (the only places that know those
-scripts' KEYS/ARGV), and the per-tenant listing of the runs still in hot state, newest
-first. Queue transitions live in the shared queue. Must not dispatch.
+scripts' KEYS/ARGV), the per-tenant listing of the runs still in hot state, newest first,
+and the run counts by tenant and status the metrics gauge reports. Queue transitions live in
+the shared queue. Must not dispatch.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.hot_state import HotState
 from runtime_core.queueing._idempotency import IdempotencyKey
-from runtime_core.queueing._keys import SharedQueueKeys
+from runtime_core.queueing._keys import READ_BATCH, SharedQueueKeys
 from runtime_core.queueing._models import SharedRunRecord, SharedRunStatus, SharedRunSummary
 
 ListingPosition = tuple[int, str]
@@ -92,6 +94,31 @@ class SharedRunStore:
         reply = await self.hot_state.scripts["shared_run_transition"](keys=keys, args=args)
         detail = str(reply[2]) if len(reply) > 2 else None
         return RunTransition(TransitionOutcome(int(reply[0])), int(reply[1]), detail)
+
+    async def count_by_status(self) -> dict[tuple[str, str], int]:
+        """(tenant id, status) -> shared run records held in Redis (the runs-by-status gauge).
+
+        SCANs the run records in batches (never a blocking KEYS), one pipelined HMGET per batch;
+        the cost grows with the runs Redis holds, so the metrics exposition caches the result.
+        """
+        counts: Counter[tuple[str, str]] = Counter()
+        pattern = self.keys.run("*")
+        batch: list[str] = []
+        async for key in self.hot_state.redis.scan_iter(match=pattern, count=READ_BATCH, _type="HASH"):
+            batch.append(key)
+            if len(batch) >= READ_BATCH:
+                counts.update(await self._tenant_statuses(batch))
+                batch = []
+        counts.update(await self._tenant_statuses(batch))
+        return dict(counts)
+
+    async def _tenant_statuses(self, keys: list[str]) -> list[tuple[str, str]]:
+        if not keys:
+            return []
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(key, "tenant_id", "status")
+        return [(tenant or "", status) for tenant, status in await pipe.execute() if status]
 
     async def retire(
         self, shared_run_id: str, tenant_id: str, ended_by_local_run_id: str | None, retention_ms: int

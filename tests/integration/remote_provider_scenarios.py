@@ -22,6 +22,7 @@ from runtime_core.instances import (
     IsolationMode,
     LocalRunStatus,
 )
+from runtime_core.observability import METRICS_ENDPOINT_KEY
 from runtime_core.providers import (
     CancelRunRequest,
     DispatchRequest,
@@ -70,7 +71,15 @@ async def process_registers_its_pool_with_provider_metadata(
         f"http://127.0.0.1:{hosted.port}" if transport is HostTransport.HTTP else f"127.0.0.1:{hosted.port}"
     )
     for entry in entries.values():
-        assert entry.descriptor.metadata == {
+        metadata = dict(entry.descriptor.metadata)
+        # An HTTP process serves /metrics on its command port, a gRPC one on a port of its own.
+        metrics = metadata.pop(METRICS_ENDPOINT_KEY)
+        if transport is HostTransport.HTTP:
+            assert metrics == f"{expected_endpoint}/metrics"
+        else:
+            assert metrics.startswith("http://127.0.0.1:") and metrics.endswith("/metrics")
+            assert metrics != f"http://{expected_endpoint}/metrics"
+        assert metadata == {
             PROVIDER_NAME_KEY: transport.value,
             TRANSPORT_NAME_KEY: transport.value,
             TRANSPORT_ENDPOINT_KEY: expected_endpoint,

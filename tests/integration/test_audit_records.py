@@ -165,7 +165,11 @@ async def test_metrics_count_a_run_on_a_dedicated_registry(
     assert metrics.value("mcprt_executions_started_total") == 1
     assert metrics.value("mcprt_executions_finished_total", {"status": "Completed"}) == 1
     assert metrics.value("mcprt_steps_total", {"outcome": "completed"}) == 2
-    assert metrics.value("mcprt_step_retries_total") == 1
+    assert metrics.value("mcprt_step_retries_total", {"step_key": "test.flaky"}) == 1
+    assert metrics.value("mcprt_step_retries_exhausted_total", {"step_key": "test.flaky"}) == 0
+    flaky_ok = {"step_key": "test.flaky", "outcome": "completed"}
+    assert metrics.value("mcprt_step_duration_seconds_count", flaky_ok) == 1
+    assert metrics.value("mcprt_step_duration_seconds_count", {**flaky_ok, "outcome": "retry_scheduled"}) == 1
     # The terminal snapshot resolves both (inline) results once: two Redis-layer hits.
     assert metrics.value("mcprt_resolver_hits_total", {"layer": "redis"}) == 2
     assert metrics.value("mcprt_snapshots_written_total") == 1

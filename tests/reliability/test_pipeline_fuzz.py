@@ -119,8 +119,23 @@ def _as_text(document: dict[str, Any]) -> str | bytes | dict[str, Any]:
         return document
 
 
+# Well-formed chains of test.noop steps (unique names, each depending on the one before, an
+# empty config): without them almost every document breaks some rule, and the fuzz would
+# rarely reach the engine's acceptance path at all.
+WELL_FORMED = st.lists(
+    st.text(alphabet="abcdef", min_size=1, max_size=6), min_size=1, max_size=6, unique=True
+).map(
+    lambda names: {
+        "name": "fuzz",
+        "steps": [
+            {"name": name, "stepKey": "test.noop", **({"dependsOn": [names[i - 1]]} if i else {})}
+            for i, name in enumerate(names)
+        ],
+    }
+)
 RAW_PIPELINES = (
-    DOCUMENTS
+    WELL_FORMED
+    | DOCUMENTS
     | DOCUMENTS.map(_as_text)
     | DOCUMENTS.map(lambda document: {"pipelines": [document]})
     | st.binary(max_size=64)

@@ -1,0 +1,79 @@
+"""What a DagEngine is configured with: its settings and the collaborators plugged into it.
+
+Owns `EngineSettings` (leases, claim batching, idle pacing, store retry, size limits), the
+protocols of the retry decider and the result codec (with the inline default), and the hook
+signatures execution control plugs in (park, read human input, settle control). Must not
+hold behaviour of the worker loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runtime_core.dag._store import StepClaim
+from runtime_core.hot_state import DEFAULT_STORE_RETRY, StoreRetryPolicy
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_RESULT_BYTES
+from runtime_core.steps import StepParked
+
+# Control statuses at which `run` returns instead of waiting: someone must act first.
+PARKED_CONTROL_STATUSES = ("Paused", "WaitingForInput")
+# What `run` returns when the execution was taken over by another local run (its `owner`
+# lost it to recovery): this engine copy must stop advancing it.
+SUPERSEDED_STATUS = "Superseded"
+
+
+class RetryDecider(Protocol):
+    def validate(self, step_config: dict[str, Any]) -> Any: ...
+
+    def decide(self, config: dict[str, Any], failure_code: str, retry_count: int, seed: str) -> Any: ...
+
+
+class ResultCodec(Protocol):
+    """How results travel between executors and Redis (payload externalization hooks in here)."""
+
+    async def encode(
+        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
+    ) -> Any: ...
+
+    async def decode(
+        self, execution_id: str, stored: dict[str, Any], snapshot: ExecutionContextSnapshot | None
+    ) -> dict[str, Any]: ...
+
+
+class InlineResults:
+    """Default codec: results are stored in Redis as they are."""
+
+    async def encode(
+        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
+    ) -> Any:
+        return result
+
+    async def decode(
+        self, execution_id: str, stored: dict[str, Any], snapshot: ExecutionContextSnapshot | None
+    ) -> dict[str, Any]:
+        return stored
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    lease_ms: int = 60_000
+    # Most steps one worker claims (and later reports) per round trip; the claim size adapts
+    # to how fast steps execute (`ClaimSizer`). 1 claims and completes one step per call.
+    claim_batch_size: int = 32
+    idle_poll_min_ms: int = 2
+    idle_poll_max_ms: int = 100
+    # While another worker of this process executes a step of the execution, an idle worker
+    # is woken by that worker's completion; it only re-checks Redis this rarely.
+    idle_wait_while_executing_ms: int = 1_000
+    store_retry: StoreRetryPolicy = DEFAULT_STORE_RETRY
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+
+
+ParkHandler = Callable[[StepClaim, StepParked, ExecutionContextSnapshot | None], Awaitable[None]]
+InputReader = Callable[[str, str], Awaitable[dict[str, Any] | None]]
+# (execution id, observed control status) -> the status it settled into, or None.
+ControlSettler = Callable[[str, str], Awaitable[str | None]]

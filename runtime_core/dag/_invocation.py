@@ -1,0 +1,123 @@
+"""StepInvoker: running one claimed step's executor, the engine's call into user code.
+
+Owns resolving the step's inputs (bindings over the run state and upstream results),
+building its `StepInvocation`, calling the executor with its `timeoutMs` (an executor's
+exception becomes a StepFailure, never a worker crash), re-running a parked step with its
+stored human input, keeping the step's lease renewed while it runs, and refusing a result
+that is not strict JSON or too large. Must not make step transitions: the engine does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from runtime_core.dag._engine_settings import EngineSettings, InputReader, ResultCodec
+from runtime_core.dag._store import DagStore, StepClaim
+from runtime_core.dag._worker_state import ExecutionRun
+from runtime_core.errors import RuntimeCoreError
+from runtime_core.pipeline import BindingError, StepDefinition, check_size, dumps_strict, resolve_inputs
+from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
+
+log = logging.getLogger("runtime_core.dag")
+
+
+class StepInvoker:
+    def __init__(
+        self, store: DagStore, executors: ExecutorRegistry, results: ResultCodec, settings: EngineSettings
+    ) -> None:
+        self.store = store
+        self.executors = executors
+        self.results = results
+        self.settings = settings
+        # Execution control's reader of stored human input (`attach_execution_control` sets it).
+        self.read_human_input: InputReader | None = None
+
+    @contextlib.asynccontextmanager
+    async def lease_kept(self, claim: StepClaim) -> AsyncIterator[None]:
+        """Renew the step's lease every third of it while the executor runs."""
+        keeper = asyncio.create_task(self._keep_lease(claim))
+        try:
+            yield
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
+    async def _keep_lease(self, claim: StepClaim) -> None:
+        lease_ms = self.settings.lease_ms
+        while True:
+            await asyncio.sleep(lease_ms / 3000)  # a renewal timer, not synchronisation
+            try:
+                if not await self.store.renew_step_lease(claim, lease_ms=lease_ms):
+                    return  # the claim was lost (recovered): the completion will be rejected
+            except Exception as exc:  # Redis down or still loading: the step itself must not fail
+                log.warning(
+                    "step.lease_renewal_failed",
+                    extra={"execution_id": claim.execution_id, "step": claim.step_name, "error": repr(exc)},
+                )
+
+    def check_result(self, step: StepDefinition, result: Any) -> None:
+        """A result that is not strict JSON or above `max_result_bytes` fails the step for good."""
+        what = f"Result of step '{step.name}'"
+        try:
+            check_size(len(dumps_strict(result, what)), self.settings.max_result_bytes, what)
+        except RuntimeCoreError as exc:
+            raise StepFailure(f"[{exc.code}] {exc.message}", code="permanent") from exc
+
+    async def invoke(self, run: ExecutionRun, step: StepDefinition, claim: StepClaim) -> Any:
+        executor = self.executors.get(step.step_key)
+        if executor is None:
+            raise StepFailure(f"No executor registered for stepKey '{step.step_key}'.", code="permanent")
+        try:
+            upstream = await self.results.decode(run.execution_id, claim.dependency_results, run.snapshot)
+            inputs = resolve_inputs(step, run.meta.state, upstream)
+        except BindingError as exc:
+            raise StepFailure(exc.message, code="resolver") from exc
+        invocation = StepInvocation(
+            execution_id=run.execution_id,
+            pipeline_name=run.meta.pipeline.name,
+            pipeline_version=run.meta.pipeline.version,
+            step_name=step.name,
+            step_key=step.step_key,
+            config=step.config,
+            inputs=inputs,
+            state=run.meta.state,
+            attempt=claim.retry_count,
+            snapshot=run.snapshot,
+        )
+        try:
+            return await self._call(run, executor, invocation)
+        except StepParked:
+            # Stored human input is read only for a step that asks for it: no extra round
+            # trip on the common path. With input present the step runs again with it.
+            human_input = await self._stored_input(run, step)
+            if human_input is None:
+                raise
+            return await self._call(run, executor, invocation.model_copy(update={"human_input": human_input}))
+
+    async def _stored_input(self, run: ExecutionRun, step: StepDefinition) -> dict[str, Any] | None:
+        if self.read_human_input is None:
+            return None
+        return await self.read_human_input(run.execution_id, step.name)
+
+    async def _call(self, run: ExecutionRun, executor: StepExecutor, invocation: StepInvocation) -> Any:
+        timeout_ms = invocation.config.get("timeoutMs")
+        try:
+            if timeout_ms:
+                return await asyncio.wait_for(executor.execute(invocation), timeout=float(timeout_ms) / 1000)
+            return await executor.execute(invocation)
+        except TimeoutError as exc:
+            raise StepFailure(
+                f"Step '{invocation.step_name}' exceeded timeoutMs={timeout_ms}.", code="timeout"
+            ) from exc
+        except (StepFailure, StepParked):
+            raise
+        except Exception as exc:  # an executor bug is a step failure, never a worker crash
+            log.exception(
+                "step.executor_error", extra={"execution_id": run.execution_id, "step": invocation.step_name}
+            )
+            raise StepFailure(f"{type(exc).__name__}: {exc}", code="exception") from exc

@@ -1,0 +1,114 @@
+"""What one process keeps about an execution it advances, shared by its local workers.
+
+Owns the execution's cached definition, gates and claim sizer, the idle workers waiting for a
+local change (`IdleWorkers`), the stop / park state, how many workers hold claims, the pace of
+an idle worker's next round, and `Completion` (a step that ran, to report with the next
+claim). Must not touch Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime_core.dag._batching import ClaimSizer
+from runtime_core.dag._gating import StepGates
+from runtime_core.dag._store import ExecutionMeta, StepClaim
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import StepDefinition
+
+
+class IdleWorkers:
+    """This process's idle workers of one execution, woken by its local changes.
+
+    `wake(n)` wakes at most n of them (a completion that made one step Ready needs no
+    other worker: the completing worker claims it next), `wake()` wakes all. A wake that
+    finds nobody waiting is not kept; the waiters' poll timeout covers that race.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    def wake(self, count: int | None = None) -> None:
+        woken = 0
+        while self._waiting and (count is None or woken < count):
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                woken += 1
+
+    async def wait(self, timeout_s: float) -> bool:
+        """True when woken, False when `timeout_s` passed."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        finally:
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+        return True
+
+
+@dataclass
+class ExecutionRun:
+    """What one process caches about an execution it advances, plus its workers' shared state."""
+
+    meta: ExecutionMeta
+    steps: dict[str, StepDefinition]
+    gates: StepGates
+    sizer: ClaimSizer
+    idle: IdleWorkers = field(default_factory=IdleWorkers)
+    holding: int = 0  # this process's workers holding claims (executing or reporting them)
+    final_status: str | None = None
+    parked_status: str | None = None
+    stopped: bool = False
+    settling: bool = False
+
+    @property
+    def execution_id(self) -> str:
+        return self.meta.execution_id
+
+    @property
+    def snapshot(self) -> ExecutionContextSnapshot | None:
+        return self.meta.snapshot
+
+    @property
+    def advancing(self) -> bool:
+        return not self.stopped and self.final_status is None and self.parked_status is None
+
+    def stop(self, *, final_status: str | None = None, parked_status: str | None = None) -> None:
+        self.final_status = final_status or self.final_status
+        self.parked_status = parked_status or self.parked_status
+        self.stopped = True
+        self.idle.wake()
+
+
+@dataclass(frozen=True)
+class WorkerPace:
+    """How a worker paces its next idle round: the poll delay, and whether its last wait
+    ended because a local completion woke it (rather than by timing out)."""
+
+    idle_ms: int
+    woken_locally: bool = False
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Nothing was claimable: the server time and when something may become claimable."""
+
+    now_ms: int
+    wake_at_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A step that ran, reported with the worker's next claim: the result to store and the
+    extra attributes of its `step.completed` event (token usage)."""
+
+    claim: StepClaim
+    stored: Any
+    attributes: dict[str, Any]
