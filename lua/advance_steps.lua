@@ -12,6 +12,8 @@
 -- ARGV[1] completions C, then C triples ARGV[2..1+3C]: step, claim token, result (JSON text)
 -- ARGV[2+3C] max steps to claim N   ARGV[3+3C] lease ms   ARGV[4+3C] token prefix (random)
 -- ARGV[5+3C] blocked control statuses, comma separated
+-- ARGV[6+3C] owner: the local run claiming ('' or absent = any); claims are refused when the
+--            meta's owner_local_run_id names another local run (recovery took it over)
 -- Returns: {-1, now} execution missing
 --          {1, now, converged, C, per completion: code, detail,
 --           claim_code, claim_detail, next_eligible_ms, n, per claimed step: name, token,
@@ -20,7 +22,8 @@
 --   completion code 1 completed (detail = dependents it made Ready) | 0 token mismatch (stale
 --   owner, nothing changed; detail '') | -2 step not Running (detail = its status)
 --   claim_code 1 (claim_detail = control status or '') | -2 execution terminal (claim_detail
---   = its status) | -3 claims blocked by execution control (claim_detail = control status);
+--   = its status) | -3 claims blocked by execution control (claim_detail = control status)
+--   | -8 the execution belongs to another local run (claim_detail = that owner);
 --   next_eligible_ms is the earliest not-yet-open retry window ('' when n > 0 or none).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -64,8 +67,12 @@ local exec_status = redis.call('HGET', KEYS[1], 'status')
 local claim_code, claim_detail, next_eligible = 1, control, ''
 local names = {}
 if max_claim > 0 then
+  local claimer = ARGV[base + 4] or ''
+  local owner = claimer ~= '' and redis.call('HGET', KEYS[1], 'owner_local_run_id')
   if exec_status ~= 'Running' then
     claim_code, claim_detail = -2, exec_status
+  elseif owner and owner ~= claimer then
+    claim_code, claim_detail = -8, owner
   elseif control ~= '' and string.find(',' .. ARGV[base + 3] .. ',', ',' .. control .. ',', 1, true) then
     claim_code = -3
   else

@@ -4,17 +4,24 @@
 -- KEYS[11] claimed (HASH step -> claimed-at ms, read by release_execution_claims)
 -- ARGV[1] step   ARGV[2] lease ms   ARGV[3] worker id   ARGV[4] token prefix
 -- ARGV[5] blocked control statuses, comma separated
+-- ARGV[6] owner: the local run claiming ('' = any); refused when the meta's
+--         owner_local_run_id names another local run (the execution was taken over)
 -- Returns: {1, now, token, retry_count, deps_json, control_status ('' when none)} claimed
 --          {-1, now} execution missing   {-2, now, status} execution terminal
 --          {-3, now, control_status} blocked by control   {-4, now} step unknown
 --          {-5, now, step_status} step not claimable (owned, done, failed)
 --          {-6, now, pending_deps} dependencies not Completed
 --          {-7, now, eligible_at} retry window not open yet
+--          {-8, now, owner} the execution belongs to another local run (superseded)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exec_status = redis.call('HGET', KEYS[1], 'status')
 if not exec_status then return {-1, now} end
 if exec_status ~= 'Running' then return {-2, now, exec_status} end
+if ARGV[6] and ARGV[6] ~= '' then
+  local owner = redis.call('HGET', KEYS[1], 'owner_local_run_id')
+  if owner and owner ~= ARGV[6] then return {-8, now, owner} end
+end
 local control = redis.call('HGET', KEYS[7], 'status')
 if control and string.find(',' .. ARGV[5] .. ',', ',' .. control .. ',', 1, true) then
   return {-3, now, control}

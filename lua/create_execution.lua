@@ -5,11 +5,15 @@
 -- KEYS[4] children  HASH  step -> JSON array of dependent step names
 -- KEYS[5] ready     ZSET  step -> eligible-at (ms); 0 = claimable now
 -- KEYS[6] needs     HASH  step -> JSON array of steps whose results its bindings read
+-- KEYS[7] fenced    STRING set by fence_execution: recovery gave this ExecutionId up
 -- ARGV[1] JSON object of meta fields (string values)
 -- ARGV[2] JSON array of {name, deps:[...], children:[...], needs:[...]}
 -- Returns: {1, now_ms} created | {0, now_ms} already exists (nothing changed)
+--          {-1, now_ms, reason} fenced: the ExecutionId may never be created (nothing changed)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local fenced = redis.call('GET', KEYS[7])
+if fenced then return {-1, now, fenced} end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {0, now}
 end

@@ -1,7 +1,11 @@
 -- shared_claim_next: claim the oldest Pending shared queue item for one pump, exactly once.
 -- Claims whose lease expired (a pump died between claim and dispatch) go back to Pending
--- first, keeping their original sequence. The claim token proves ownership to
--- shared_mark_dispatched / shared_requeue.
+-- first, keeping their original sequence; the expired claim's token is kept in the item's
+-- `unsettled` list, because the token is also the id of the dispatch attempt that claim
+-- made: the dead pump's provider call may have been accepted by an instance before it
+-- could record it, and the next claimer must settle that attempt (and record the run it
+-- created) instead of dispatching the run a second time. The claim token proves ownership
+-- to shared_mark_dispatched / shared_requeue.
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
 -- KEYS[1] items    HASH  shared run id -> JSON item
 -- KEYS[2] pending  ZSET  shared run id -> queue sequence
@@ -14,7 +18,9 @@
 --         groups that already found no capacity in its cycle, so their items stay Pending
 --         in place instead of being claimed and requeued one by one.
 -- ARGV[6] maximum number of Pending items to look at in this call
--- Returns: {1, now, shared_run_id, attempts}  claimed (item Claimed, attempts counted)
+-- Returns: {1, now, shared_run_id, attempts, unsettled}  claimed (item Claimed, attempts
+--                                             counted; unsettled: JSON array of the expired
+--                                             claims' attempt ids, "{}" when empty)
 --          {0, now, passed_over}              nothing claimable: no Pending item, or only
 --                                             items of skipped groups within the scan limit
 local t = redis.call('TIME')
@@ -25,6 +31,10 @@ for _, srun in ipairs(expired) do
   redis.call('ZREM', KEYS[3], srun)
   if raw then
     local item = cjson.decode(raw)
+    if item.token then
+      item.unsettled = item.unsettled or {}
+      table.insert(item.unsettled, item.token)
+    end
     item.status = 'Pending'
     item.token = nil
     item.claimed_by = nil
@@ -59,7 +69,7 @@ while scanned < scan_limit do
       item.attempts = (item.attempts or 0) + 1
       redis.call('HSET', KEYS[1], srun, cjson.encode(item))
       redis.call('ZADD', KEYS[3], item.lease_until_ms, srun)
-      return {1, now, srun, item.attempts}
+      return {1, now, srun, item.attempts, cjson.encode(item.unsettled or {})}
     end
   end
 end

@@ -1,7 +1,8 @@
 -- shared_mark_dispatched: record a successful provider dispatch of a shared run.
 -- Called only after the runtime provider accepted the run into a local queue. With a claim
 -- token the queue item must still be Claimed by that token (it becomes Dispatched); with an
--- empty token (DirectDispatch, no queue item) the run must still be Submitted.
+-- empty token (DirectDispatch, no queue item) the run must still be Submitted. Earlier
+-- unsettled dispatch attempts of the item are forgotten: the run is recorded now.
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
 -- KEYS[1] items       HASH  shared run id -> JSON item
 -- KEYS[2] claimed     ZSET  shared run id -> claim lease-until ms
@@ -24,6 +25,7 @@ if ARGV[2] ~= '' then
   if item.status ~= 'Claimed' or item.token ~= ARGV[2] then return {0, now, 'claim_lost'} end
   item.status = 'Dispatched'
   item.token = nil
+  item.unsettled = nil
   item.lease_until_ms = nil
   item.dispatched_at_ms = now
   redis.call('HSET', KEYS[1], srun, cjson.encode(item))

@@ -58,6 +58,13 @@ class ConflictError(RuntimeCoreError):
     code = "conflict"
 
 
+class FencedError(ConflictError):
+    """A writer lost its right to act: a superseded or Unsafe runtime instance incarnation, or an
+    ExecutionId recovery gave up. Nothing was changed; the work continues elsewhere."""
+
+    code = "fenced"
+
+
 class StoreUnavailableError(RuntimeCoreError):
     """Redis or the durable store cannot be reached; nothing was changed."""
 

@@ -2,10 +2,13 @@
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
 durable store, audit, execution control, the run-event publisher, the metrics exposition,
-and the step / run spans when tracing is on): runtime-instance processes use it alone.
-`RuntimeServices` adds the control plane (with runtime-instance process hosting and its
-cluster gauges), the webhook service (when a tenant configures webhooks) and this process's
-run-event subscriber (for MCP notifications).
+the step / run spans when tracing is on, and the restorer of runs whose hot state Redis
+lost): runtime-instance processes use it alone. `RuntimeServices` adds the control plane
+(with runtime-instance process hosting and its cluster gauges), the webhook service (when a
+tenant configures webhooks) and this process's run-event subscriber (for MCP
+notifications). With the embedded default the data directory is locked for this process (a
+second one is refused) and a redis-server a killed predecessor left running is adopted. A
+Redis without `appendonly yes` is reported at start, or refused.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from types import TracebackType
 
 from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
+from runtime_core.continuity import HotStateContinuity
 from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEventObserver, RunEventPublisher, RunEventSubscriber
 from runtime_core.health import (
     HealthService,
@@ -32,7 +37,14 @@ from runtime_core.health import (
     durable_store_accepts_a_write,
     redis_answers,
 )
-from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.hot_state import (
+    PERSISTENCE_SETTING,
+    DataDirLock,
+    EmbeddedRedis,
+    HotState,
+    check_persistence,
+    connect_hot_state,
+)
 from runtime_core.instances import HostManagerSettings, LocalInstancePool
 from runtime_core.observability import (
     MetricsExposition,
@@ -43,6 +55,7 @@ from runtime_core.observability import (
 )
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
+from runtime_core.queueing import SharedRunStore
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
 from runtime_core.webhooks import WebhookService
@@ -66,6 +79,7 @@ class EngineServices:
         self.durable_store: DurableStore
         self.audit: AuditServices
         self.control: ExecutionControlService
+        self.restorer: HotStateContinuity
         self.metrics: MetricsExposition
         self.events: RunEventPublisher
         # Every part opened so far, closed in reverse order on exit or on a failed start,
@@ -88,16 +102,12 @@ class EngineServices:
         # First: an unwritable data directory is a typed error naming it, not a traceback from
         # whichever part (redis-server, SQLite) happens to write there first.
         await asyncio.to_thread(check_data_dir_writable, self.settings.data_dir)
-        redis_url = self.settings.redis_url
-        if redis_url is None:
-            self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
-            self._opened.callback(self.embedded_redis.stop)
-            redis_url = self.embedded_redis.url
-            log.info("redis.embedded_started url=%s", redis_url)
+        redis_url = self.settings.redis_url or self._open_embedded_redis()
         self.redis_url = redis_url
         self.hot_state = connect_hot_state(redis_url, prefix=self.settings.redis_prefix)
         self._opened.push_async_callback(self.hot_state.close)
         await self.hot_state.ping()
+        await self._check_persistence()
         self.dag_store = DagStore(self.hot_state)
         self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)
@@ -114,6 +124,31 @@ class EngineServices:
         self._attach_events()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
+        self.restorer = HotStateContinuity(SharedRunStore(self.hot_state), self.audit.replay)
+
+    def _open_embedded_redis(self) -> str:
+        """Lock the data directory, then start its redis-server (or adopt a killed owner's)."""
+        lock = DataDirLock(self.settings.data_dir).acquire()
+        self._opened.callback(lock.release)
+        self.embedded_redis = EmbeddedRedis(self.settings.data_dir / "redis").start()
+        self._opened.callback(self.embedded_redis.stop)
+        event = "redis.embedded_adopted" if self.embedded_redis.adopted else "redis.embedded_started"
+        log.info("%s url=%s pid=%s", event, self.embedded_redis.url, self.embedded_redis.pid)
+        return self.embedded_redis.url
+
+    async def _check_persistence(self) -> None:
+        report = await check_persistence(self.hot_state)
+        if report.durable:
+            return
+        message = (
+            f"Redis does not persist its dataset ({report.detail}): a Redis restart loses the hot "
+            f"state of every active run. Set `{PERSISTENCE_SETTING} yes` (with appendfsync everysec)."
+        )
+        if self.settings.require_redis_persistence and report.appendonly is False:
+            raise StoreUnavailableError(
+                message, hint="Or unset MCP_RUNTIME_REQUIRE_REDIS_PERSISTENCE to start anyway."
+            )
+        log.warning("redis.not_persistent setting=%s %s", PERSISTENCE_SETTING, message)
 
     async def _attach_audit(self) -> None:
         """Durable store, payload externalization, retention, snapshots, ledger, trace, metrics."""
@@ -196,6 +231,7 @@ class RuntimeServices(EngineServices):
             workers=self.settings.workers,
             audit=self.audit,
             hosting=self.hosting_settings(),
+            restorer=self.restorer,
             events=self.events,
         )
         self._opened.push_async_callback(self.control_plane.stop)

@@ -24,10 +24,13 @@ def default_data_dir() -> Path:
 
 
 class RuntimeSettings(BaseModel):
-    """`data_dir`: `--data-dir`, else `MCP_RUNTIME_DATA_DIR`, else `default_data_dir()`."""
+    """`data_dir`: `--data-dir`, else `MCP_RUNTIME_DATA_DIR`, else `default_data_dir()`.
+    `require_redis_persistence`: refuse to start on a Redis without `appendonly yes` (by
+    default such a Redis only produces a warning at start)."""
 
     data_dir: Path = Field(default_factory=default_data_dir)
     redis_url: str | None = None
+    require_redis_persistence: bool = False
     redis_prefix: str = "mcprt:"
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
@@ -48,6 +51,7 @@ class RuntimeSettings(BaseModel):
             "redis_prefix": os.environ.get("MCP_RUNTIME_REDIS_PREFIX"),
             "mongodb_uri": os.environ.get("MONGODB_URI"),
             "mongodb_database": os.environ.get("MONGODB_DATABASE"),
+            "require_redis_persistence": os.environ.get("MCP_RUNTIME_REQUIRE_REDIS_PERSISTENCE"),
             "providers_file": os.environ.get(PROVIDERS_FILE_ENV),
         }
         values = {k: v for k, v in env.items() if v}

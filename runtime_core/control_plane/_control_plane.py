@@ -1,12 +1,13 @@
 """ControlPlane: the one facade MCP tools and the CLI call for shared runs and instances.
 
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
-in-process runtime instances, the background pump, the scale-out watcher and the health /
-execution recovery reconcilers, and the caller-facing operations: submit, drain,
-list_instances, queue_depth, pause_queue, resume_queue, run_status / run_pipeline / cancel
-(answered by `RunStatusReader` / `RunPipelineReader` / `RunCanceller`), list_runs (the
-lifecycle's run catalog) and its cluster-wide metrics gauges; it also starts the lifecycle's
-sweeper and durable purge.
+in-process runtime instances, the background pump, the scale-out watcher, the dataset watch
+(a lost Redis dataset is logged and discovery re-published) and the health / execution
+recovery reconcilers (a start expires the queue claims its killed predecessor left), and
+the caller-facing operations: submit, drain, list_instances, queue_depth, pause_queue,
+resume_queue, run_status / run_pipeline / cancel (answered by `RunStatusReader` /
+`RunPipelineReader` / `RunCanceller`), list_runs (the lifecycle's run catalog) and its
+cluster-wide metrics gauges; it also starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
 tenant-checked before a local controller is touched. Must not contain MCP code, nor
 dispatch or execute except through its parts.
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runtime_core.audit import AuditServices
+from runtime_core.continuity import DatasetWatch
 from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._idempotent_answer import archived_submit_result
@@ -42,6 +44,7 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
     ExecutionCanceller,
     HostManagerSettings,
+    LostStateRestorer,
     QueueStateView,
     RuntimeInstanceSettings,
     TenantSettingsCatalog,
@@ -87,6 +90,8 @@ class ControlPlane:
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
+        self.dataset_watch = DatasetWatch(parts.hot_state, on_lost=[self._publish_discovery])
+        self._dataset_task: asyncio.Task[None] | None = None
 
     @classmethod
     def build(
@@ -100,11 +105,13 @@ class ControlPlane:
         tenants: TenantSettingsCatalog | None = None,
         audit: AuditServices | None = None,
         hosting: HostManagerSettings | None = None,
+        restorer: LostStateRestorer | None = None,
         events: RunEventPublisher | None = None,
         webhooks: WebhookSettings | None = None,
     ) -> ControlPlane:
         """`audit` (optional) receives the recovery forensics and ledger evidence; `hosting`
-        (optional) enables runtime-instance processes for HTTP / gRPC scale-out; `events`
+        (optional) enables runtime-instance processes for HTTP / gRPC scale-out; `restorer`
+        (optional) restores in-process instances' runs after a lost Redis dataset; `events`
         (optional) publishes run events; `webhooks` overrides the tenants file's section."""
         settings = settings or ControlPlaneSettings()
         parts = build_parts(
@@ -115,6 +122,7 @@ class ControlPlane:
             tenants=tenants,
             audit=audit,
             hosting=hosting,
+            restorer=restorer,
             events=events,
             webhooks=webhooks,
         )
@@ -123,8 +131,16 @@ class ControlPlane:
     # Lifecycle
 
     async def start(self) -> ControlPlane:
-        """Publish discovery; start in-process instances, pump, scale-out watcher and reconcilers."""
-        await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
+        """Publish discovery; start in-process instances, pump, scale-out watcher and reconcilers.
+
+        Queue claims this control plane's previous life left (it was killed mid-dispatch) are
+        expired first, so their runs are settled and dispatched now, not after the claim lease.
+        """
+        await self.dataset_watch.join()
+        await self._publish_discovery()
+        await self.parts.queue.expire_claims_of_earlier_lives(
+            f"{self.settings.control_plane_id}/", self.parts.incarnation
+        )
         for n in range(1, self.settings.local_instances + 1):
             await self.parts.pool.start_instance(self.local_instance_settings(n))
         if self.settings.background_pump:
@@ -136,12 +152,19 @@ class ControlPlane:
         self._watcher_task = asyncio.create_task(
             self.parts.watcher.run_forever(self._stop, interval_ms=self.settings.scale_out_watch_interval_ms)
         )
+        self._dataset_task = asyncio.create_task(
+            self.dataset_watch.run_forever(self._stop, interval_ms=self.settings.health_check_interval_ms)
+        )
         return self
+
+    async def _publish_discovery(self) -> None:
+        await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
 
     def background_loops(self) -> dict[str, bool]:
         """Each background loop this control plane is configured to run: alive or not."""
         loops = {
             "scale_out_watcher": self._watcher_task is not None and not self._watcher_task.done(),
+            "dataset_watch": self._dataset_task is not None and not self._dataset_task.done(),
             "runtime_instances": self.parts.pool.loops_alive(),
         }
         if self.settings.background_pump:
@@ -168,9 +191,9 @@ class ControlPlane:
         await self.parts.lifecycle.stop()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
-        if self._watcher_task is not None:
-            await asyncio.gather(self._watcher_task, return_exceptions=True)
-            self._watcher_task = None
+        background = [task for task in (self._watcher_task, self._dataset_task) if task is not None]
+        await asyncio.gather(*background, return_exceptions=True)
+        self._watcher_task = self._dataset_task = None
         if self.parts.hosts is not None:
             await self.parts.hosts.stop_all()
         await self.parts.pool.stop_all()
@@ -253,6 +276,7 @@ class ControlPlane:
         identity = PumpIdentity(
             pump_runtime_instance_id=self.settings.control_plane_id,
             pump_worker_id=MANUAL_DRAIN_WORKER_ID,
+            incarnation=self.parts.incarnation,
             requested_by_tenant_id=caller.tenant_id,
             requested_by_user_id=caller.user_id,
         )

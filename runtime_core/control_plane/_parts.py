@@ -16,6 +16,7 @@ from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
 from runtime_core.events import RunEventPublisher
 from runtime_core.hot_state import HotState
+from runtime_core.identity import new_incarnation_id
 from runtime_core.instances import (
     AdmissionController,
     ControlPlaneDiscovery,
@@ -25,6 +26,7 @@ from runtime_core.instances import (
     InstanceRegistry,
     LocalInstancePool,
     LocalInstanceScaler,
+    LostStateRestorer,
     ReservationStore,
     RunExecutionIndex,
     RuntimeHostManager,
@@ -53,6 +55,7 @@ from runtime_core.queueing import (
     SharedRuntimeController,
 )
 from runtime_core.recovery import (
+    DurableSnapshots,
     ExecutionRecoveryReconciler,
     InstanceHealthStore,
     RecoveryDependencies,
@@ -96,6 +99,8 @@ class ControlPlaneParts:
     lifecycle: Lifecycle
     webhooks: WebhookSettings
     events: RunEventPublisher | None = None
+    # This start of the control plane: its pumps' claims carry it (see SharedQueue).
+    incarnation: str = ""
     hosts: RuntimeHostManager | None = None
     durable: DurableStore | None = None
 
@@ -109,11 +114,13 @@ def build_parts(
     tenants: TenantSettingsCatalog | None = None,
     audit: AuditServices | None = None,
     hosting: HostManagerSettings | None = None,
+    restorer: LostStateRestorer | None = None,
     events: RunEventPublisher | None = None,
     webhooks: WebhookSettings | None = None,
 ) -> ControlPlaneParts:
     """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes;
-    `events` publishes run events; `webhooks` defaults to the tenants file's webhooks section."""
+    `restorer` restores the runs of in-process instances after a lost Redis dataset; `events`
+    publishes run events; `webhooks` defaults to the tenants file's webhooks section."""
     if tenants is None:
         tenants = (
             TenantSettingsCatalog.from_file(settings.tenants_file)
@@ -122,9 +129,12 @@ def build_parts(
         )
     if webhooks is None:
         webhooks = WebhookSettings.from_file(settings.tenants_file)
+    incarnation = new_incarnation_id()
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
-    pool = LocalInstancePool(InstanceDependencies(engine, registry, index, canceller, events))
+    pool = LocalInstancePool(
+        InstanceDependencies(engine, registry, index, canceller, restorer=restorer, events=events)
+    )
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
     )
@@ -151,7 +161,11 @@ def build_parts(
     background = BackgroundPump(
         pump,
         gate,
-        PumpIdentity(pump_runtime_instance_id=settings.control_plane_id, pump_worker_id="background-pump"),
+        PumpIdentity(
+            pump_runtime_instance_id=settings.control_plane_id,
+            pump_worker_id="background-pump",
+            incarnation=incarnation,
+        ),
         batch_size=settings.pump_batch_size,
         idle_interval_ms=settings.pump_idle_interval_ms,
     )
@@ -172,6 +186,8 @@ def build_parts(
     recovery_settings = RecoverySettings(
         health_window_ms=settings.health_window_ms,
         claim_lease_ms=settings.claim_lease_ms,
+        # A dispatch reserved before a takeover is delivered within the reservation TTL.
+        predecessor_grace_ms=settings.reservation_ttl_ms,
         reconciler_id=f"{settings.control_plane_id}/recovery",
     )
     health = RuntimeHealthReconciler(InstanceHealthStore(registry), window_ms=settings.health_window_ms)
@@ -184,6 +200,7 @@ def build_parts(
             queue=queue,
             scale_out=scale_out,
             dag_store=engine.store,
+            archive=DurableSnapshots(audit.store) if audit else None,
             evidence=RecoveryEvidence(
                 audit.forensics if audit else None,
                 audit.ledger if audit else None,
@@ -227,6 +244,7 @@ def build_parts(
         lifecycle=lifecycle,
         webhooks=webhooks,
         events=events,
+        incarnation=incarnation,
         hosts=hosts,
         durable=audit.store if audit else None,
     )

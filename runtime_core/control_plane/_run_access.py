@@ -5,7 +5,8 @@ the stored snapshot's tenant with the caller's BEFORE anything touches a local c
 and falling back to the durable RunRecord of a finished run whose hot state was retired (or
 is being retired: a hot shared run marked archived answers from its record too). The
 durable lookup is filtered by the caller's tenant, so unknown and foreign ids raise the
-same NotFoundError either way. Must not change any state.
+same NotFoundError either way. A SharedRunId resolves to the local run it is dispatched to
+(not an older or refused attempt). Must not change any state.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from runtime_core.dag import DagStore
 from runtime_core.identity import ExecutionContextSnapshot, parse_any_run_id
 from runtime_core.instances import RunExecutionIndex, RunIndexRecord, run_not_found
-from runtime_core.queueing import SharedRunRecord, SharedRunStore
+from runtime_core.queueing import SharedRunRecord, SharedRunStatus, SharedRunStore
 from runtime_core.storage import DurableStore, RunRecord
 
 
@@ -98,10 +99,18 @@ class RunLocator:
         shared = await self._visible_shared(shared_run_id, caller)
         if shared is None or shared.snapshot is None:
             return None
-        local = await self.index.get_by_shared(shared_run_id)
+        local = await self._current_attempt(shared)
         if local is not None and local.tenant_id != caller.tenant_id:
             local = None
         return LocatedRun(shared, local, local.execution_id if local else None, shared.snapshot)
+
+    async def _current_attempt(self, shared: SharedRunRecord) -> RunIndexRecord | None:
+        """The local run the shared run is dispatched to; else the latest one (pointer)."""
+        if shared.status is SharedRunStatus.DISPATCHED and shared.local_run_id:
+            dispatched = await self.index.get_local(shared.local_run_id)
+            if dispatched is not None:
+                return dispatched
+        return await self.index.get_by_shared(shared.shared_run_id)
 
     async def _visible_shared(
         self, shared_run_id: str | None, caller: ExecutionContextSnapshot

@@ -3,9 +3,10 @@
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
 hot state (steps with their last errors and next retries, control status, the input a waiting
-run expects, the step that failed a failed run, sink results); or, for a finished run whose hot
-state was retired (also when that happens while it is being read), from its durable RunRecord,
-so the answer is the same before and after the cleanup. Must not change any state.
+run expects, the step that failed a failed run, sink results), marking an older local attempt
+than the one the shared run is dispatched to (so it is not `done`); or, for a finished run
+whose hot state was retired (also when that happens while it is being read), from its durable
+RunRecord, so the answer is the same before and after the cleanup. Must not change any state.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import LocalRunView, RunIndexRecord
 from runtime_core.providers import RunRef
+from runtime_core.queueing import SharedRunStatus
 from runtime_core.storage import RunRecord
+
+
+def _superseded(located: LocatedRun) -> bool:
+    """The local run shown is not the one its shared run is dispatched to (an older attempt)."""
+    shared, local = located.shared, located.local
+    if shared is None or local is None or shared.status is not SharedRunStatus.DISPATCHED:
+        return False
+    return shared.local_run_id is not None and shared.local_run_id != local.local_run_id
 
 
 class RunStatusReader:
@@ -38,6 +48,8 @@ class RunStatusReader:
             await self._fill_shared(view, located)
             if located.local is not None:
                 self._fill_local(view, await self._local_view(located.local))
+                if _superseded(located):
+                    view.mark_attempt_superseded()
             if located.execution_id and not await self._fill_execution(
                 view, located.execution_id, located.snapshot
             ):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from runtime_core.instances import InstanceEntry, InstanceHealth, IsolationMode
 
@@ -134,7 +134,11 @@ class WaitingInputView(BaseModel):
 
 
 class RunStatusView(BaseModel):
-    """Every identity and status of one run, as its own tenant may read them."""
+    """Every identity and status of one run, as its own tenant may read them.
+
+    `attempt_superseded` (set by the reader, not part of the answer): the local run shown is
+    not the one the shared run is dispatched to now (an older attempt, asked for by its id).
+    """
 
     requested_id: str
     tenant_id: str
@@ -158,6 +162,14 @@ class RunStatusView(BaseModel):
     failed_step: str | None = None
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None
+    _attempt_superseded: bool = PrivateAttr(default=False)
+
+    def mark_attempt_superseded(self) -> None:
+        self._attempt_superseded = True
+
+    @property
+    def attempt_superseded(self) -> bool:
+        return self._attempt_superseded
 
 
 TERMINAL_RUN_STATUSES = frozenset({"Completed", "Failed", "Cancelled", "Rejected"})
@@ -168,13 +180,23 @@ def run_final_status(view: RunStatusView) -> str | None:
     return view.execution_status or view.local_status or view.shared_status
 
 
+# Shared run statuses of a run that waits to be dispatched (again): whatever an earlier local
+# attempt says, the run is not finished.
+AWAITING_DISPATCH_STATUSES = frozenset({"Submitted", "QueuedGlobally", "ScaleOutRequested"})
+
+
 def run_is_done(view: RunStatusView) -> bool:
-    """Terminal by its most advanced identity, and its local run (if any) closed.
+    """Terminal by its most advanced identity, its local run (if any) closed, and the shared run
+    agreeing: finished for good.
 
     A finished execution whose local run is not closed yet is not done: the instance closes
     the local run only after the engine's observers ran, so once done the run's ledger,
-    trace and snapshot are all written.
+    trace and snapshot are all written. A local attempt that ended while its shared run was
+    queued again (recovery requeued it, its pump died mid-dispatch) or dispatched to another
+    local run is not done either.
     """
+    if view.shared_status in AWAITING_DISPATCH_STATUSES or view.attempt_superseded:
+        return False
     local_open = view.local_status is not None and view.local_status not in TERMINAL_RUN_STATUSES
     return run_final_status(view) in TERMINAL_RUN_STATUSES and not local_open
 

@@ -9,6 +9,7 @@ given, and never writes the state a Lua script guards from Python.
 from runtime_core.dag._engine import DagEngine
 from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
+    SUPERSEDED_STATUS,
     EngineSettings,
     InlineResults,
     ResultCodec,
@@ -40,6 +41,7 @@ from runtime_core.dag._store import (
 __all__ = [
     "BLOCKING_CONTROL_STATUSES",
     "PARKED_CONTROL_STATUSES",
+    "SUPERSEDED_STATUS",
     "ClaimBatch",
     "ClaimOutcome",
     "CompositeObserver",

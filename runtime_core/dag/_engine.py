@@ -32,6 +32,7 @@ from runtime_core.concurrency import (
 from runtime_core.dag._batching import ClaimSizer
 from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
+    SUPERSEDED_STATUS,
     ControlSettler,
     EngineSettings,
     InlineResults,
@@ -105,6 +106,9 @@ class DagEngine:
         self.observer: ExecutionObserver = observer or NullObserver()
         self.invoker = StepInvoker(store, executors, results or InlineResults(), self.settings)
         self.instance_id = instance_id
+        # The local run this engine copy advances executions for ("" outside runtime instances):
+        # claims are refused once recovery handed the execution to another local run.
+        self.owner = ""
         self.gate = ConcurrencyGate(store.hot_state)
         # Execution-control hooks; `runtime_core.control.attach_execution_control` sets them
         # (and `read_human_input`, kept by the invoker).
@@ -189,7 +193,9 @@ class DagEngine:
 
         Returns the terminal status (Completed, Failed, Cancelled) or, when execution control
         parked it, the control status (Paused, WaitingForInput): nothing advances until
-        someone resumes it or submits input, so call `run` again after that.
+        someone resumes it or submits input, so call `run` again after that. Returns
+        SUPERSEDED_STATUS when another local run took the execution over from `owner`, and ""
+        when the execution's hot state vanished.
         """
         run = await self._until_available(lambda: self._load(execution_id), "engine.load", execution_id)
         count = max(1, min(workers, parallelism_limit(run.meta.pipeline.config) or workers))
@@ -308,6 +314,9 @@ class DagEngine:
         if batch.outcome in (ClaimOutcome.EXECUTION_MISSING, ClaimOutcome.EXECUTION_TERMINAL):
             run.stop(final_status=batch.detail or None)
             return None
+        if batch.outcome is ClaimOutcome.SUPERSEDED:
+            run.stop(final_status=SUPERSEDED_STATUS)
+            return None
         if batch.outcome is ClaimOutcome.CONTROL_BLOCKED:
             await self._on_blocked(run, batch.detail, worker_id)
             return Idle(batch.now_ms)
@@ -327,6 +336,7 @@ class DagEngine:
                 max_claim=claim_count,
                 lease_ms=self.settings.lease_ms,
                 token_prefix=token_prefix,
+                owner=self.owner,
             )
 
         if done:
@@ -397,7 +407,10 @@ class DagEngine:
             lease_ms=self.settings.lease_ms,
             worker_id=worker_id,
             token_prefix=token_prefix,
+            owner=self.owner,
         )
+        if batch.outcome is ClaimOutcome.SUPERSEDED:
+            run.stop(final_status=SUPERSEDED_STATUS)
         if batch.outcome is not ClaimOutcome.CLAIMED:
             await self._release_lease(run, grant)
             if grant.scope_keys:
@@ -413,6 +426,7 @@ class DagEngine:
                 ClaimOutcome.CONTROL_BLOCKED,
                 ClaimOutcome.EXECUTION_TERMINAL,
                 ClaimOutcome.EXECUTION_MISSING,
+                ClaimOutcome.SUPERSEDED,
             )
         await self._settle_resuming(run, batch, worker_id)
         run.holding += 1

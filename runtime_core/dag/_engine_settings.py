@@ -20,6 +20,9 @@ from runtime_core.steps import StepParked
 
 # Control statuses at which `run` returns instead of waiting: someone must act first.
 PARKED_CONTROL_STATUSES = ("Paused", "WaitingForInput")
+# What `run` returns when the execution was taken over by another local run (its `owner`
+# lost it to recovery): this engine copy must stop advancing it.
+SUPERSEDED_STATUS = "Superseded"
 
 
 class RetryDecider(Protocol):

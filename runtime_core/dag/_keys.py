@@ -3,7 +3,8 @@
 `claimed` holds step -> server ms of the step's current claim, written by the claim scripts
 with every claim and read only for steps in `running` (a finished claim's entry is left for
 the next claim to overwrite), so recovery can tell a dead owner's claims from later ones
-without knowing the lease they were made with.
+without knowing the lease they were made with. `fenced` exists only for an ExecutionId that
+recovery gave up before its DAG was created: `create_execution` then refuses it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ExecutionKeys:
     needs: str
     control: str
     human_input: str
+    fenced: str
 
     @classmethod
     def of(cls, hot_state: HotState, execution_id: str) -> ExecutionKeys:

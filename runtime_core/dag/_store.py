@@ -16,6 +16,7 @@ from typing import Any
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step
 from runtime_core.dag._fingerprint import canonical_json
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
+from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline, steps_read_by
@@ -50,6 +51,7 @@ class ClaimOutcome(Enum):
     NOT_CLAIMABLE = -5
     DEPENDENCIES_INCOMPLETE = -6
     RETRY_WINDOW_CLOSED = -7
+    SUPERSEDED = -8  # another local run owns the execution now (recovery took it over)
 
 
 class TransitionOutcome(Enum):
@@ -226,7 +228,9 @@ class DagStore:
         snapshot: ExecutionContextSnapshot | None,
         attributes: dict[str, str] | None = None,
     ) -> bool:
-        """Create the DAG state once; returns False when it already existed (unchanged)."""
+        """Create the DAG state once; returns False when it already existed (unchanged).
+
+        FencedError when recovery gave this ExecutionId up (`fence_execution`)."""
         k = self.keys(execution_id)
         children: dict[str, list[str]] = {step.name: [] for step in pipeline.steps}
         for step in pipeline.steps:
@@ -249,11 +253,22 @@ class DagStore:
             "snapshot": snapshot.to_json() if snapshot else "",
             "tenant_id": snapshot.tenant_id if snapshot else "",
         }
-        created, _now = await self._scripts["create_execution"](
-            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs],
+        reply = await self._scripts["create_execution"](
+            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs, k.fenced],
             args=[json.dumps(meta), json.dumps(steps)],
         )
-        return int(created) == 1
+        if int(reply[0]) == -1:
+            raise FencedError(
+                f"Execution '{execution_id}' was given up by recovery ({reply[2]}) and cannot be created.",
+                hint="Its run was dispatched again under a new ExecutionId; nothing to do.",
+            )
+        return int(reply[0]) == 1
+
+    async def fence_execution(self, execution_id: str, reason: str) -> str | None:
+        """Give up an ExecutionId whose DAG does not exist; the DAG's status when it does."""
+        k = self.keys(execution_id)
+        reply = await self._scripts["fence_execution"](keys=[k.meta, k.fenced], args=[reason])
+        return None if int(reply[0]) == 1 else str(reply[2])
 
     async def advance(
         self,
@@ -263,14 +278,16 @@ class DagStore:
         max_claim: int,
         lease_ms: int,
         token_prefix: str,
+        owner: str = "",
     ) -> AdvanceResult:
         """Complete `completions` ((claim, stored result) pairs), then claim up to `max_claim`
-        steps: the common path of an execution in one scripted round trip."""
+        steps: the common path of an execution in one scripted round trip. `owner`: the local
+        run claiming; claims are SUPERSEDED once the execution belongs to another one."""
         k = self._keys(execution_id)
         args: list[Any] = [len(completions)]
         for claim, result in completions:
             args += [claim.step_name, claim.token, canonical_json(result)]
-        args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG]
+        args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG, owner]
         reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
         now = int(reply[1])
         if int(reply[0]) != 1:
@@ -301,21 +318,37 @@ class DagStore:
         return ClaimBatch(ClaimOutcome.CLAIMED, now, claims, control_status=control)
 
     async def claim_ready_steps(
-        self, execution_id: str, *, max_steps: int, lease_ms: int, worker_id: str, token_prefix: str
+        self,
+        execution_id: str,
+        *,
+        max_steps: int,
+        lease_ms: int,
+        worker_id: str,
+        token_prefix: str,
+        owner: str = "",
     ) -> ClaimBatch:
-        """Claim up to `max_steps` claimable steps (`advance` with nothing to complete)."""
+        """Claim up to `max_steps` claimable steps (`advance` with nothing to complete).
+
+        `owner`: the claiming local run; SUPERSEDED once the execution belongs to another one."""
         advanced = await self.advance(
-            execution_id, max_claim=max_steps, lease_ms=lease_ms, token_prefix=token_prefix
+            execution_id, max_claim=max_steps, lease_ms=lease_ms, token_prefix=token_prefix, owner=owner
         )
         return advanced.claims
 
     async def claim_step(
-        self, execution_id: str, step_name: str, *, lease_ms: int, worker_id: str, token_prefix: str
+        self,
+        execution_id: str,
+        step_name: str,
+        *,
+        lease_ms: int,
+        worker_id: str,
+        token_prefix: str,
+        owner: str = "",
     ) -> ClaimBatch:
         k = self.keys(execution_id)
         reply = await self._scripts["claim_step"](
             keys=[*k.claim_keys(), k.pending, k.claimed],
-            args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG],
+            args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG, owner],
         )
         code, now = int(reply[0]), int(reply[1])
         if code != 1:

@@ -58,7 +58,14 @@ class RuntimeInstanceHost:
         self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
         index = RunExecutionIndex(hot_state)
         self.pool = LocalInstancePool(
-            InstanceDependencies(services.engine, self.registry, index, services.control, services.events)
+            InstanceDependencies(
+                services.engine,
+                self.registry,
+                index,
+                services.control,
+                restorer=services.restorer,
+                events=services.events,
+            )
         )
         self.commands = RuntimeCommands(self.pool)
         services.export_capacity_of(self.pool)
@@ -84,8 +91,13 @@ class RuntimeInstanceHost:
         )
 
     def _loops(self) -> dict[str, bool]:
-        """Hosting instances is this process's job: ready only once they run, and while they do."""
-        return {"runtime_instances": bool(self.pool.instances()) and self.pool.loops_alive()}
+        """Hosting instances is this process's job: ready only once they run, and while they do
+        (a fenced incarnation - superseded or found Unsafe - runs no more)."""
+        instances = self.pool.instances()
+        return {
+            "runtime_instances": bool(instances) and self.pool.loops_alive(),
+            "runtime_instances_not_fenced": not any(instance.fenced for instance in instances),
+        }
 
     async def start(self) -> None:
         discovery = ControlPlaneDiscovery(self.services.hot_state)

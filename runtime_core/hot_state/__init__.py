@@ -3,13 +3,18 @@
 Owns the Redis client factory, the key prefix / hash-tag layout helpers, loading of the
 `lua/*.lua` scripts (EVALSHA through redis-py `register_script`), Redis server time, the
 mapping of connection failures to `StoreUnavailableError`, the backoff used by long-lived
-loops while Redis is down, and the embedded `redis-server` child process used by the
-zero-configuration default. Must not encode any workflow state transition itself: those
-live in `lua/` and their owners.
+loops while Redis is down, the dataset epoch (how a process learns that the dataset it worked
+in was lost), the persistence check made at start, and the embedded `redis-server` child
+process used by the zero-configuration default (one per data directory, adopted after its
+owner was killed) with the data-directory lock that keeps a second owner out. Must not
+encode any workflow state transition itself: those live in `lua/` and their owners.
 """
 
 from runtime_core.hot_state._client import HotState, connect_hot_state, time_reply_ms
+from runtime_core.hot_state._data_dir_lock import DataDirLock
+from runtime_core.hot_state._durability import PERSISTENCE_SETTING, PersistenceReport, check_persistence
 from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
+from runtime_core.hot_state._epoch import dataset_epoch, epoch_key
 from runtime_core.hot_state._guard import GuardedRedis, store_unavailable
 from runtime_core.hot_state._retry import (
     DEFAULT_STORE_RETRY,
@@ -19,18 +24,28 @@ from runtime_core.hot_state._retry import (
 )
 from runtime_core.hot_state._scripts import LUA_DIR, LuaScripts
 
-__all__ = [
-    "DEFAULT_STORE_RETRY",
-    "LUA_DIR",
-    "EmbeddedRedis",
-    "GuardedRedis",
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
+    # Client, keys and scripts
     "HotState",
+    "connect_hot_state",
+    "time_reply_ms",
     "LuaScripts",
+    "LUA_DIR",
+    # Outages
+    "GuardedRedis",
+    "store_unavailable",
     "StoreOutage",
     "StoreRetryPolicy",
-    "connect_hot_state",
-    "find_free_port",
+    "DEFAULT_STORE_RETRY",
     "retry_while_unavailable",
-    "store_unavailable",
-    "time_reply_ms",
+    # Dataset epoch and persistence
+    "dataset_epoch",
+    "epoch_key",
+    "check_persistence",
+    "PersistenceReport",
+    "PERSISTENCE_SETTING",
+    # Embedded redis-server
+    "EmbeddedRedis",
+    "DataDirLock",
+    "find_free_port",
 ]

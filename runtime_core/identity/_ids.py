@@ -16,6 +16,7 @@ SHARED_RUN_PREFIX = "srun_"
 LOCAL_RUN_PREFIX = "lrun_"
 EXECUTION_PREFIX = "exec_"
 RUNTIME_INSTANCE_PREFIX = "rt_"
+INCARNATION_PREFIX = "inc_"
 TASK_PREFIX = "task_"
 
 
@@ -39,6 +40,11 @@ def new_execution_id() -> ExecutionId:
 def new_runtime_instance_id(prefix: str = "") -> RuntimeInstanceId:
     middle = f"{prefix.strip('-_')}_" if prefix else ""
     return RuntimeInstanceId(f"{RUNTIME_INSTANCE_PREFIX}{middle}{secrets.token_hex(5)}")
+
+
+def new_incarnation_id() -> str:
+    """One start of a runtime instance (or control plane): its registration, never its identity."""
+    return INCARNATION_PREFIX + _sortable_suffix()
 
 
 def new_task_id() -> TaskId:

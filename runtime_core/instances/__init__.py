@@ -1,7 +1,8 @@
 """Runtime instances: local queue + background controller + workers, and what admission needs.
 
 Owns the in-process runtime instance (RunId lifecycle, worker accounting, queue control,
-heartbeats), the Redis registry and capacity descriptors, tenant runtime settings and the
+heartbeats, its incarnation: registration take-over, fencing, rejoining a lost dataset),
+the Redis registry and capacity descriptors, tenant runtime settings and the
 visibility evaluator, the admission controller and its Lua reservations, the run-execution
 index, the in-process instance pool and the local scaler, the control-plane discovery
 record, and the host manager that starts runtime-instance processes. Must not own workflow
@@ -16,7 +17,7 @@ from runtime_core.instances._admission import (
     admission_group,
     admission_group_tenant,
 )
-from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies
+from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies, LostStateRestorer
 from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
 from runtime_core.instances._host_manager import (
     HostedProcess,
@@ -30,7 +31,9 @@ from runtime_core.instances._host_manager import (
 from runtime_core.instances._instance import RuntimeInstance
 from runtime_core.instances._models import (
     DISPATCH_ATTEMPT_KEY,
+    HOT_STATE_LOST,
     PROVIDER_NAME_KEY,
+    TARGET_INCARNATION_KEY,
     TRANSPORT_ENDPOINT_KEY,
     TRANSPORT_NAME_KEY,
     CapacityDescriptor,
@@ -44,10 +47,17 @@ from runtime_core.instances._models import (
     RuntimeInstanceSettings,
 )
 from runtime_core.instances._pool import LocalInstancePool
-from runtime_core.instances._registry import DEFAULT_STALE_AFTER_MS, InstanceRegistry
+from runtime_core.instances._registry import (
+    DEFAULT_STALE_AFTER_MS,
+    Heartbeat,
+    HeartbeatOutcome,
+    InstanceRegistry,
+    RetireOutcome,
+)
 from runtime_core.instances._reservations import Reservation, ReservationOutcome, ReservationStore
 from runtime_core.instances._run_index import (
     ABANDONED_ATTEMPT,
+    RecordSwap,
     RunExecutionIndex,
     RunIndexRecord,
     run_not_found,
@@ -62,13 +72,19 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RuntimeInstanceSettings",
     "InstanceDependencies",
     "ExecutionCanceller",
+    "LostStateRestorer",
     "LocalRunRequest",
     "DISPATCH_ATTEMPT_KEY",
+    "TARGET_INCARNATION_KEY",
+    "HOT_STATE_LOST",
     "LocalRunStatus",
     "LocalRunView",
     "QueueStateView",
     # Registry and capacity
     "InstanceRegistry",
+    "Heartbeat",
+    "HeartbeatOutcome",
+    "RetireOutcome",
     "InstanceDescriptor",
     "CapacityDescriptor",
     "InstanceEntry",
@@ -96,6 +112,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Run-execution index
     "RunExecutionIndex",
     "RunIndexRecord",
+    "RecordSwap",
     "ABANDONED_ATTEMPT",
     "run_not_found",
     # Local hosting and scale-out

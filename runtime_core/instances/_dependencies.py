@@ -1,8 +1,10 @@
 """What a runtime instance needs from the rest of the runtime, as one typed object.
 
 Owns the `ExecutionCanceller` protocol (the execution-control bridge used by running-run
-cancellation; `runtime_core.control.ExecutionControlService` satisfies it) and
-`InstanceDependencies`. Must not build any of them.
+cancellation; `runtime_core.control.ExecutionControlService` satisfies it), the
+`LostStateRestorer` protocol (what an instance asks after the Redis dataset was lost:
+`runtime_core.continuity.HotStateContinuity` satisfies it) and `InstanceDependencies`. Must
+not build any of them.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Any, Protocol
 from runtime_core.dag import DagEngine
 from runtime_core.events import RunEventPublisher
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances._models import LocalRunRequest
 from runtime_core.instances._registry import InstanceRegistry
-from runtime_core.instances._run_index import RunExecutionIndex
+from runtime_core.instances._run_index import RunExecutionIndex, RunIndexRecord
 
 
 class ExecutionCanceller(Protocol):
@@ -23,13 +26,26 @@ class ExecutionCanceller(Protocol):
     ) -> Any: ...
 
 
+class LostStateRestorer(Protocol):
+    async def restore_shared_run(self, request: LocalRunRequest, record: RunIndexRecord) -> None:
+        """Recreate the lost shared run record of a local run this instance holds."""
+        ...
+
+    async def restore_execution(self, execution_id: str, snapshot: ExecutionContextSnapshot) -> bool:
+        """Recreate a lost execution from its durable copy; False when there is none."""
+        ...
+
+
 @dataclass(frozen=True)
 class InstanceDependencies:
     """`engine` is a prototype: each run advances a copy named after the instance; `events`
-    (optional) publishes the end of each local run."""
+    (optional) publishes the end of each local run. Without `restorer`, runs whose hot state
+    was lost fail with `hot_state_lost`.
+    """
 
     engine: DagEngine
     registry: InstanceRegistry
     index: RunExecutionIndex
     canceller: ExecutionCanceller
+    restorer: LostStateRestorer | None = None
     events: RunEventPublisher | None = None

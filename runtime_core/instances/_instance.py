@@ -18,6 +18,18 @@ snapshot before creating and advancing its DAG; refuses a run without a snapshot
 Redis is unavailable a started run backs off and retries (its ExecutionId is chosen once,
 so a retried creation never makes a second DAG) and heartbeats are skipped, never fatal.
 Keeps only the most recent finished runs in memory (older ones are read from the index).
+
+Incarnations and fencing: every `start()` is a new incarnation that takes the instance id's
+registration over (a predecessor's work goes to recovery). The incarnation learns it was
+fenced (superseded, or marked Unsafe while it was paused or cut off) from a refused
+heartbeat, which it also sends before starting any local run; it then takes no more work,
+stops its runs and writes nothing more. Its local run records are written by
+compare-and-set, so a record recovery sealed is never started or finished by it, and its
+executions' claims are refused once recovery handed them to another local run. A clean
+`stop()` retires the registration, handing unfinished runs to recovery at once. When the
+Redis dataset was lost (the dataset epoch changed), the incarnation registers again, writes
+its live runs' records again (and has their shared runs restored), and restores each lost
+execution from its durable copy or fails it with `hot_state_lost`.
 Must not read tenants from anything but the snapshot, nor touch another instance's runs.
 """
 
@@ -29,24 +41,26 @@ import copy
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from runtime_core.concurrency import parallelism_limit
 from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome
-from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError, StoreUnavailableError
-from runtime_core.hot_state import retry_while_unavailable
-from runtime_core.identity import (
-    ExecutionContextSnapshot,
-    new_execution_id,
-    new_local_run_id,
-    restored_snapshot,
+from runtime_core.errors import (
+    ConflictError,
+    FencedError,
+    MissingSnapshotError,
+    NotFoundError,
+    StoreUnavailableError,
 )
+from runtime_core.hot_state import retry_while_unavailable
+from runtime_core.identity import new_local_run_id, restored_snapshot
 from runtime_core.instances._dependencies import InstanceDependencies
+from runtime_core.instances._descriptors import InstanceLoad, instance_capacity, instance_descriptor
+from runtime_core.instances._incarnation import Incarnation
+from runtime_core.instances._local_run import LocalRun, TakenOver, resume_target_missing, run_outcome
 from runtime_core.instances._models import (
-    PROVIDER_NAME_KEY,
-    TRANSPORT_ENDPOINT_KEY,
-    TRANSPORT_NAME_KEY,
+    HOT_STATE_LOST,
+    TARGET_INCARNATION_KEY,
     CapacityDescriptor,
     InstanceDescriptor,
     LocalRunRequest,
@@ -55,8 +69,9 @@ from runtime_core.instances._models import (
     QueueStateView,
     RuntimeInstanceSettings,
 )
+from runtime_core.instances._registry import Heartbeat, HeartbeatOutcome, RetireOutcome
 from runtime_core.instances._run_events import local_run_end
-from runtime_core.instances._run_index import RunIndexRecord
+from runtime_core.instances._run_index import RecordSwap, RunIndexRecord
 
 log = logging.getLogger("runtime_core.instances")
 
@@ -67,60 +82,17 @@ _T = TypeVar("_T")
 FINISHED_RUNS_KEPT = 1_000
 
 
-@dataclass
-class _LocalRun:
-    request: LocalRunRequest
-    record: RunIndexRecord
-    # Workers the run holds now (0 while parked or waiting for workers again); once it
-    # finished, the count it last ran with.
-    effective_workers: int = 0
-    cancel_requested: bool = False
-    # Set once `cancel_run` cancelled the execution: its claims are blocked for good.
-    execution_cancelled: bool = False
-    new_execution_id: str | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    # Set by the controller when it hands an unparked run workers again (or by `cancel_run`).
-    workers_granted: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def snapshot(self) -> ExecutionContextSnapshot:
-        assert self.request.snapshot is not None
-        return self.request.snapshot
-
-    def view(self) -> LocalRunView:
-        r = self.record
-        return LocalRunView(
-            local_run_id=r.local_run_id,
-            shared_run_id=r.shared_run_id,
-            runtime_instance_id=r.runtime_instance_id,
-            status=r.status,
-            execution_id=r.execution_id,
-            effective_workers=self.effective_workers,
-            failure_reason=r.failure_reason,
-            created_at_ms=r.created_at_ms,
-            started_at_ms=r.started_at_ms,
-            completed_at_ms=r.completed_at_ms,
-        )
-
-
-def _resume_target_missing(execution_id: str) -> NotFoundError:
-    return NotFoundError(
-        f"Execution '{execution_id}' to resume was not found.",
-        hint="Its hot state is gone; replay it from its terminal snapshot.",
-    )
-
-
 class RuntimeInstance:
     """`await instance.start()`, then `enqueue` runs; `stop()` unregisters it."""
 
     def __init__(self, settings: RuntimeInstanceSettings, deps: InstanceDependencies) -> None:
         self.settings = settings
         self.deps = deps
-        self._runs: dict[str, _LocalRun] = {}
+        self._runs: dict[str, LocalRun] = {}
         self._attempts: dict[str, str] = {}  # dispatch attempt id -> LocalRunId, while in `_runs`
         self._finished: deque[str] = deque()
-        self._queue: deque[_LocalRun] = deque()
-        self._resuming: deque[_LocalRun] = deque()  # unparked runs waiting for workers, oldest first
+        self._queue: deque[LocalRun] = deque()
+        self._resuming: deque[LocalRun] = deque()  # unparked runs waiting for workers, oldest first
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._active_workers = 0
         self._paused = False
@@ -129,13 +101,24 @@ class RuntimeInstance:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._enqueue_lock = asyncio.Lock()
-        self._publish_lock = asyncio.Lock()
-        self._version = 0
         self._loops: list[asyncio.Task[None]] = []
+        self._incarnation = Incarnation(deps.registry, settings.runtime_instance_id, self._describe)
+        self._fenced: str | None = None  # why this incarnation takes no more work
+        self._rejoin_lock = asyncio.Lock()
 
     @property
     def runtime_instance_id(self) -> str:
         return self.settings.runtime_instance_id
+
+    @property
+    def incarnation(self) -> str:
+        """This start's incarnation token ("" before `start()`)."""
+        return self._incarnation.id
+
+    @property
+    def fenced(self) -> str | None:
+        """Why this incarnation was fenced (it takes no more work), None while it is live."""
+        return self._fenced
 
     @property
     def loops_alive(self) -> bool:
@@ -145,9 +128,15 @@ class RuntimeInstance:
     # Lifecycle
 
     async def start(self) -> RuntimeInstance:
-        async with self._publish_lock:
-            self._version += 1
-            await self.deps.registry.register(self.descriptor(), self.capacity(), self._version)
+        """Register a new incarnation (taking the id over from any predecessor) and start."""
+        predecessor = await self._incarnation.register()
+        if predecessor is not None:
+            log.info(
+                "instance.registration_taken_over runtime_instance_id=%s predecessor=%s",
+                self.runtime_instance_id,
+                predecessor,
+                extra=self._log_fields(predecessor_incarnation=predecessor),
+            )
         self._loops = [
             asyncio.create_task(self._control_loop(), name=f"{self.runtime_instance_id}:controller"),
             asyncio.create_task(self._heartbeat_loop(), name=f"{self.runtime_instance_id}:heartbeat"),
@@ -155,71 +144,51 @@ class RuntimeInstance:
         return self
 
     async def stop(self, *, unregister: bool = True) -> None:
-        """Stop the controller, heartbeat and workers (their DAGs stay in Redis for recovery)."""
+        """Stop the controller, heartbeat and workers (their DAGs stay in Redis for recovery).
+
+        `unregister`: retire the registration; unfinished local runs are handed to recovery.
+        """
+        unfinished = sum(not run.done.is_set() for run in self._runs.values())
         self._stopping.set()
         tasks = [*self._loops, *self._tasks.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._loops = []
-        if unregister:
-            await self.deps.registry.unregister(self.runtime_instance_id)
+        if unregister and self._fenced is None and self.incarnation:
+            outcome = await self._incarnation.retire(unfinished=unfinished > 0)
+            if outcome is RetireOutcome.HANDED_OVER:
+                log.info(
+                    "instance.handed_over runtime_instance_id=%s unfinished_runs=%d",
+                    self.runtime_instance_id,
+                    unfinished,
+                    extra=self._log_fields(unfinished_runs=unfinished),
+                )
+
+    def _log_fields(self, **fields: object) -> dict[str, object]:
+        return {"runtime_instance_id": self.runtime_instance_id, "incarnation": self.incarnation, **fields}
 
     # Descriptors
 
-    def descriptor(self) -> InstanceDescriptor:
-        s = self.settings
-        return InstanceDescriptor(
-            runtime_instance_id=s.runtime_instance_id,
-            role=s.role,
-            status="Stopping" if self._stopping.is_set() else ("Paused" if self._paused else "Ready"),
-            host=s.host,
-            isolation_mode=s.isolation_mode,
-            tenant_id=s.tenant_id,
-            tenant_group_id=s.tenant_group_id,
-            prefer_dedicated_capacity=s.prefer_dedicated_capacity,
-            allow_shared_fallback=s.allow_shared_fallback,
-            runtime_instance_id_prefix=s.runtime_instance_id_prefix,
-            metadata={
-                **s.metadata,
-                PROVIDER_NAME_KEY: s.provider_name,
-                TRANSPORT_NAME_KEY: s.transport_name,
-                TRANSPORT_ENDPOINT_KEY: s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
-            },
+    def _describe(self) -> tuple[InstanceDescriptor, CapacityDescriptor]:
+        return self.descriptor(), self.capacity()
+
+    def _load(self) -> InstanceLoad:
+        return InstanceLoad(
+            incarnation=self.incarnation,
+            queued=len(self._queue),
+            running=len(self._tasks),
+            active_workers=self._active_workers,
+            paused=self._paused,
+            stopping=self._stopping.is_set(),
+            fenced=self._fenced is not None,
         )
 
+    def descriptor(self) -> InstanceDescriptor:
+        return instance_descriptor(self.settings, self._load())
+
     def capacity(self) -> CapacityDescriptor:
-        s = self.settings
-        queued, running = len(self._queue), len(self._tasks)
-        available_workers = s.worker_count - self._active_workers
-        slots = max(0, s.max_concurrent_runs - queued - running)
-        can_accept = (
-            not self._paused and queued < s.local_queue_capacity and slots > 0 and available_workers > 0
-        )
-        return CapacityDescriptor(
-            runtime_instance_id=s.runtime_instance_id,
-            worker_count=s.worker_count,
-            active_workers=self._active_workers,
-            available_workers=available_workers,
-            max_local_workers_per_execution=s.max_local_workers_per_execution,
-            queued=queued,
-            running=running,
-            active_runs=queued + running,
-            queue_capacity=s.local_queue_capacity,
-            max_concurrent_runs=s.max_concurrent_runs,
-            available_run_slots=slots,
-            queue_paused=self._paused,
-            can_accept_run=can_accept and not self._stopping.is_set(),
-            tenant_id=s.tenant_id,
-            tenant_group_id=s.tenant_group_id,
-            isolation_mode=s.isolation_mode,
-            prefer_dedicated_capacity=s.prefer_dedicated_capacity,
-            allow_shared_fallback=s.allow_shared_fallback,
-            runtime_instance_id_prefix=s.runtime_instance_id_prefix,
-            provider_name=s.provider_name,
-            transport_name=s.transport_name,
-            provider_endpoint=s.transport_endpoint or f"inproc://{s.runtime_instance_id}",
-        )
+        return instance_capacity(self.settings, self._load())
 
     def queue_state(self) -> QueueStateView:
         return QueueStateView(
@@ -232,10 +201,74 @@ class RuntimeInstance:
         )
 
     async def publish(self) -> None:
-        """Heartbeat now: registry + capacity descriptors with a fresh version."""
-        async with self._publish_lock:
-            self._version += 1
-            await self.deps.registry.heartbeat(self.descriptor(), self.capacity(), self._version)
+        """Heartbeat now: registry + capacity descriptors with a fresh version.
+
+        A refused heartbeat fences this incarnation; a missing registration means the Redis
+        dataset was lost (then the incarnation joins the new one) or was removed (fenced).
+        """
+        if self._fenced is not None:
+            return
+        await self._judge(await self._incarnation.heartbeat())
+
+    async def _judge(self, beat: Heartbeat) -> None:
+        if beat.outcome.fenced:
+            self._fence(f"heartbeat refused: {beat.outcome.name.lower()} {beat.detail}".strip())
+        elif beat.outcome is HeartbeatOutcome.NOT_REGISTERED and not self._stopping.is_set():
+            if await self._rejoined_after_loss():
+                return
+            # Same dataset: registered again meanwhile (a concurrent rejoin), or removed for good.
+            again = await self._incarnation.heartbeat()
+            if again.outcome is HeartbeatOutcome.NOT_REGISTERED:
+                self._fence("registration removed")
+            elif again.outcome.fenced:
+                await self._judge(again)
+
+    def _fence(self, reason: str) -> None:
+        """Take no more work: drop the local queue and stop every run (no index writes: their
+        records are recovery's now). Runs learn it in `_execute`."""
+        if self._fenced is not None:
+            return
+        self._fenced = reason
+        log.warning(
+            "instance.fenced runtime_instance_id=%s incarnation=%s reason=%s",
+            self.runtime_instance_id,
+            self.incarnation,
+            reason,
+            extra=self._log_fields(reason=reason),
+        )
+        while self._queue:
+            self._abandon(self._queue.popleft(), reason)
+        current = asyncio.current_task()
+        for task in self._tasks.values():
+            if task is not current:
+                task.cancel()
+        self._wake.set()
+
+    async def _rejoined_after_loss(self) -> bool:
+        """True when the Redis dataset changed since this incarnation joined it (it then joined
+        the new one: registered again, live runs' records written again, shared runs restored)."""
+        epoch = await self._incarnation.changed_epoch()
+        if epoch is None:
+            return False
+        async with self._rejoin_lock:
+            if epoch != self._incarnation.epoch:
+                await self._rejoin(epoch)
+        return True
+
+    async def _rejoin(self, epoch: str) -> None:
+        live = [run for run in self._runs.values() if not run.done.is_set()]
+        log.error(
+            "instance.hot_state_lost runtime_instance_id=%s live_runs=%d",
+            self.runtime_instance_id,
+            len(live),
+            extra=self._log_fields(previous_epoch=self._incarnation.epoch, epoch=epoch, live_runs=len(live)),
+        )
+        await self._incarnation.join(epoch)
+        for run in live:
+            async with run.write_lock:  # never between a run's own swap and its bookkeeping
+                await self.deps.index.put(run.stored)
+            if self.deps.restorer is not None and run.request.shared_run_id:
+                await self.deps.restorer.restore_shared_run(run.request, run.stored)
 
     async def _publish_quietly(self) -> None:
         """Publish after a local change; with Redis down the next heartbeat publishes it."""
@@ -267,11 +300,12 @@ class RuntimeInstance:
             known = self._known_attempt(request)
             if known is not None:
                 return known.view()
-            self._check_accepting()
+            self._check_accepting(request)
             record = RunIndexRecord(
                 local_run_id=new_local_run_id(),
                 shared_run_id=request.shared_run_id,
                 runtime_instance_id=self.runtime_instance_id,
+                incarnation=self.incarnation,
                 status=LocalRunStatus.QUEUED,
                 execution_id=request.resume_execution_id,
                 created_at_ms=await self.deps.registry.hot_state.server_time_ms(),
@@ -279,7 +313,7 @@ class RuntimeInstance:
                 metadata=dict(request.attributes),
             )
             await self._store_accepted(record, request.dispatch_attempt_id)
-            run = _LocalRun(request, record)
+            run = LocalRun(request, record, record, self._incarnation.epoch)
             self._runs[record.local_run_id] = run
             if request.dispatch_attempt_id:
                 self._attempts[request.dispatch_attempt_id] = record.local_run_id
@@ -288,7 +322,7 @@ class RuntimeInstance:
         await self._publish_quietly()
         return run.view()
 
-    def _known_attempt(self, request: LocalRunRequest) -> _LocalRun | None:
+    def _known_attempt(self, request: LocalRunRequest) -> LocalRun | None:
         """The run this dispatch attempt already created (attempt ids are random, never reused)."""
         attempt_id = request.dispatch_attempt_id
         local_run_id = self._attempts.get(attempt_id) if attempt_id else None
@@ -316,7 +350,20 @@ class RuntimeInstance:
             hint="The shared queue dispatches the run again with a new attempt; nothing to do.",
         )
 
-    def _check_accepting(self) -> None:
+    def _check_accepting(self, request: LocalRunRequest) -> None:
+        if self._fenced is not None:
+            raise FencedError(
+                f"Runtime instance '{self.runtime_instance_id}' incarnation '{self.incarnation}' is "
+                f"fenced ({self._fenced}) and takes no more work.",
+                hint="Dispatch to another runtime instance.",
+            )
+        target = request.target_incarnation
+        if target is not None and target != self.incarnation:
+            raise FencedError(
+                f"Dispatch reserved capacity of incarnation '{target}' of runtime instance "
+                f"'{self.runtime_instance_id}', not of this incarnation '{self.incarnation}'.",
+                hint="The shared queue dispatches the run again after reading the registry anew.",
+            )
         if self._stopping.is_set() or not self._loops:
             raise ConflictError(
                 f"Runtime instance '{self.runtime_instance_id}' is not running.",
@@ -356,7 +403,7 @@ class RuntimeInstance:
         await asyncio.wait_for(run.done.wait(), timeout=timeout)
         return run.view()
 
-    def _get(self, local_run_id: str) -> _LocalRun:
+    def _get(self, local_run_id: str) -> LocalRun:
         run = self._runs.get(local_run_id)
         if run is None:
             raise NotFoundError(
@@ -392,9 +439,15 @@ class RuntimeInstance:
             return await self.cancel_queued_run(local_run_id, reason=reason, requested_by=requested_by)
         if run.record.status is LocalRunStatus.RUNNING:
             run.cancel_requested = True
-            if run.record.execution_id:
-                await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
+            # Before its DAG exists the run cancels it itself once it is created (cancel before start).
+            if run.record.execution_id and run.opened:
+                # Marked before the await: an unparked run must not take workers again meanwhile.
                 run.execution_cancelled = True
+                try:
+                    await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
+                except BaseException:
+                    run.execution_cancelled = False
+                    raise
                 run.workers_granted.set()  # a run waiting for workers again only finalizes now
         return run.view()
 
@@ -424,8 +477,10 @@ class RuntimeInstance:
             self._hold_workers(run)
             run.workers_granted.set()
 
-    def _next_startable(self) -> _LocalRun | None:
+    def _next_startable(self) -> LocalRun | None:
         s = self.settings
+        if self._fenced is not None:
+            return None
         if self._paused or not self._queue or len(self._tasks) >= s.max_concurrent_runs:
             return None
         if self._resuming or self._free_workers() <= 0:
@@ -435,43 +490,57 @@ class RuntimeInstance:
     def _free_workers(self) -> int:
         return self.settings.worker_count - self._active_workers
 
-    def _hold_workers(self, run: _LocalRun) -> None:
+    def _hold_workers(self, run: LocalRun) -> None:
         """Hold the workers the run can use: never more than its pipeline's maxDegreeOfParallelism."""
         s = self.settings
         usable = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
         run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
         self._active_workers += run.effective_workers
 
-    def _start(self, run: _LocalRun) -> None:
+    def _start(self, run: LocalRun) -> None:
         self._hold_workers(run)
         run.record = run.record.model_copy(update={"status": LocalRunStatus.RUNNING})
         self._tasks[run.record.local_run_id] = asyncio.create_task(
             self._execute(run), name=f"{self.runtime_instance_id}:{run.record.local_run_id}"
         )
 
-    async def _execute(self, run: _LocalRun) -> None:
+    async def _execute(self, run: LocalRun) -> None:
+        outcome: tuple[LocalRunStatus, str | None] | TakenOver
         try:
-            status, reason = await self._run_execution(run)
+            outcome = await self._run_execution(run)
+        except TakenOver as exc:
+            outcome = exc
         except asyncio.CancelledError:
             self._release(run)
-            raise
+            if self._fenced is None or self._stopping.is_set():
+                raise
+            self._abandon(run, self._fenced)  # cancelled by `_fence`: the run is recovery's
+            return
         except Exception as exc:  # a broken run must not stop the controller
             log.exception("local_run.failed", extra={"local_run_id": run.record.local_run_id})
-            status, reason = LocalRunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+            outcome = LocalRunStatus.FAILED, f"{type(exc).__name__}: {exc}"
         self._release(run)
-        await self._finish(run, status, reason, until_stored=True)
+        if isinstance(outcome, TakenOver):
+            self._abandon(run, str(outcome))
+            return
+        await self._finish(run, *outcome, until_stored=True)
 
-    async def _run_execution(self, run: _LocalRun) -> tuple[LocalRunStatus, str | None]:
+    async def _run_execution(self, run: LocalRun) -> tuple[LocalRunStatus, str | None]:
         engine = copy.copy(self.deps.engine)
         engine.instance_id = self.runtime_instance_id
+        engine.owner = run.record.local_run_id
+        execution_id = run.execution_id
         with restored_snapshot(run.snapshot):
-            execution_id = await self._until_available(
-                lambda: self._open_execution(engine, run), "local_run.open_execution"
-            )
-            run.record = await self._until_available(
+            # A heartbeat before anything else: an incarnation fenced while it was paused or
+            # cut off learns it here, before it starts a run recovery may have taken over.
+            await self._publish_quietly()
+            if self._fenced is not None:
+                raise TakenOver(self._fenced)
+            await self._until_available(
                 lambda: self._record_started(run, execution_id), "local_run.record_started"
             )
-            await self._publish_quietly()
+            await self._until_available(lambda: self._open_execution(engine, run), "local_run.open_execution")
+            run.opened = True  # from now on `cancel_run` cancels the execution itself
             if run.cancel_requested:
                 await self._until_available(
                     lambda: self.deps.canceller.cancel(
@@ -479,42 +548,100 @@ class RuntimeInstance:
                     ),
                     "local_run.cancel_before_start",
                 )
+            final = await self._advance(engine, run, execution_id)
+            if not final:
+                return await self._after_hot_state_vanished(engine, run, execution_id)
+        return run_outcome(final, execution_id)
+
+    async def _advance(self, engine: DagEngine, run: LocalRun, execution_id: str) -> str:
+        """Run the execution to a terminal status, through parks; "" when its hot state vanished."""
+        try:
             final = await engine.run(execution_id, workers=run.effective_workers)
             while final in PARKED_CONTROL_STATUSES:
                 final = await self._advance_after_park(engine, run, execution_id)
-        if final in (LocalRunStatus.COMPLETED, LocalRunStatus.CANCELLED):
-            return LocalRunStatus(final), None
-        return LocalRunStatus.FAILED, f"execution finished {final or 'without a status'}"
+        except NotFoundError:
+            return ""
+        return final
 
-    async def _record_started(self, run: _LocalRun, execution_id: str) -> RunIndexRecord:
+    async def _after_hot_state_vanished(
+        self, engine: DagEngine, run: LocalRun, execution_id: str
+    ) -> tuple[LocalRunStatus, str | None]:
+        """The execution's DAG is gone: when the Redis dataset was lost, restore the execution
+        from its durable copy and continue it, or fail the run with `hot_state_lost`."""
+        await self._rejoined_after_loss()
+        if run.epoch == self._incarnation.epoch:
+            return LocalRunStatus.FAILED, "execution finished without a status (its hot state vanished)"
+        run.epoch = self._incarnation.epoch
+        restorer = self.deps.restorer
+        if restorer is not None and await restorer.restore_execution(execution_id, run.snapshot):
+            log.warning(
+                "local_run.restored_after_hot_state_loss local_run_id=%s execution_id=%s",
+                run.record.local_run_id,
+                execution_id,
+                extra=self._log_fields(local_run_id=run.record.local_run_id, execution_id=execution_id),
+            )
+            final = await self._advance(engine, run, execution_id)
+            if final:
+                return run_outcome(final, execution_id)
+        return LocalRunStatus.FAILED, (
+            f"{HOT_STATE_LOST}: Redis lost the hot state of execution '{execution_id}' and no durable "
+            "copy could restore it"
+        )
+
+    async def _record_started(self, run: LocalRun, execution_id: str) -> None:
+        """Record the ExecutionId before the DAG exists (compare-and-set: refused once recovery
+        sealed the run)."""
         started_at = await self.deps.registry.hot_state.server_time_ms()
-        return await self.deps.index.update(run.record, execution_id=execution_id, started_at_ms=started_at)
+        run.epoch = self._incarnation.epoch  # the dataset its execution will live in
+        await self._swap(
+            run, status=LocalRunStatus.RUNNING, execution_id=execution_id, started_at_ms=started_at
+        )
 
-    async def _open_execution(self, engine: DagEngine, run: _LocalRun) -> str:
+    async def _swap(self, run: LocalRun, **changes: object) -> None:
+        """Write the run's record by compare-and-set on the revision this incarnation wrote."""
+        swap = await self._try_swap(run, changes)
+        if not swap.applied and swap.record is None:  # no record: the dataset may have been lost
+            await self._rejoined_after_loss()  # (or was, concurrently: the record is back then)
+            swap = await self._try_swap(run, changes)
+        if not swap.applied:
+            holder = swap.record.taken_over_by if swap.record is not None else None
+            raise TakenOver(f"run record taken over by {holder}" if holder else "run record changed")
+
+    async def _try_swap(self, run: LocalRun, changes: dict[str, object]) -> RecordSwap:
+        async with run.write_lock:
+            swap = await self.deps.index.swap(run.stored, **changes)
+            if swap.applied and swap.record is not None:
+                run.stored = run.record = swap.record
+        return swap
+
+    async def _open_execution(self, engine: DagEngine, run: LocalRun) -> str:
         """Create the run's execution, or continue the recovered one it resumes (same ExecutionId).
 
-        The new ExecutionId is chosen once per run, so a creation retried after a lost reply
-        finds the DAG it already created instead of making a second one.
+        The new ExecutionId was chosen once per run, so a creation retried after a lost reply
+        finds the DAG it already created instead of making a second one; an ExecutionId that
+        recovery gave up (this incarnation was presumed dead) is refused.
         """
         execution_id = run.request.resume_execution_id
         if execution_id is None:
-            run.new_execution_id = run.new_execution_id or new_execution_id()
-            return await engine.create_execution(
-                run.request.pipeline,
-                run.request.input,
-                run.snapshot,
-                execution_id=run.new_execution_id,
-                attributes=self._attributes(run),
-            )
+            try:
+                return await engine.create_execution(
+                    run.request.pipeline,
+                    run.request.input,
+                    run.snapshot,
+                    execution_id=run.fresh_execution_id,
+                    attributes=self._attributes(run),
+                )
+            except FencedError as exc:
+                raise TakenOver(exc.message) from exc
         meta = await engine.store.load_meta(execution_id)
         if meta is None or meta.snapshot is None or meta.snapshot.tenant_id != run.snapshot.tenant_id:
-            raise _resume_target_missing(execution_id)
+            raise resume_target_missing(execution_id)
         outcome = await engine.reassign_execution(execution_id, run.snapshot, self._attempt_attributes(run))
         if outcome is ReassignOutcome.EXECUTION_MISSING:
-            raise _resume_target_missing(execution_id)
+            raise resume_target_missing(execution_id)
         return execution_id
 
-    async def _advance_after_park(self, engine: DagEngine, run: _LocalRun, execution_id: str) -> str:
+    async def _advance_after_park(self, engine: DagEngine, run: LocalRun, execution_id: str) -> str:
         """Parked: give the workers back until it is unparked, then hold workers and advance again."""
         await self._give_workers_back(run)
         await self._wait_until_unparked(engine, execution_id)
@@ -524,14 +651,14 @@ class RuntimeInstance:
         # good, so this one engine worker only finalizes it and takes none of the instance's.
         return await engine.run(execution_id, workers=1)
 
-    async def _give_workers_back(self, run: _LocalRun) -> None:
+    async def _give_workers_back(self, run: LocalRun) -> None:
         """A parked run keeps its run slot (it still counts as running) but not its workers."""
         self._active_workers -= run.effective_workers
         run.effective_workers = 0
         self._wake.set()  # queued or resumed runs may take the freed workers
         await self._publish_quietly()
 
-    async def _take_workers_again(self, run: _LocalRun) -> bool:
+    async def _take_workers_again(self, run: LocalRun) -> bool:
         """Wait, without polling, until the controller hands this unparked run workers again.
 
         False when `cancel_run` cancelled the execution first (the run then holds none).
@@ -563,7 +690,7 @@ class RuntimeInstance:
             await asyncio.sleep(delay)  # waiting on another actor's resume / input, not syncing
             delay = min(0.5, delay * 2)
 
-    def _attributes(self, run: _LocalRun) -> dict[str, str]:
+    def _attributes(self, run: LocalRun) -> dict[str, str]:
         s, snapshot = self.settings, run.snapshot
         return {
             **run.request.attributes,
@@ -574,27 +701,33 @@ class RuntimeInstance:
             "runtime.isolation.mode": s.isolation_mode.value,
         }
 
-    def _attempt_attributes(self, run: _LocalRun) -> dict[str, str]:
+    def _attempt_attributes(self, run: LocalRun) -> dict[str, str]:
         """The execution attributes naming this run attempt (replaced when another one resumes it)."""
         s = self.settings
         return {
             "local_run_id": run.record.local_run_id,
+            # Claims are refused to any other local run's workers (see DagEngine.owner).
+            "owner_local_run_id": run.record.local_run_id,
+            TARGET_INCARNATION_KEY: self.incarnation,
             "runtime.instance.id": s.runtime_instance_id,
             "assigned.runtime.instance.id": s.runtime_instance_id,
             "max.local.workers.per.execution": str(s.max_local_workers_per_execution),
             "effective.worker.count.per.execution": str(run.effective_workers),
         }
 
-    def _release(self, run: _LocalRun) -> None:
+    def _release(self, run: LocalRun) -> None:
         """Free the run's slot and the workers it holds now (none while parked or waiting)."""
         self._active_workers -= run.effective_workers
         self._tasks.pop(run.record.local_run_id, None)
         self._wake.set()  # resumed or queued runs may take the freed workers and slot
 
     async def _finish(
-        self, run: _LocalRun, status: LocalRunStatus, reason: str | None, *, until_stored: bool = False
+        self, run: LocalRun, status: LocalRunStatus, reason: str | None, *, until_stored: bool = False
     ) -> None:
-        """Record the terminal status (retrying while Redis is down when `until_stored`)."""
+        """Record the terminal status (retrying while Redis is down when `until_stored`).
+
+        A record recovery took over meanwhile is left to recovery: the run ends here only.
+        """
         try:
             if until_stored:
                 await self._until_available(
@@ -602,22 +735,34 @@ class RuntimeInstance:
                 )
             else:
                 await self._record_finished(run, status, reason)
+        except TakenOver as exc:
+            self._mark_taken_over(run, str(exc))
         finally:
             run.done.set()
             self._forget_old_finished(run)
             self._wake.set()
         await self._publish_quietly()
 
-    async def _record_finished(self, run: _LocalRun, status: LocalRunStatus, reason: str | None) -> None:
+    async def _record_finished(self, run: LocalRun, status: LocalRunStatus, reason: str | None) -> None:
         completed_at = await self.deps.registry.hot_state.server_time_ms()
-        run.record = run.record.model_copy(
-            update={"status": status, "failure_reason": reason, "completed_at_ms": completed_at}
-        )
-        await self.deps.index.put(run.record)
+        await self._swap(run, status=status, failure_reason=reason, completed_at_ms=completed_at)
         if self.deps.events is not None:  # after the record: a listener reading the run finds it done
             await self.deps.events.publish(local_run_end(run.record))
 
-    def _forget_old_finished(self, run: _LocalRun) -> None:
+    def _abandon(self, run: LocalRun, reason: str) -> None:
+        """The run is no longer this incarnation's: it ends here without any write."""
+        self._mark_taken_over(run, reason)
+        run.done.set()
+        self._forget_old_finished(run)
+        self._wake.set()
+
+    @staticmethod
+    def _mark_taken_over(run: LocalRun, reason: str) -> None:
+        run.record = run.record.model_copy(
+            update={"status": LocalRunStatus.FAILED, "failure_reason": f"taken over: {reason}"}
+        )
+
+    def _forget_old_finished(self, run: LocalRun) -> None:
         self._finished.append(run.record.local_run_id)
         while len(self._finished) > FINISHED_RUNS_KEPT:
             forgotten = self._runs.pop(self._finished.popleft(), None)
@@ -629,10 +774,11 @@ class RuntimeInstance:
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=interval)
-            if self._stopping.is_set():
+            if self._stopping.is_set() or self._fenced is not None:
                 return
             try:
                 await self.publish()
+                await self._incarnation.keep_listed()
             except Exception as exc:  # a missed heartbeat makes the instance stale; the next one retries
                 log.warning(
                     "instance.heartbeat_failed runtime_instance_id=%s",

@@ -1,7 +1,9 @@
 """Redis key layout of one runtime instance: every key shares the hash tag `{<instance id>}`.
 
-`publish_capacity`, `reserve_capacity` and `release_reservation` each touch only these
-keys, so each call stays in one Cluster slot. The instance index SET is global.
+`register_instance`, `publish_capacity`, `retire_instance`, `reserve_capacity` and
+`release_reservation` each touch only these keys, so each call stays in one Cluster slot.
+`predecessors` records the superseded incarnations whose work recovery still has to take
+over. The instance index SET is global.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ class InstanceKeys:
     registry: str
     capacity: str
     reservations: str
+    predecessors: str
 
     @classmethod
     def of(cls, hot_state: HotState, runtime_instance_id: str) -> InstanceKeys:
@@ -23,6 +26,7 @@ class InstanceKeys:
             registry=hot_state.tagged(runtime_instance_id, "registry"),
             capacity=hot_state.tagged(runtime_instance_id, "capacity"),
             reservations=hot_state.tagged(runtime_instance_id, "reservations"),
+            predecessors=hot_state.tagged(runtime_instance_id, "predecessors"),
         )
 
 

@@ -22,6 +22,12 @@ TRANSPORT_NAME_KEY = "transport.name"
 TRANSPORT_ENDPOINT_KEY = "transport.endpoint"
 # Run attribute naming one dispatch attempt of a shared run (a fresh id per provider call).
 DISPATCH_ATTEMPT_KEY = "dispatch.attempt.id"
+# Run attribute naming the incarnation a dispatch reserved capacity of: another incarnation
+# of the same instance id refuses it.
+TARGET_INCARNATION_KEY = "runtime.instance.incarnation"
+# Reason code (failure_reason prefix) of a run whose hot state Redis lost and that had no
+# durable copy to be restored from.
+HOT_STATE_LOST = "hot_state_lost"
 
 
 class RuntimeInstanceSettings(BaseModel):
@@ -80,9 +86,14 @@ class RuntimeInstanceSettings(BaseModel):
 
 
 class InstanceDescriptor(BaseModel):
-    """Registry entry: identity, role, tenant ownership and provider metadata of an instance."""
+    """Registry entry: identity, role, tenant ownership and provider metadata of an instance.
+
+    `incarnation` names one start of the process hosting the instance: the id names capacity,
+    the incarnation names who holds the registration now.
+    """
 
     runtime_instance_id: str
+    incarnation: str = ""
     role: str
     status: str
     host: str
@@ -107,6 +118,7 @@ class CapacityDescriptor(BaseModel):
     """What an instance can take right now; `can_accept_run` combines queue, slot and worker."""
 
     runtime_instance_id: str
+    incarnation: str = ""
     worker_count: int
     active_workers: int
     available_workers: int
@@ -195,6 +207,11 @@ class LocalRunRequest(BaseModel):
     def dispatch_attempt_id(self) -> str | None:
         """The shared-run dispatch attempt this request is (None outside shared-run dispatch)."""
         return self.attributes.get(DISPATCH_ATTEMPT_KEY) if self.shared_run_id else None
+
+    @property
+    def target_incarnation(self) -> str | None:
+        """The incarnation whose capacity the dispatcher reserved (None: any incarnation)."""
+        return self.attributes.get(TARGET_INCARNATION_KEY) or None
 
 
 class LocalRunView(BaseModel):

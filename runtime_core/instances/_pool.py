@@ -1,7 +1,8 @@
 """The in-process pool of runtime instances hosted by this process (the local provider's hosts).
 
-Owns starting, finding, counting (by RuntimeInstanceIdPrefix) and stopping in-process
-RuntimeInstance objects. Must not decide when to scale or where to dispatch.
+Owns starting, finding, counting (by RuntimeInstanceIdPrefix), restarting (a new incarnation
+in place of a fenced or crashed one) and stopping in-process RuntimeInstance objects. Must
+not decide when to scale or where to dispatch.
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ class LocalInstancePool:
                 raise ConflictError(f"Runtime instance '{settings.runtime_instance_id}' already runs here.")
             instance = RuntimeInstance(settings, self.deps)
             self._instances[settings.runtime_instance_id] = instance
+        return await instance.start()
+
+    async def restart_instance(self, runtime_instance_id: str) -> RuntimeInstance:
+        """Start a new incarnation of a hosted instance id in place of the current object (a
+        fenced one, or one whose loops died): the old one stops without retiring its
+        registration, so its unfinished runs stay for recovery; the new one takes the id over."""
+        async with self._lock:
+            previous = self.get(runtime_instance_id)
+            await previous.stop(unregister=False)
+            instance = RuntimeInstance(previous.settings, self.deps)
+            self._instances[runtime_instance_id] = instance
         return await instance.start()
 
     def get(self, runtime_instance_id: str) -> RuntimeInstance:

@@ -1,7 +1,11 @@
 """Runtime instance registry and capacity store in Redis, with heartbeats.
 
-Owns registration (index SET), heartbeat publication of the registry descriptor and the
-capacity descriptor (Lua `publish_capacity`, server time, out-of-order publishes ignored),
+Owns registration by incarnation (Lua `register_instance`: a new start of an instance takes
+its id's registration over from a predecessor, whose work recovery then takes over; index
+SET), heartbeat publication of the registry descriptor and the capacity descriptor (Lua
+`publish_capacity`, server time, out-of-order publishes of one incarnation ignored, a
+superseded or Unsafe incarnation refused: fenced), retirement on a clean stop (Lua
+`retire_instance`: removed, or handed over to recovery when local runs are left),
 unregistration, and listing joined entries filtered by tenant visibility (an entry is live
 only while its heartbeat is fresh and the health reconciler has not marked it Unsafe).
 Must not decide admission or create instances.
@@ -10,8 +14,10 @@ Must not decide admission or create instances.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from enum import Enum
 
-from runtime_core.errors import NotFoundError
+from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._keys import InstanceKeys, instance_index_key
@@ -25,6 +31,39 @@ from runtime_core.instances._tenants import TenantSettingsCatalog
 from runtime_core.instances._visibility import is_instance_visible
 
 DEFAULT_STALE_AFTER_MS = 10_000
+
+
+class HeartbeatOutcome(Enum):
+    PUBLISHED = 1
+    OUT_OF_ORDER = 0
+    SUPERSEDED = -1  # another incarnation registered the instance id since
+    UNSAFE = -2  # the health reconciler marked this incarnation Unsafe (or Recovered)
+    NOT_REGISTERED = -3  # no registration at all: the Redis dataset was lost, or it expired
+
+    @property
+    def fenced(self) -> bool:
+        """The incarnation lost its registration for good: it must stop taking work."""
+        return self in (HeartbeatOutcome.SUPERSEDED, HeartbeatOutcome.UNSAFE)
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    outcome: HeartbeatOutcome
+    detail: str = ""
+
+
+class RetireOutcome(Enum):
+    REMOVED = 1
+    HANDED_OVER = 2  # marked Unsafe (stopped): recovery takes its unfinished runs over
+    NOT_HELD = 0  # another incarnation holds the registration, or this one is fenced
+
+
+def fenced_registration(runtime_instance_id: str, incarnation: str, detail: str) -> ConflictError:
+    return ConflictError(
+        f"Runtime instance '{runtime_instance_id}' incarnation '{incarnation}' is fenced ({detail}): "
+        "it takes no more work.",
+        hint="Its work was (or is being) recovered onto live capacity; start a new incarnation.",
+    )
 
 
 class InstanceRegistry:
@@ -51,26 +90,49 @@ class InstanceRegistry:
 
     async def register(
         self, descriptor: InstanceDescriptor, capacity: CapacityDescriptor, version: int
-    ) -> None:
-        await self.hot_state.redis.sadd(instance_index_key(self.hot_state), descriptor.runtime_instance_id)
-        await self.heartbeat(descriptor, capacity, version)
+    ) -> str | None:
+        """Register `descriptor.incarnation`, taking the id over from any predecessor.
+
+        Returns the superseded predecessor incarnation (its work is recovery's now), or None.
+        A fenced incarnation (Unsafe or Recovered) cannot register again: ConflictError.
+        """
+        rid, incarnation = descriptor.runtime_instance_id, descriptor.incarnation
+        k = self.keys(rid)
+        reply = await self.hot_state.scripts["register_instance"](
+            keys=[k.registry, k.capacity, k.reservations, k.predecessors],
+            args=[incarnation, version, *_publication(descriptor, capacity)],
+        )
+        if int(reply[0]) != 1:
+            raise fenced_registration(rid, incarnation, str(reply[2]))
+        await self.hot_state.redis.sadd(instance_index_key(self.hot_state), rid)
+        return str(reply[2]) or None
 
     async def heartbeat(
         self, descriptor: InstanceDescriptor, capacity: CapacityDescriptor, version: int
-    ) -> bool:
-        """Publish both descriptors with Redis time; False when a newer version was stored."""
+    ) -> Heartbeat:
+        """Publish both descriptors with Redis time, unless this incarnation was fenced."""
         k = self.keys(descriptor.runtime_instance_id)
-        published, _now = await self.hot_state.scripts["publish_capacity"](
+        reply = await self.hot_state.scripts["publish_capacity"](
             keys=[k.registry, k.capacity],
-            args=[
-                version,
-                descriptor.model_dump_json(),
-                capacity.model_dump_json(),
-                1 if capacity.can_accept_run else 0,
-                capacity.available_run_slots,
-            ],
+            args=[descriptor.incarnation, version, *_publication(descriptor, capacity)],
         )
-        return int(published) == 1
+        return Heartbeat(HeartbeatOutcome(int(reply[0])), str(reply[2]) if len(reply) > 2 else "")
+
+    async def ensure_indexed(self, runtime_instance_id: str) -> None:
+        """Keep a live registration listed (a reconciler closing a predecessor may have dropped it)."""
+        await self.hot_state.redis.sadd(instance_index_key(self.hot_state), runtime_instance_id)
+
+    async def retire(self, runtime_instance_id: str, incarnation: str, *, unfinished: bool) -> RetireOutcome:
+        """A clean stop: remove the registration, or hand `unfinished` local runs to recovery."""
+        k = self.keys(runtime_instance_id)
+        reply = await self.hot_state.scripts["retire_instance"](
+            keys=[k.registry, k.capacity, k.reservations, k.predecessors],
+            args=[incarnation, 1 if unfinished else 0],
+        )
+        outcome = RetireOutcome(int(reply[0]))
+        if outcome is RetireOutcome.REMOVED:
+            await self.hot_state.redis.srem(instance_index_key(self.hot_state), runtime_instance_id)
+        return outcome
 
     async def descriptor(self, runtime_instance_id: str) -> InstanceDescriptor:
         """The registry record alone (one HGET): how providers find an instance's endpoint."""
@@ -83,9 +145,10 @@ class InstanceRegistry:
         return InstanceDescriptor.model_validate_json(raw)
 
     async def unregister(self, runtime_instance_id: str) -> None:
+        """Remove the id's registration whoever holds it (operators, tests); instances `retire`."""
         k = self.keys(runtime_instance_id)
         await self.hot_state.redis.srem(instance_index_key(self.hot_state), runtime_instance_id)
-        await self.hot_state.redis.delete(k.registry, k.capacity, k.reservations)
+        await self.hot_state.redis.delete(k.registry, k.capacity, k.reservations, k.predecessors)
 
     async def entries(self) -> list[InstanceEntry]:
         """Every registered instance (any tenant): for readiness, scaling and operators' tools."""
@@ -144,3 +207,13 @@ class InstanceRegistry:
             f"Runtime instance '{runtime_instance_id}' not found.",
             hint="List the runtime instances visible to your tenant with instances.list.",
         )
+
+
+def _publication(descriptor: InstanceDescriptor, capacity: CapacityDescriptor) -> list[str | int]:
+    """ARGV tail shared by `register_instance` and `publish_capacity`."""
+    return [
+        descriptor.model_dump_json(),
+        capacity.model_dump_json(),
+        1 if capacity.can_accept_run else 0,
+        capacity.available_run_slots,
+    ]

@@ -29,10 +29,13 @@ class ReservationOutcome(Enum):
 
 @dataclass(frozen=True)
 class Reservation:
+    """`incarnation`: the instance incarnation whose published capacity the slot was held in."""
+
     runtime_instance_id: str
     holder: str
     outcome: ReservationOutcome
     expires_at_ms: int = 0
+    incarnation: str = ""
 
 
 class ReservationStore:
@@ -46,8 +49,10 @@ class ReservationStore:
             keys=[k.capacity, k.reservations], args=[holder, ttl_ms, self.stale_after_ms]
         )
         outcome = ReservationOutcome(int(reply[0]))
-        expires = int(reply[2]) if outcome.held else 0
-        return Reservation(runtime_instance_id, holder, outcome, expires)
+        if not outcome.held:
+            return Reservation(runtime_instance_id, holder, outcome)
+        incarnation = str(reply[3]) if len(reply) > 3 else ""
+        return Reservation(runtime_instance_id, holder, outcome, int(reply[2]), incarnation)
 
     async def release(self, runtime_instance_id: str, holder: str) -> bool:
         k = InstanceKeys.of(self.hot_state, runtime_instance_id)

@@ -19,6 +19,7 @@ later (and requeued) - never both.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -34,10 +35,16 @@ ABANDONED_ATTEMPT = "abandoned"
 
 
 class RunIndexRecord(BaseModel):
+    """One local run. `incarnation`: the instance incarnation that accepted it; `revision`
+    counts its writes (compare-and-set); `taken_over_by`: the reconciler that sealed it."""
+
     local_run_id: str
     shared_run_id: str | None = None
     execution_id: str | None = None
     runtime_instance_id: str
+    incarnation: str = ""
+    revision: int = 0
+    taken_over_by: str | None = None
     status: LocalRunStatus
     failure_reason: str | None = None
     created_at_ms: int
@@ -49,6 +56,14 @@ class RunIndexRecord(BaseModel):
     @property
     def tenant_id(self) -> str:
         return self.snapshot.tenant_id
+
+
+@dataclass(frozen=True)
+class RecordSwap:
+    """A compare-and-set: `record` is the stored record after it (None when there is none)."""
+
+    applied: bool
+    record: RunIndexRecord | None
 
 
 def run_not_found(any_id: str) -> NotFoundError:
@@ -83,8 +98,9 @@ class RunExecutionIndex:
         return self.hot_state.key("runindex", "ended")
 
     async def put(self, record: RunIndexRecord) -> None:
+        """Write a new (or restored) record; the SharedRunId pointer moves to it."""
         pipe = self.hot_state.redis.pipeline(transaction=False)
-        self._queue_put(pipe, record)
+        self._queue_put(pipe, record, point_shared=True)
         await pipe.execute()
 
     async def put_accepted(self, record: RunIndexRecord, attempt_id: str) -> str:
@@ -96,7 +112,7 @@ class RunExecutionIndex:
         """
         assert record.shared_run_id, "a dispatch attempt belongs to a shared run"
         pipe = self.hot_state.redis.pipeline(transaction=False)
-        self._queue_put(pipe, record)
+        self._queue_put(pipe, record, point_shared=True)
         self._queue_settle(pipe, record.shared_run_id, attempt_id, record.local_run_id)
         replies = await pipe.execute()
         return str(replies[-1])
@@ -118,9 +134,21 @@ class RunExecutionIndex:
         pipe.hsetnx(key, attempt_id, holder)
         pipe.hget(key, attempt_id)
 
-    def _queue_put(self, pipe: Pipeline, record: RunIndexRecord) -> None:
+    async def settle_attempts(self, shared_run_id: str, attempt_ids: list[str]) -> list[str]:
+        """Abandon every unsettled one of `attempt_ids`; their holders, in order (one round trip)."""
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for attempt_id in attempt_ids:
+            self._queue_settle(pipe, shared_run_id, attempt_id, ABANDONED_ATTEMPT)
+        replies = await pipe.execute()
+        return [str(holder) for holder in replies[1::2]]
+
+    def _queue_put(self, pipe: Pipeline, record: RunIndexRecord, *, point_shared: bool) -> None:
         pipe.set(self._local_key(record.local_run_id), record.model_dump_json())
-        if record.shared_run_id:
+        self._queue_links(pipe, record, point_shared=point_shared)
+
+    def _queue_links(self, pipe: Pipeline, record: RunIndexRecord, *, point_shared: bool) -> None:
+        """Pointers and listings of a written record (the record itself is written by the caller)."""
+        if record.shared_run_id and point_shared:
             pipe.set(self._pointer_key("shared", record.shared_run_id), record.local_run_id)
         if record.execution_id:
             pipe.set(self._pointer_key("execution", record.execution_id), record.local_run_id)
@@ -163,9 +191,35 @@ class RunExecutionIndex:
         await self.hot_state.redis.zrem(self.ended_key, local_run_id)
 
     async def update(self, record: RunIndexRecord, **changes: Any) -> RunIndexRecord:
-        updated = record.model_copy(update=changes)
-        await self.put(updated)
+        """Overwrite a record this caller alone writes (recovery after sealing it, a refused run)."""
+        updated = record.model_copy(update={**changes, "revision": record.revision + 1})
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        self._queue_put(pipe, updated, point_shared=False)
+        await pipe.execute()
         return updated
+
+    async def swap(self, expected: RunIndexRecord, **changes: Any) -> RecordSwap:
+        """Compare-and-set: apply `changes` only if the stored record is still `expected`."""
+        updated = expected.model_copy(update={**changes, "revision": expected.revision + 1})
+        reply = await self.hot_state.scripts["run_index_swap"](
+            keys=[self._local_key(expected.local_run_id)],
+            args=[expected.revision, updated.model_dump_json()],
+        )
+        code = int(reply[0])
+        if code in (1, 2):
+            pipe = self.hot_state.redis.pipeline(transaction=False)
+            self._queue_links(pipe, updated, point_shared=False)
+            await pipe.execute()
+            return RecordSwap(True, updated)
+        current = RunIndexRecord.model_validate_json(reply[2]) if code == 0 else None
+        return RecordSwap(False, current)
+
+    async def seal(self, record: RunIndexRecord, reconciler_id: str) -> RunIndexRecord | None:
+        """Take a dead incarnation's record over; None when it changed since it was read."""
+        if record.taken_over_by:
+            return record
+        swapped = await self.swap(record, taken_over_by=reconciler_id)
+        return swapped.record if swapped.applied else None
 
     async def get_local(self, local_run_id: str) -> RunIndexRecord | None:
         raw = await self.hot_state.redis.get(self._local_key(local_run_id))

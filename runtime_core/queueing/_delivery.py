@@ -13,8 +13,15 @@ the outcome is unknown (the reply may have been lost after the instance accepted
 so the attempt is settled in the run index before anything is requeued: if the instance had
 accepted it, the delivery proceeds as a successful dispatch with that LocalRunId; otherwise
 the attempt is abandoned, an instance receiving it later refuses it, and the delivery
-fails. A run is thus never queued locally twice for one failed call. Must not claim queue
-items or decide admission.
+fails. A run is thus never queued locally twice for one failed call.
+
+A queued run's attempt id is its queue claim's token, so when the pump died between an
+instance accepting the run and recording it (its claim lease lapsed), the next claimer
+knows the dead claim's attempt: `settle_earlier_attempts` settles it (abandoned, unless an
+instance accepted it) and hands back the accepted run to be recorded instead of being
+dispatched again. The dispatch names the instance incarnation whose capacity it reserved,
+so another incarnation of the same id refuses it. Must not claim queue items or decide
+admission.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from runtime_core.identity import new_claim_token
 from runtime_core.instances import (
     ABANDONED_ATTEMPT,
     DISPATCH_ATTEMPT_KEY,
+    TARGET_INCARNATION_KEY,
     AdmissionCandidate,
     AdmissionDecision,
     LocalRunStatus,
@@ -41,12 +49,22 @@ from runtime_core.providers import CancelRunRequest, DispatchRequest, DispatchRe
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._models import DispatchOutcome, PumpIdentity, SharedRunRecord
 from runtime_core.queueing._queue import QueueTransition
+from runtime_core.queueing._run_store import SharedRunStore
 
 log = logging.getLogger("runtime_core.queueing")
 
 DEFAULT_RESERVATION_TTL_MS = 30_000
 
 MarkDispatched = Callable[[dict[str, str]], Awaitable[QueueTransition]]
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One provider call: to this candidate, in this reservation, with this attempt id."""
+
+    candidate: AdmissionCandidate
+    reservation: Reservation
+    id: str
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,7 @@ class RunDelivery:
         self.journal = journal or SharedRunJournal()
         # The instances write their run index in the same hot state as the reservations.
         self.index = index or RunExecutionIndex(reservations.hot_state)
+        self.runs = SharedRunStore(reservations.hot_state)
 
     async def deliver(
         self,
@@ -80,32 +99,90 @@ class RunDelivery:
         decision: AdmissionDecision,
         mark: MarkDispatched,
         pump: PumpIdentity | None = None,
+        *,
+        attempt_id: str | None = None,
     ) -> Delivery:
+        """`attempt_id`: the queue claim's token (a fresh id when None: DirectDispatch)."""
         for candidate in decision.candidates:
             reservation = await self.reservations.reserve(
                 candidate.runtime_instance_id, run.shared_run_id, self.reservation_ttl_ms
             )
             if reservation.outcome.held:
-                return await self._deliver_reserved(run, decision, candidate, reservation, mark, pump)
+                attempt = _Attempt(candidate, reservation, attempt_id or new_claim_token())
+                return await self._deliver_reserved(run, decision, attempt, mark, pump)
         return Delivery(DispatchOutcome.NO_CAPACITY, "every candidate runtime instance is fully reserved")
+
+    async def settle_earlier_attempts(self, run: SharedRunRecord, attempt_ids: list[str]) -> Delivery | None:
+        """Settle the attempts of claims that lapsed (their pump died); the accepted run, if any.
+
+        Each attempt is abandoned unless an instance had accepted it (then a late arrival of it
+        is refused). An accepted one becomes this delivery: the caller records it as dispatched.
+        """
+        holders = await retry_while_unavailable(
+            lambda: self.index.settle_attempts(run.shared_run_id, attempt_ids),
+            "dispatch.settle_earlier_attempts",
+            logger=log,
+            shared_run_id=run.shared_run_id,
+        )
+        for holder in holders:
+            if holder == ABANDONED_ATTEMPT:
+                continue
+            record = await self.index.get_local(holder)
+            rid = record.runtime_instance_id if record is not None else None
+            log.warning(
+                "dispatch.accepted_before_pump_died shared_run_id=%s local_run_id=%s",
+                run.shared_run_id,
+                holder,
+                extra={"shared_run_id": run.shared_run_id, "runtime_instance_id": rid},
+            )
+            return Delivery(DispatchOutcome.DISPATCHED, "accepted before its pump died", rid, holder)
+        return None
+
+    async def record_accepted(
+        self,
+        run: SharedRunRecord,
+        accepted: Delivery,
+        mark: MarkDispatched,
+        pump: PumpIdentity | None = None,
+    ) -> Delivery:
+        """Record a run an instance accepted from an earlier (lapsed) claim; no new dispatch."""
+        assert accepted.local_run_id is not None
+        fields = {
+            "local_run_id": accepted.local_run_id,
+            "assigned_runtime_instance_id": accepted.runtime_instance_id or "",
+            "admission_decision": "AcceptedBeforePumpDied",
+            "admission_reason": accepted.reason,
+            **_pump_fields(pump),
+        }
+        marked = await mark(fields)
+        if not marked.applied:
+            return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}")
+        await self.journal.record(
+            run,
+            "dispatched",
+            local_run_id=accepted.local_run_id,
+            assigned_runtime_instance_id=accepted.runtime_instance_id,
+            **_pump_attributes(pump, run),
+            settled="accepted before its pump died",
+        )
+        return accepted
 
     async def _deliver_reserved(
         self,
         run: SharedRunRecord,
         decision: AdmissionDecision,
-        candidate: AdmissionCandidate,
-        reservation: Reservation,
+        attempt: _Attempt,
         mark: MarkDispatched,
         pump: PumpIdentity | None,
     ) -> Delivery:
+        candidate, reservation = attempt.candidate, attempt.reservation
         rid = candidate.runtime_instance_id
-        attempt_id = new_claim_token()
         lost_reply: dict[str, str] = {}
         try:
-            response = await self._dispatch(run, candidate, pump, attempt_id)
+            response = await self._dispatch(run, attempt, pump)
         except Exception as exc:  # any provider failure: the outcome of the attempt is unknown
             reason = exc.message if isinstance(exc, RuntimeCoreError) else f"{type(exc).__name__}: {exc}"
-            accepted = await self._accepted_despite_failure(run, rid, attempt_id, reason)
+            accepted = await self._accepted_despite_failure(run, rid, attempt.id, reason)
             if accepted is None:
                 await self.reservations.release(rid, run.shared_run_id)
                 await self.journal.record(run, "dispatch_failed", runtime_instance=rid, reason=reason)
@@ -117,7 +194,7 @@ class RunDelivery:
         finally:
             await self.reservations.release(rid, run.shared_run_id)
         if not marked.applied:
-            await self._cancel_orphan(response, candidate, marked)
+            await self._cancel_orphan(run, response, candidate, marked)
             return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}", rid)
         await self.journal.record(
             run,
@@ -156,19 +233,18 @@ class RunDelivery:
         )
 
     async def _dispatch(
-        self,
-        run: SharedRunRecord,
-        candidate: AdmissionCandidate,
-        pump: PumpIdentity | None,
-        attempt_id: str,
+        self, run: SharedRunRecord, attempt: _Attempt, pump: PumpIdentity | None
     ) -> DispatchResponse:
         attributes = {
             "shared_run_id": run.shared_run_id,
             "submit.mode": run.submit_mode.value,
-            DISPATCH_ATTEMPT_KEY: attempt_id,
+            DISPATCH_ATTEMPT_KEY: attempt.id,
             **_pump_attributes(pump, run),
             **({TRACE_CONTEXT_KEY: run.trace_context} if run.trace_context else {}),
         }
+        if attempt.reservation.incarnation:
+            attributes[TARGET_INCARNATION_KEY] = attempt.reservation.incarnation
+        candidate = attempt.candidate
         provider = self.providers.by_name(candidate.provider_name)
         request = DispatchRequest(
             runtime_instance_id=candidate.runtime_instance_id,
@@ -183,7 +259,7 @@ class RunDelivery:
             "mcprt.shared_run.id": run.shared_run_id,
             "mcprt.runtime_instance.id": candidate.runtime_instance_id,
             "mcprt.provider.name": candidate.provider_name,
-            "mcprt.dispatch.attempt_id": attempt_id,
+            "mcprt.dispatch.attempt_id": attempt.id,
             "gen_ai.workflow.name": run.pipeline.name,
         }
         run_trace = RunTraceContext.decode(run.trace_context)
@@ -209,14 +285,20 @@ class RunDelivery:
             "admission_decision": decision.kind.value,
             "admission_reason": decision.reason,
         }
-        if pump is not None:
-            fields["pump_runtime_instance_id"] = pump.pump_runtime_instance_id
-            fields["pump_worker_id"] = pump.pump_worker_id
-        return fields
+        return {**fields, **_pump_fields(pump)}
 
     async def _cancel_orphan(
-        self, response: DispatchResponse, candidate: AdmissionCandidate, marked: QueueTransition
+        self,
+        run: SharedRunRecord,
+        response: DispatchResponse,
+        candidate: AdmissionCandidate,
+        marked: QueueTransition,
     ) -> None:
+        """Cancel the local run a refused mark left, unless another claimer recorded it (it
+        settled this attempt after this claim lapsed)."""
+        recorded = await self.runs.get(run.shared_run_id)
+        if recorded is not None and recorded.local_run_id == response.local_run_id:
+            return
         log.warning(
             "dispatch.orphan_cancelled",
             extra={"local_run_id": response.local_run_id, "detail": marked.detail},
@@ -229,6 +311,13 @@ class RunDelivery:
                 requested_by="shared-queue-dispatcher",
             )
         )
+
+
+def _pump_fields(pump: PumpIdentity | None) -> dict[str, str]:
+    """The shared run's record of the pump that dispatched it."""
+    if pump is None:
+        return {}
+    return {"pump_runtime_instance_id": pump.pump_runtime_instance_id, "pump_worker_id": pump.pump_worker_id}
 
 
 def _pump_attributes(pump: PumpIdentity | None, run: SharedRunRecord) -> dict[str, str]:

@@ -5,10 +5,13 @@ restore its ExecutionContextSnapshot -> re-admit at dispatch time (against the c
 registry listing) -> deliver (reserve, provider, mark) and the item's fate when it does not
 dispatch (back to Pending at its own place when there is no capacity, at the tail when
 delivery failed, or Failed when its run / snapshot is missing). The previous context is
-restored, or cleared, after every attempt. Also owns `DispatchCycle`, what one pump cycle's
-attempts share. Once a provider accepted a run, recording it as Dispatched is retried
-through a Redis outage for as long as this pump's claim lease is exclusive, so another pump
-cannot dispatch the same run again. Must not execute steps or touch DAG state.
+restored, or cleared, after every attempt. An item whose earlier claim lapsed (its pump
+died mid-dispatch) has that claim's dispatch attempt settled first: a run an instance had
+already accepted is recorded as dispatched instead of being dispatched again. Also owns
+`DispatchCycle`, what one pump cycle's attempts share. Once a provider accepted a run,
+recording it as Dispatched is retried through a Redis outage for as long as this pump's
+claim lease is exclusive, so another pump cannot dispatch the same run again. Must not
+execute steps or touch DAG state.
 """
 
 from __future__ import annotations
@@ -119,6 +122,19 @@ class SharedQueueDispatcher:
             "tenant_id": run.tenant_id,
             "admission_group": admission_group(run.snapshot),
         }
+        if claim.unsettled:
+            accepted = await self.delivery.settle_earlier_attempts(run, claim.unsettled)
+            if accepted is not None:
+                recorded = await self.delivery.record_accepted(
+                    run, accepted, lambda fields: self._mark_dispatched(claim, fields), claim.pump
+                )
+                return DispatchResult(
+                    outcome=recorded.outcome,
+                    assigned_runtime_instance_id=recorded.runtime_instance_id,
+                    local_run_id=recorded.local_run_id,
+                    reason=recorded.reason,
+                    **base,
+                )
         with restored_snapshot(run.snapshot):
             if cycle.registry_entries is None:
                 cycle.registry_entries = await self.admission.registry.entries()
@@ -128,7 +144,11 @@ class SharedQueueDispatcher:
                 await self.queue.requeue_in_place(claim, reason)
                 return DispatchResult(outcome=DispatchOutcome.NO_CAPACITY, reason=reason, **base)
             delivery = await self.delivery.deliver(
-                run, decision, lambda fields: self._mark_dispatched(claim, fields), claim.pump
+                run,
+                decision,
+                lambda fields: self._mark_dispatched(claim, fields),
+                claim.pump,
+                attempt_id=claim.token,
             )
         if delivery.outcome is DispatchOutcome.DISPATCHED and delivery.runtime_instance_id:
             cycle.took_slot(delivery.runtime_instance_id)

@@ -193,16 +193,20 @@ class PumpIdentity(BaseModel):
 
     A pump cycle dispatches runs of every tenant, so its identity names no user. The caller of
     a manual drain (`requested_by_*`) is recorded only on runs of the caller's own tenant.
+    `incarnation`: the start of the control plane the pump runs in; a control plane that
+    starts again expires the claims its previous incarnations left.
     """
 
     pump_runtime_instance_id: str
     pump_worker_id: str
+    incarnation: str = ""
     requested_by_tenant_id: str | None = None
     requested_by_user_id: str | None = None
 
     @property
     def claimer(self) -> str:
-        return f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+        claimer = f"{self.pump_runtime_instance_id}/{self.pump_worker_id}"
+        return f"{claimer}@{self.incarnation}" if self.incarnation else claimer
 
     def attributes_for(self, run_tenant_id: str | None) -> dict[str, str]:
         """What a run of `run_tenant_id` records about who drained it (never another tenant's user)."""
@@ -216,11 +220,16 @@ class PumpIdentity(BaseModel):
 
 
 class QueueClaim(BaseModel):
+    """One claim of a queue item. The token is also the id of the claim's dispatch attempt;
+    `unsettled` lists the attempts of earlier claims whose lease expired (their pump died):
+    one of them may have been accepted by an instance."""
+
     shared_run_id: str
     token: str
     attempts: int
     claimed_at_ms: int
     pump: PumpIdentity
+    unsettled: list[str] = Field(default_factory=list)
 
 
 class DispatchOutcome(StrEnum):

@@ -1,9 +1,9 @@
 """The shared queue: Pending / Claimed / Dispatched items with exactly-once claims.
 
 Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
-`shared_requeue` and `shared_cancel` (the only place that knows their KEYS/ARGV order) and
-item reads (one item, the pending count, the pending count per tenant). Must not decide
-admission or talk to providers.
+`shared_requeue`, `shared_cancel` and `shared_expire_claims` (the only place that knows their
+KEYS/ARGV order) and item reads (one item, the pending count, the pending count per tenant).
+Must not decide admission or talk to providers.
 """
 
 from __future__ import annotations
@@ -112,13 +112,23 @@ class SharedQueue:
         )
         if int(reply[0]) != 1:
             return None
+        unsettled = json.loads(reply[4]) if len(reply) > 4 else []
         return QueueClaim(
             shared_run_id=str(reply[2]),
             token=token,
             attempts=int(reply[3]),
             claimed_at_ms=int(reply[1]),
             pump=pump,
+            unsettled=[str(attempt) for attempt in unsettled] if isinstance(unsettled, list) else [],
         )
+
+    async def expire_claims_of_earlier_lives(self, claimer_prefix: str, incarnation: str) -> int:
+        """Expire the claims `claimer_prefix` holds under another incarnation (a previous life)."""
+        reply = await self._scripts["shared_expire_claims"](
+            keys=[self.keys.items, self.keys.claimed],
+            args=[claimer_prefix, f"@{incarnation}", _CLAIM_SCAN_LIMIT],
+        )
+        return int(reply[0])
 
     async def mark_dispatched(
         self, shared_run_id: str, token: str, fields: dict[str, str]

@@ -2,23 +2,25 @@
 
 Owns the health reconciler (a heartbeat older than the window marks an instance Unsafe, so
 admission stops offering it at once) and, separately, the execution recovery reconciler
-(the Unsafe instance's assigned work, enumerated from the run-execution index and the
-shared run store, goes back to tenant-visible replacement capacity exactly once: in-flight
+(the assigned work of dead incarnations - an Unsafe instance, or the predecessors a new
+incarnation of the same instance id superseded - enumerated from the run-execution index
+and the shared run store, goes back to tenant-visible replacement capacity exactly once: in-flight
 executions resume with the same ExecutionId, local-queued runs are redispatched with the
 same SharedRunId and a new LocalRunId, recovery never consumes retry budget), their Lua
 transitions, the recovery forensics and ledger evidence, and the background loops. Must not
 dispatch, create capacity, or read a dead instance's local queue.
 """
 
+from runtime_core.recovery._archive import DurableSnapshots, ExecutionArchive
 from runtime_core.recovery._claims import ItemClaimOutcome, RecoveryClaims
 from runtime_core.recovery._dag_release import release_execution_claims
 from runtime_core.recovery._evidence import RecoveryEvidence
 from runtime_core.recovery._health import RuntimeHealthReconciler
 from runtime_core.recovery._health_store import (
+    DeadIncarnations,
     InstanceHealthStore,
     InstanceHeartbeat,
     RecoveredMarkOutcome,
-    UnsafeInstance,
     UnsafeMarkOutcome,
 )
 from runtime_core.recovery._loops import RecoveryLoops
@@ -45,10 +47,12 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RecoveryKind",
     "RecoveryAction",
     "RecoveryEvidence",
+    "ExecutionArchive",
+    "DurableSnapshots",
     # Health marks
     "InstanceHealthStore",
     "InstanceHeartbeat",
-    "UnsafeInstance",
+    "DeadIncarnations",
     "UnsafeMarkOutcome",
     "RecoveredMarkOutcome",
     # Exactly-once transitions

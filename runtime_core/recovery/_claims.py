@@ -1,4 +1,4 @@
-"""Per-item recovery claims: each local run of an Unsafe instance is recovered exactly once.
+"""Per-item recovery claims: each local run of a dead incarnation is recovered exactly once.
 
 Owns the typed wrappers of `claim_recovery_item` and `complete_recovery_item` (the only
 place that knows their KEYS/ARGV order). A claim carries a lease, so an item whose
@@ -19,7 +19,7 @@ class ItemClaimOutcome(Enum):
     CLAIMED = 1
     HELD_ELSEWHERE = 0
     ALREADY_DONE = 2
-    INSTANCE_NOT_UNSAFE = -1
+    INCARNATION_ALIVE = -1
 
 
 class RecoveryClaims:
@@ -32,13 +32,14 @@ class RecoveryClaims:
     def hot_state(self) -> HotState:
         return self.registry.hot_state
 
-    async def claim(self, runtime_instance_id: str, local_run_id: str) -> ItemClaimOutcome:
+    async def claim(self, runtime_instance_id: str, local_run_id: str, incarnation: str) -> ItemClaimOutcome:
+        """`incarnation`: the one that accepted the local run; it must be dead (Unsafe or superseded)."""
         reply = await self.hot_state.scripts["claim_recovery_item"](
             keys=[
                 self.registry.keys(runtime_instance_id).registry,
                 recovery_claims_key(self.hot_state, runtime_instance_id),
             ],
-            args=[local_run_id, self.reconciler_id, self.lease_ms],
+            args=[local_run_id, self.reconciler_id, self.lease_ms, incarnation],
         )
         return ItemClaimOutcome(int(reply[0]))
 

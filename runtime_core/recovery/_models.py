@@ -17,12 +17,18 @@ DEFAULT_RECOVERED_RETENTION_MS = 3_600_000
 
 
 class RecoverySettings(BaseModel):
-    """Health window, item-claim lease, retention of Recovered records and the reconciler's id."""
+    """Health window, item-claim lease, retention of Recovered records and the reconciler's id.
+
+    `predecessor_grace_ms`: how long a superseded incarnation stays recorded after its work was
+    taken over, so a dispatch it accepted in flight (reserved before it was superseded) is
+    still found and recovered.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     health_window_ms: int = Field(default=DEFAULT_HEALTH_WINDOW_MS, ge=1)
     claim_lease_ms: int = Field(default=DEFAULT_RECOVERY_CLAIM_LEASE_MS, ge=100)
+    predecessor_grace_ms: int = Field(default=DEFAULT_RECOVERY_CLAIM_LEASE_MS, ge=0)
     recovered_retention_ms: int = Field(default=DEFAULT_RECOVERED_RETENTION_MS, ge=1_000)
     reconciler_id: str = "recovery-reconciler"
 
@@ -46,9 +52,10 @@ class RecoveryAction(StrEnum):
 
 
 class RecoveredItem(BaseModel):
-    """One local run of an unsafe runtime instance, and what recovery did with it."""
+    """One local run of a dead incarnation of a runtime instance, and what recovery did with it."""
 
     runtime_instance_id: str
+    incarnation: str = ""
     tenant_id: str
     kind: RecoveryKind
     action: RecoveryAction

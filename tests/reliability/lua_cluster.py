@@ -24,6 +24,7 @@ FIRST_ARG_IS_KEY = frozenset(
         "INCRBY",
         "EXPIRE",
         "PEXPIRE",
+        "PERSIST",
         "PTTL",
         "TTL",
         "HGET",

@@ -171,7 +171,7 @@ class ScriptMonitor:
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
     release_execution_claims / reassign_execution / control_cas / finalize / compact_results /
-    drop_execution / restore_execution."""
+    drop_execution / restore_execution / fence_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
         {
@@ -203,7 +203,9 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
 
     await wait_until(lapsed_claim_recovered)
     await store.claim_ready_steps(execution_id, max_steps=2, **claim)
-    await release_execution_claims(store, execution_id, claimed_before_ms=await hot_state.server_time_ms())
+    await release_execution_claims(
+        store, execution_id, claimed_before_ms=await hot_state.server_time_ms(), dead_local_run_id="lr_dead"
+    )
     await store.reassign_execution(execution_id, {"local_run_id": "lr_lua"})
     control = ExecutionControlService(hot_state)
     await control.pause(execution_id, TENANT_A)
@@ -211,6 +213,7 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     assert await rig.engine.run(execution_id, workers=2) == "Completed"
     assert await store.drop_finished(execution_id) is DropOutcome.DROPPED
     assert (await rig.audit.replay.replay(execution_id, TENANT_A)).restored
+    assert await store.fence_execution("exec_lua_never_created", "lua safety test") is None
 
 
 async def _lease_scenario(hot_state: HotState) -> None:
@@ -233,9 +236,11 @@ async def _lease_scenario(hot_state: HotState) -> None:
 
 
 async def _control_plane_scenario(hot_state: HotState) -> None:
-    """publish_capacity, shared_* scripts, reservations, the lifecycle scripts (claim a due ended run,
-    retire it), then the recovery scripts."""
+    """register / publish / retire an instance, run index swaps, shared_* scripts (and the
+    expiry of an earlier life's claims), reservations, the lifecycle scripts (claim a due ended
+    run, retire it), then the recovery scripts."""
     plane = control_plane(hot_state)
+    await plane.parts.queue.expire_claims_of_earlier_lives("control-plane:testhost/", "inc_lua")
     instance = await start_instance(plane)
     try:
         dispatched = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
@@ -265,8 +270,9 @@ async def _control_plane_scenario(hot_state: HotState) -> None:
 async def _recovery_scenario(
     registry: InstanceRegistry, hot_state: HotState, instance: RuntimeInstance, shared_run_id: str
 ) -> None:
-    """mark_instance_unsafe, claim / complete_recovery_item, shared_recover, mark_instance_recovered."""
-    rid = instance.runtime_instance_id
+    """mark_instance_unsafe, claim / complete_recovery_item, shared_recover, mark_instance_recovered,
+    close_predecessors, retire_instance."""
+    rid, incarnation = instance.runtime_instance_id, instance.incarnation
     await instance.stop(unregister=False)
     health = InstanceHealthStore(registry)
 
@@ -277,9 +283,9 @@ async def _recovery_scenario(
     run = await SharedRunStore(hot_state).get(shared_run_id)
     assert run is not None and run.local_run_id is not None
     claims = RecoveryClaims(registry, reconciler_id="lua-test", lease_ms=60_000)
-    await claims.claim(rid, run.local_run_id)
+    await claims.claim(rid, run.local_run_id, incarnation)
     await claims.retry_later(rid, run.local_run_id)
-    await claims.claim(rid, run.local_run_id)
+    await claims.claim(rid, run.local_run_id, incarnation)
     await claims.complete(rid, run.local_run_id, "requeued")
     await SharedRunRecovery(hot_state).recover(
         shared_run_id,
@@ -289,7 +295,15 @@ async def _recovery_scenario(
         resume_execution_id=None,
         fields={"reason": "lua safety test"},
     )
-    await health.mark_recovered(rid, 60_000)
+    await health.mark_recovered(rid, incarnation, 60_000)
+    successor = await start_instance_again(instance)
+    await health.close_predecessors(rid, successor.incarnation, [incarnation])
+    await successor.stop()
+
+
+async def start_instance_again(instance: RuntimeInstance) -> RuntimeInstance:
+    """A new incarnation of the same runtime instance id (the process started again)."""
+    return await RuntimeInstance(instance.settings, instance.deps).start()
 
 
 async def _task_scenario(hot_state: HotState) -> None:

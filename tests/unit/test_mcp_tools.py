@@ -726,3 +726,16 @@ def test_a_run_is_done_only_once_its_local_run_closed_after_the_execution_finish
     assert not run_is_done(view(execution_status="Running", local_status="Running"))
     assert run_is_done(view(shared_status="Rejected"))
     assert run_is_done(view(shared_status="Cancelled", local_status="Cancelled"))
+
+
+def test_a_failed_attempt_of_a_shared_run_queued_again_or_superseded_is_not_done() -> None:
+    """Issue 13.4: `done` needs the shared run's agreement, not only the latest local attempt's."""
+    failed = {"local_run_id": "lrun_1", "local_status": "Failed"}
+    for waiting in ("QueuedGlobally", "ScaleOutRequested", "Submitted"):
+        assert not run_is_done(
+            RunStatusView(requested_id="srun_x", tenant_id="acme", shared_status=waiting, **failed)
+        )
+    older = RunStatusView(requested_id="lrun_1", tenant_id="acme", shared_status="Dispatched", **failed)
+    assert run_is_done(older)
+    older.mark_attempt_superseded()  # the shared run is dispatched to another local run now
+    assert not run_is_done(older)

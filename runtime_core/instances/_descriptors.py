@@ -1,0 +1,96 @@
+"""The registry and capacity descriptors one runtime instance publishes, from its state now.
+
+Owns building `InstanceDescriptor` (identity, incarnation, status, tenant ownership, provider
+metadata) and `CapacityDescriptor` (workers, runs, slots, `can_accept_run`) from the
+instance's settings and an `InstanceLoad` snapshot of its counters. Must not read or write
+Redis, nor hold state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime_core.instances._models import (
+    PROVIDER_NAME_KEY,
+    TRANSPORT_ENDPOINT_KEY,
+    TRANSPORT_NAME_KEY,
+    CapacityDescriptor,
+    InstanceDescriptor,
+    RuntimeInstanceSettings,
+)
+
+
+@dataclass(frozen=True)
+class InstanceLoad:
+    """What an instance holds right now (and whether it may take more at all)."""
+
+    incarnation: str
+    queued: int
+    running: int
+    active_workers: int
+    paused: bool
+    stopping: bool
+    fenced: bool
+
+
+def _endpoint(s: RuntimeInstanceSettings) -> str:
+    return s.transport_endpoint or f"inproc://{s.runtime_instance_id}"
+
+
+def instance_descriptor(s: RuntimeInstanceSettings, load: InstanceLoad) -> InstanceDescriptor:
+    return InstanceDescriptor(
+        runtime_instance_id=s.runtime_instance_id,
+        incarnation=load.incarnation,
+        role=s.role,
+        status="Stopping" if load.stopping else ("Paused" if load.paused else "Ready"),
+        host=s.host,
+        isolation_mode=s.isolation_mode,
+        tenant_id=s.tenant_id,
+        tenant_group_id=s.tenant_group_id,
+        prefer_dedicated_capacity=s.prefer_dedicated_capacity,
+        allow_shared_fallback=s.allow_shared_fallback,
+        runtime_instance_id_prefix=s.runtime_instance_id_prefix,
+        metadata={
+            **s.metadata,
+            PROVIDER_NAME_KEY: s.provider_name,
+            TRANSPORT_NAME_KEY: s.transport_name,
+            TRANSPORT_ENDPOINT_KEY: _endpoint(s),
+        },
+    )
+
+
+def instance_capacity(s: RuntimeInstanceSettings, load: InstanceLoad) -> CapacityDescriptor:
+    """`can_accept_run`: not paused, stopping or fenced, room in the queue, a slot and a worker."""
+    available_workers = s.worker_count - load.active_workers
+    slots = max(0, s.max_concurrent_runs - load.queued - load.running)
+    can_accept = (
+        not (load.paused or load.stopping or load.fenced)
+        and load.queued < s.local_queue_capacity
+        and slots > 0
+        and available_workers > 0
+    )
+    return CapacityDescriptor(
+        runtime_instance_id=s.runtime_instance_id,
+        incarnation=load.incarnation,
+        worker_count=s.worker_count,
+        active_workers=load.active_workers,
+        available_workers=available_workers,
+        max_local_workers_per_execution=s.max_local_workers_per_execution,
+        queued=load.queued,
+        running=load.running,
+        active_runs=load.queued + load.running,
+        queue_capacity=s.local_queue_capacity,
+        max_concurrent_runs=s.max_concurrent_runs,
+        available_run_slots=slots,
+        queue_paused=load.paused,
+        can_accept_run=can_accept,
+        tenant_id=s.tenant_id,
+        tenant_group_id=s.tenant_group_id,
+        isolation_mode=s.isolation_mode,
+        prefer_dedicated_capacity=s.prefer_dedicated_capacity,
+        allow_shared_fallback=s.allow_shared_fallback,
+        runtime_instance_id_prefix=s.runtime_instance_id_prefix,
+        provider_name=s.provider_name,
+        transport_name=s.transport_name,
+        provider_endpoint=_endpoint(s),
+    )

@@ -1,0 +1,67 @@
+"""One incarnation's hold on its runtime instance id's registration.
+
+Owns the incarnation token (new per start), the heartbeat version sequence (compared only
+within the incarnation), the dataset epoch the incarnation works in, registering (taking the
+id over from a predecessor), heartbeats and the verdict they carry (published, fenced, or no
+registration at all), registering again in a new dataset after a lost one, and retiring on a
+clean stop. Must not touch local runs: the instance acts on the verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from runtime_core.hot_state import dataset_epoch
+from runtime_core.identity import new_incarnation_id
+from runtime_core.instances._models import CapacityDescriptor, InstanceDescriptor
+from runtime_core.instances._registry import Heartbeat, InstanceRegistry, RetireOutcome
+
+Describe = Callable[[], tuple[InstanceDescriptor, CapacityDescriptor]]
+
+
+class Incarnation:
+    """`id` is "" until `register()`; `describe` returns the descriptors to publish now."""
+
+    def __init__(self, registry: InstanceRegistry, runtime_instance_id: str, describe: Describe) -> None:
+        self.registry = registry
+        self.runtime_instance_id = runtime_instance_id
+        self.describe = describe
+        self.id = ""
+        self.epoch = ""
+        self._version = 0
+        self._lock = asyncio.Lock()
+
+    async def register(self) -> str | None:
+        """Start a new incarnation; returns the predecessor incarnation it took over, if any."""
+        self.id = new_incarnation_id()
+        self.epoch = await dataset_epoch(self.registry.hot_state)
+        return await self._register()
+
+    async def _register(self) -> str | None:
+        async with self._lock:
+            self._version += 1
+            descriptor, capacity = self.describe()
+            return await self.registry.register(descriptor, capacity, self._version)
+
+    async def heartbeat(self) -> Heartbeat:
+        async with self._lock:
+            self._version += 1
+            descriptor, capacity = self.describe()
+            return await self.registry.heartbeat(descriptor, capacity, self._version)
+
+    async def changed_epoch(self) -> str | None:
+        """The current dataset's epoch when it is not the one this incarnation works in."""
+        epoch = await dataset_epoch(self.registry.hot_state)
+        return None if epoch == self.epoch else epoch
+
+    async def join(self, epoch: str) -> None:
+        """Work in the dataset of `epoch` (the previous one was lost): register in it again."""
+        self.epoch = epoch
+        await self._register()
+
+    async def keep_listed(self) -> None:
+        await self.registry.ensure_indexed(self.runtime_instance_id)
+
+    async def retire(self, *, unfinished: bool) -> RetireOutcome:
+        return await self.registry.retire(self.runtime_instance_id, self.id, unfinished=unfinished)
