@@ -413,7 +413,9 @@ async def test_a_saturated_tenant_does_not_hold_back_another_tenants_runs_in_the
     hot_state: HotState,
 ) -> None:
     plane = control_plane(hot_state, scale_out_enabled=False)
-    await start_instance(plane)  # Shared: visible to the default tenant, never to Dedicated tenant-a
+    # Shared: visible to the default tenant, never to Dedicated tenant-a. One worker per run, so
+    # the instance still has capacity for the second runnable run once the first one started.
+    await start_instance(plane, max_local_workers_per_execution=1)
     try:
         blocked = [
             (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_A)).shared_run_id
