@@ -240,8 +240,14 @@ class RuntimeServices(EngineServices):
         await self.control_plane.start()
 
     def health(self, loops: LoopStates | None = None) -> HealthService:
-        """As the engine's, plus the control plane's background loops."""
-        return super().health(loops or self.control_plane.background_loops)
+        """As the engine's, plus the control plane's background loops and the webhook loops."""
+        return super().health(loops or self.background_loops)
+
+    def background_loops(self) -> dict[str, bool]:
+        loops = self.control_plane.background_loops()
+        if self.webhooks is not None:
+            loops.update(self.webhooks.loops_alive())
+        return loops
 
     async def _open_notifications(self) -> None:
         """The run-event subscriber (started by its first listener) and, when a tenant

@@ -171,6 +171,7 @@ class ControlPlane:
             loops["pump"] = self.parts.background_pump.alive
         if self.settings.recovery_enabled:
             loops.update(self.parts.recovery_loops.alive())
+        loops.update(self.parts.lifecycle.loops_alive())
         return loops
 
     def local_instance_settings(self, n: int) -> RuntimeInstanceSettings:

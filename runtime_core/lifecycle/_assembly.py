@@ -37,6 +37,11 @@ class Lifecycle:
         if self.purge is not None:
             self.purge.start()
 
+    def loops_alive(self) -> dict[str, bool]:
+        """Each lifecycle loop this configuration runs (readiness): alive or not."""
+        loops = {"lifecycle_sweeper": self.sweeper, "lifecycle_purge": self.purge}
+        return {name: loop.alive for name, loop in loops.items() if loop is not None and loop.expected}
+
     async def stop(self) -> None:
         if self.sweeper is not None:
             await self.sweeper.stop()

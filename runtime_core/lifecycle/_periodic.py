@@ -33,6 +33,11 @@ class PeriodicPass:
             self.stopping.clear()
             self._task = asyncio.create_task(self._loop(), name=self.name)
 
+    @property
+    def alive(self) -> bool:
+        """Started and its loop has not ended (readiness reads this)."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         self.stopping.set()
         if self._task is not None:

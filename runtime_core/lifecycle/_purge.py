@@ -24,8 +24,17 @@ class DurablePurge:
         self.settings = settings
         self._loop = PeriodicPass("lifecycle.purge", self.purge_once, settings.purge_interval_ms, log)
 
+    @property
+    def expected(self) -> bool:
+        """Whether `start()` runs the loop (some durable retention window is set)."""
+        return bool(self.settings.windows())
+
+    @property
+    def alive(self) -> bool:
+        return self._loop.alive
+
     def start(self) -> None:
-        if self.settings.windows():
+        if self.expected:
             self._loop.start()
 
     async def stop(self) -> None:

@@ -40,8 +40,17 @@ class HotStateSweeper:
         self._loop = PeriodicPass("lifecycle.sweep", self.sweep_once, settings.sweep_interval_ms, log)
 
     def start(self) -> None:
-        if self.settings.enabled:
+        if self.expected:
             self._loop.start()
+
+    @property
+    def expected(self) -> bool:
+        """Whether `start()` runs the loop (hot-state retention enabled)."""
+        return self.settings.enabled
+
+    @property
+    def alive(self) -> bool:
+        return self._loop.alive
 
     async def stop(self) -> None:
         await self._loop.stop()

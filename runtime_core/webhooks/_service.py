@@ -63,6 +63,13 @@ class WebhookService:
         ]
         return self
 
+    def loops_alive(self) -> dict[str, bool]:
+        """The fan-out and delivery loops (readiness): alive or not; both expected once started."""
+        names = ("webhook_fanout", "webhook_delivery")
+        if not self._tasks:
+            return dict.fromkeys(names, False)
+        return {name: not task.done() for name, task in zip(names, self._tasks, strict=True)}
+
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()

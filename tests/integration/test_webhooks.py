@@ -10,6 +10,7 @@ allow-listed host. Pending work survives a control-plane restart. No secret reac
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -231,3 +232,15 @@ async def test_the_service_refuses_to_start_without_its_signing_secrets(hot_stat
     with pytest.raises(WebhookConfigError) as refused:
         await WebhookService(hot_state, settings_for("http://127.0.0.1:9/hook"), None, consumer="x").start()  # type: ignore[arg-type]
     assert ENDPOINT_SECRET_ENV in str(refused.value)
+
+
+async def test_readiness_sees_both_webhook_loops_and_one_that_ended(
+    hot_state: HotState, secrets_in_env: dict[str, str]
+) -> None:
+    async with rig_with(hot_state, settings_for("http://127.0.0.1:9/hook")) as rig:
+        assert rig.webhooks.loops_alive() == {"webhook_fanout": True, "webhook_delivery": True}
+        [delivery] = [task for task in asyncio.all_tasks() if task.get_name() == "webhook-delivery"]
+        delivery.cancel()
+        await asyncio.gather(delivery, return_exceptions=True)
+        assert rig.webhooks.loops_alive() == {"webhook_fanout": True, "webhook_delivery": False}
+    assert rig.webhooks.loops_alive() == {"webhook_fanout": False, "webhook_delivery": False}
