@@ -16,11 +16,12 @@ dispatch or execute except through its parts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runtime_core.audit import AuditServices
-from runtime_core.continuity import DatasetWatch
+from runtime_core.continuity import DatasetWatch, LostRunOutcome
 from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._idempotent_answer import archived_submit_result
@@ -90,7 +91,9 @@ class ControlPlane:
         self._canceller = RunCanceller(parts, self.locator)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
-        self.dataset_watch = DatasetWatch(parts.hot_state, on_lost=[self._publish_discovery])
+        self.dataset_watch = DatasetWatch(
+            parts.hot_state, on_lost=[self._publish_discovery, self._requeue_lost_queued_runs]
+        )
         self._dataset_task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -159,6 +162,17 @@ class ControlPlane:
 
     async def _publish_discovery(self) -> None:
         await self.parts.discovery.publish(self.settings.control_plane_id, self.settings.host)
+
+    async def _requeue_lost_queued_runs(self) -> None:
+        """After the grace (instances restore the runs they hold, other processes flush their
+        ledgers), queue again the runs that were only queued when Redis lost its dataset."""
+        copies = self.parts.queued_copies
+        if copies is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), self.settings.lost_run_requeue_grace_ms / 1000)
+        if not self._stop.is_set() and (await copies.requeue_lost())[LostRunOutcome.REQUEUED]:
+            self.parts.background_pump.wake()
 
     def background_loops(self) -> dict[str, bool]:
         """Each background loop this control plane is configured to run: alive or not."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime_core.audit import AuditServices
+from runtime_core.continuity import QueuedRunCopies
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
 from runtime_core.events import RunEventPublisher
@@ -103,6 +104,9 @@ class ControlPlaneParts:
     incarnation: str = ""
     hosts: RuntimeHostManager | None = None
     durable: DurableStore | None = None
+    # The durable copies of submitted runs (with a durable store): what requeues queued runs
+    # after Redis lost its dataset.
+    queued_copies: QueuedRunCopies | None = None
 
 
 def build_parts(
@@ -149,12 +153,11 @@ def build_parts(
     admission = AdmissionController(registry, scale_out_enabled=settings.scale_out_enabled)
     runs, queue = SharedRunStore(hot_state), SharedQueue(hot_state, claim_lease_ms=settings.claim_lease_ms)
     reservations = ReservationStore(hot_state, stale_after_ms=settings.instance_stale_after_ms)
+    journal = SharedRunJournal(audit.ledger if audit else None, events)
     delivery = RunDelivery(
-        reservations,
-        providers,
-        reservation_ttl_ms=settings.reservation_ttl_ms,
-        journal=SharedRunJournal(audit.ledger if audit else None, events),
+        reservations, providers, reservation_ttl_ms=settings.reservation_ttl_ms, journal=journal
     )
+    copies = QueuedRunCopies(audit.store, runs, queue, audit.ledger, journal) if audit else None
     dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
     pump = SharedQueuePump(dispatcher)
     gate = ReadinessGate(registry, poll_interval_ms=settings.pump_idle_interval_ms)
@@ -182,6 +185,7 @@ def build_parts(
         scale_out,
         validate=engine.validate,
         on_enqueued=background.wake,
+        keep_copy=copies.keep if copies else None,
     )
     recovery_settings = RecoverySettings(
         health_window_ms=settings.health_window_ms,
@@ -247,6 +251,7 @@ def build_parts(
         incarnation=incarnation,
         hosts=hosts,
         durable=audit.store if audit else None,
+        queued_copies=copies,
     )
 
 

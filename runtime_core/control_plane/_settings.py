@@ -24,6 +24,8 @@ class ControlPlaneSettings(BaseModel):
     recovery reconcilers run every `health_check_interval_ms` / `recovery_interval_ms`.
     `lifecycle`: when finished runs leave Redis and how long the durable store keeps records.
     `idempotency_window_ms`: how long a submit's idempotency key returns the run it made.
+    `lost_run_requeue_grace_ms`: after Redis lost its dataset, how long runtime instances have
+    to restore the runs they hold before the runs that were only queued are queued again.
     """
 
     host: str = Field(default_factory=_default_host)
@@ -49,6 +51,7 @@ class ControlPlaneSettings(BaseModel):
     recovery_interval_ms: int = Field(default=1_000, ge=1)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     idempotency_window_ms: int = Field(default=DEFAULT_IDEMPOTENCY_WINDOW_MS, ge=1)
+    lost_run_requeue_grace_ms: int = Field(default=10_000, ge=0)
 
     @property
     def control_plane_id(self) -> str:
@@ -65,6 +68,7 @@ class ControlPlaneSettings(BaseModel):
             "background_pump": os.environ.get("MCP_RUNTIME_BACKGROUND_PUMP"),
             "default_submit_mode": os.environ.get("MCP_RUNTIME_SUBMIT_MODE"),
             "idempotency_window_ms": os.environ.get("MCP_RUNTIME_IDEMPOTENCY_WINDOW_MS"),
+            "lost_run_requeue_grace_ms": os.environ.get("MCP_RUNTIME_LOST_RUN_REQUEUE_GRACE_MS"),
         }
         values: dict[str, object] = {key: value for key, value in env.items() if value}
         values["lifecycle"] = LifecycleSettings.from_env()

@@ -7,7 +7,8 @@ evidence exists (terminal snapshot, written here if the engine's writer missed i
 `evidence_wait_ms`), writing its RunRecord, and only then retiring its hot state: the
 shared run leaves the live structures (`retire_shared_run`), the execution's keys go
 (`drop_execution`), the run-index records and dispatch attempts expire, a scale-out request
-is forgotten. Every step is idempotent, so a sweeper that dies half-way is simply repeated.
+and the durable copy of the run's request (`QueuedRunCopies`) are forgotten. Every step is
+idempotent, so a sweeper that dies half-way is simply repeated.
 An ended attempt that its shared run has moved on from (recovered, redispatched) only has
 its own index records retired. Must not decide when: the sweeper calls it once a grace passed.
 """
@@ -197,6 +198,7 @@ class RunArchiver:
             await p.index.retire(local, retention)
         if shared.scale_out_request_id:
             await p.scale_out.forget(shared.scale_out_request_id)
+        await p.store.delete_submitted_run(shared.tenant_id, shared.shared_run_id)
         log.info(
             "lifecycle.run_archived",
             extra={

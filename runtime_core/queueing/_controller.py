@@ -9,12 +9,13 @@ caller's snapshot is persisted on the run and restored around admission, and the
 trace context (its `invoke_workflow` span, child of the caller's current span) is allocated
 with it. An idempotency key is claimed by the script that creates the run: a key the tenant
 already used within its window returns that run (`deduplicated`) or, for a different
-request, a conflict; either way nothing is created. Must not execute.
+request, a conflict; either way nothing is created. A new run's request is handed to
+`keep_copy` (its durable copy) before the run can be dispatched. Must not execute.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -79,6 +80,7 @@ class SharedRuntimeController:
         *,
         validate: PipelineValidator,
         on_enqueued: Callable[[], None] | None = None,
+        keep_copy: Callable[[SharedRunRecord], Awaitable[None]] | None = None,
     ) -> None:
         self.runs = runs
         self.queue = queue
@@ -87,6 +89,7 @@ class SharedRuntimeController:
         self.scale_out = scale_out
         self.validate = validate
         self.on_enqueued = on_enqueued
+        self.keep_copy = keep_copy
 
     async def submit(
         self,
@@ -128,15 +131,22 @@ class SharedRuntimeController:
                 if idempotency is not None and queued.outcome in _KEY_USED:
                     return await self._replayed(idempotency, queued.outcome is QueueOutcome.DUPLICATE, queued)
                 await self._expect_applied(queued, record)
+                await self._keep_copy(record)
                 result = self._queued(record, None, "queue-first submit")
             else:
                 created = await self.runs.create(record, idempotency)
                 if idempotency is not None and created.outcome in _KEY_USED:
                     same = created.outcome is TransitionOutcome.DUPLICATE
                     return await self._replayed(idempotency, same, created)
+                await self._keep_copy(record)
                 result = await self._direct(record, provider_hint)
             await self._journal_submit(record, result)
         return result
+
+    async def _keep_copy(self, record: SharedRunRecord) -> None:
+        """The durable copy of a new run's request (what requeues it if Redis loses it queued)."""
+        if self.keep_copy is not None:
+            await self.keep_copy(record)
 
     async def _replayed(
         self, idempotency: IdempotencyKey, same_request: bool, outcome: QueueTransition | RunTransition

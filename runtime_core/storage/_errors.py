@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime_core.errors import RuntimeCoreError
+from runtime_core.errors import ConflictError, RuntimeCoreError
 
 
 class PayloadCorruptedError(RuntimeCoreError):
@@ -18,3 +18,11 @@ class PayloadCorruptedError(RuntimeCoreError):
         self.payload_id = payload_id
         self.expected_sha256 = expected_sha256
         self.actual_sha256 = actual_sha256
+
+
+def shared_run_of_another_tenant(noun: str, shared_run_id: str) -> ConflictError:
+    """A record keyed by SharedRunId that another tenant's record already holds."""
+    return ConflictError(
+        f"{noun} {shared_run_id} already belongs to another tenant",
+        hint="A SharedRunId names one tenant's run; check where this record came from.",
+    )

@@ -229,6 +229,21 @@ class RunRecordQuery(_Record):
     limit: int = Field(default=50, ge=1, le=1000)
 
 
+class SubmittedRun(_Record):
+    """A shared run's request, kept durably from its submit until the run is archived.
+
+    The one durable trace of a run that was queued and never dispatched: when Redis loses its
+    dataset, a control plane queues the run again from this copy, under the same SharedRunId.
+    `run` is the shared run record as it was created (pipeline, input, snapshot, submit mode),
+    opaque to the store.
+    """
+
+    shared_run_id: str
+    tenant_id: str
+    run: dict[str, Any]
+    submitted_at: UtcDatetime = Field(default_factory=utc_now)
+
+
 class DurableRecordKind(StrEnum):
     """The record classes a retention purge expires, each by its own age."""
 
@@ -236,4 +251,4 @@ class DurableRecordKind(StrEnum):
     TRACE = "trace"
     FORENSICS = "forensics"
     SNAPSHOTS = "snapshots"
-    RUN_RECORDS = "run_records"
+    RUN_RECORDS = "run_records"  # with the run-index history and the submitted runs

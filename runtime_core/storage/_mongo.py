@@ -25,6 +25,7 @@ from pymongo.errors import (
 
 from runtime_core.errors import ConflictError, InputTooLargeError, StoreUnavailableError
 from runtime_core.storage._codec import payload_ref, verified_body
+from runtime_core.storage._errors import shared_run_of_another_tenant
 from runtime_core.storage._models import (
     ArchivedStep,
     DurableRecordKind,
@@ -34,6 +35,7 @@ from runtime_core.storage._models import (
     RunIndexEvent,
     RunRecord,
     RunRecordQuery,
+    SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
     utc_now,
@@ -82,6 +84,7 @@ _INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
         IndexModel([("ended_at", ASCENDING)]),
     ],
+    "submitted_runs": [IndexModel([("submitted_at", ASCENDING)])],
 }
 
 # Per record kind: (collection, age field) pairs a purge deletes from, oldest first.
@@ -89,7 +92,11 @@ _PURGED_BY_AGE: dict[DurableRecordKind, tuple[tuple[str, str], ...]] = {
     DurableRecordKind.LEDGER: (("ledger", "recorded_at"),),
     DurableRecordKind.TRACE: (("trace_spans", "end_ns"),),
     DurableRecordKind.FORENSICS: (("forensics", "recorded_at"),),
-    DurableRecordKind.RUN_RECORDS: (("run_records", "ended_at"), ("run_index_history", "recorded_at")),
+    DurableRecordKind.RUN_RECORDS: (
+        ("run_records", "ended_at"),
+        ("run_index_history", "recorded_at"),
+        ("submitted_runs", "submitted_at"),
+    ),
 }
 
 
@@ -356,18 +363,19 @@ class MongoDurableStore:
     # Run records
 
     async def put_run_record(self, record: RunRecord) -> None:
+        await self._put_shared_run_document("run_records", record, "run record")
+
+    async def _put_shared_run_document(self, name: str, record: RunRecord | SubmittedRun, noun: str) -> None:
+        """Upsert a document keyed by SharedRunId; one of another tenant under that id is a conflict."""
         async with self._guard():
             try:
-                await self._db["run_records"].replace_one(
+                await self._db[name].replace_one(
                     {"_id": record.shared_run_id, "tenant_id": record.tenant_id},
                     {"_id": record.shared_run_id, **_to_document(record)},
                     upsert=True,
                 )
             except DuplicateKeyError as exc:
-                raise ConflictError(
-                    f"run record {record.shared_run_id} already belongs to another tenant",
-                    hint="A SharedRunId names one tenant's run; check where this record came from.",
-                ) from exc
+                raise shared_run_of_another_tenant(noun, record.shared_run_id) from exc
 
     async def find_run_record(
         self,
@@ -388,6 +396,19 @@ class MongoDurableStore:
         return await self._find(
             RunRecord, "run_records", _run_record_query(tenant_id, query), order, query.limit
         )
+
+    # Submitted runs
+
+    async def put_submitted_run(self, record: SubmittedRun) -> None:
+        await self._put_shared_run_document("submitted_runs", record, "submitted run")
+
+    async def delete_submitted_run(self, tenant_id: str, shared_run_id: str) -> None:
+        async with self._guard():
+            await self._db["submitted_runs"].delete_one({"_id": shared_run_id, "tenant_id": tenant_id})
+
+    async def list_submitted_runs(self, after: str | None = None, limit: int = 500) -> list[SubmittedRun]:
+        query = {"_id": {"$gt": after}} if after is not None else {}
+        return await self._find(SubmittedRun, "submitted_runs", query, [("_id", ASCENDING)], limit)
 
     # Retention
 

@@ -18,6 +18,7 @@ from runtime_core.storage._models import (
     RunIndexEvent,
     RunRecord,
     RunRecordQuery,
+    SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
 )
@@ -151,6 +152,22 @@ class DurableStore(Protocol):
         """Newest first: created_at descending, then shared_run_id descending; at most `query.limit`.
 
         `query.before` keeps only records strictly after that cursor in this order.
+        """
+        ...
+
+    # Submitted runs (the requests of runs not yet archived)
+    async def put_submitted_run(self, record: SubmittedRun) -> None:
+        """Store (or replace) the request of one shared run."""
+        ...
+
+    async def delete_submitted_run(self, tenant_id: str, shared_run_id: str) -> None:
+        """Forget a run's request (it was archived); an unknown id is not an error."""
+        ...
+
+    async def list_submitted_runs(self, after: str | None = None, limit: int = 500) -> list[SubmittedRun]:
+        """Every tenant's, by shared_run_id ascending, strictly after `after`; at most `limit`.
+
+        For the control plane only (requeueing runs whose hot state Redis lost), never a caller.
         """
         ...
 

@@ -22,6 +22,7 @@ import aiosqlite
 
 from runtime_core.errors import ConflictError, StoreUnavailableError
 from runtime_core.storage._codec import payload_ref, sortable_timestamp, verified_body
+from runtime_core.storage._errors import shared_run_of_another_tenant
 from runtime_core.storage._models import (
     ArchivedStep,
     DurableRecordKind,
@@ -31,6 +32,7 @@ from runtime_core.storage._models import (
     RunIndexEvent,
     RunRecord,
     RunRecordQuery,
+    SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
     utc_now,
@@ -44,7 +46,9 @@ from runtime_core.storage._sqlite_schema import (
     RUN_RECORDS,
     SCHEMA,
     SNAPSHOTS,
+    SUBMITTED_RUNS,
     TRACE_SPANS,
+    RecordTable,
 )
 
 logging.getLogger("aiosqlite").setLevel(logging.INFO)
@@ -121,6 +125,7 @@ _PURGE_STATEMENTS: dict[DurableRecordKind, tuple[str, ...]] = {
     DurableRecordKind.RUN_RECORDS: (
         _oldest_rows("run_records", "shared_run_id", "ended_at"),
         _oldest_rows("run_index_history", "row_id", "recorded_at"),
+        _oldest_rows("submitted_runs", "shared_run_id", "submitted_at"),
     ),
 }
 _EXECUTION_REPLAY_MATERIAL = ("payloads", "archived_steps", "snapshots")
@@ -358,12 +363,12 @@ class SqliteDurableStore:
     # Run records
 
     async def put_run_record(self, record: RunRecord) -> None:
-        written = await self._write(RUN_RECORDS.upsert_sql("shared_run_id"), RUN_RECORDS.to_row(record))
-        if written != 1:
-            raise ConflictError(
-                f"run record {record.shared_run_id} already belongs to another tenant",
-                hint="A SharedRunId names one tenant's run; check where this record came from.",
-            )
+        await self._put_shared_run_row(RUN_RECORDS, record, "run record")
+
+    async def _put_shared_run_row(self, table: RecordTable[Any], record: Any, noun: str) -> None:
+        """Upsert a row keyed by SharedRunId; a row of another tenant under that id is a conflict."""
+        if await self._write(table.upsert_sql("shared_run_id"), table.to_row(record)) != 1:
+            raise shared_run_of_another_tenant(noun, record.shared_run_id)
 
     async def find_run_record(
         self,
@@ -384,6 +389,21 @@ class SqliteDurableStore:
         sql = RUN_RECORDS.select_sql(where, "created_at DESC, shared_run_id DESC") + " LIMIT ?"
         rows = await self._fetch_all(sql, [*params, query.limit])
         return [RUN_RECORDS.from_row(row) for row in rows]
+
+    # Submitted runs
+
+    async def put_submitted_run(self, record: SubmittedRun) -> None:
+        await self._put_shared_run_row(SUBMITTED_RUNS, record, "submitted run")
+
+    async def delete_submitted_run(self, tenant_id: str, shared_run_id: str) -> None:
+        await self._write(
+            "DELETE FROM submitted_runs WHERE tenant_id = ? AND shared_run_id = ?", (tenant_id, shared_run_id)
+        )
+
+    async def list_submitted_runs(self, after: str | None = None, limit: int = 500) -> list[SubmittedRun]:
+        sql = SUBMITTED_RUNS.select_sql("shared_run_id > ?", "shared_run_id") + " LIMIT ?"
+        rows = await self._fetch_all(sql, [after or "", limit])
+        return [SUBMITTED_RUNS.from_row(row) for row in rows]
 
     # Retention
 

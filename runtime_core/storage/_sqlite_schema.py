@@ -22,6 +22,7 @@ from runtime_core.storage._models import (
     LedgerEntry,
     RunIndexEvent,
     RunRecord,
+    SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
 )
@@ -158,6 +159,13 @@ CREATE INDEX IF NOT EXISTS run_records_newest_first ON run_records (tenant_id, c
 CREATE INDEX IF NOT EXISTS run_records_by_local_run ON run_records (tenant_id, local_run_id);
 CREATE INDEX IF NOT EXISTS run_records_by_execution ON run_records (tenant_id, execution_id);
 CREATE INDEX IF NOT EXISTS run_records_by_end ON run_records (ended_at);
+CREATE TABLE IF NOT EXISTS submitted_runs (
+    shared_run_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    run TEXT NOT NULL,
+    submitted_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS submitted_runs_by_age ON submitted_runs (submitted_at);
 CREATE INDEX IF NOT EXISTS ledger_by_age ON ledger (recorded_at);
 CREATE INDEX IF NOT EXISTS spans_by_end ON trace_spans (end_ns);
 CREATE INDEX IF NOT EXISTS forensics_by_age ON forensics (recorded_at);
@@ -225,3 +233,4 @@ TRACE_SPANS = RecordTable("trace_spans", TraceSpan, frozenset({"attributes"}))
 FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
 RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)
 RUN_RECORDS = RecordTable("run_records", RunRecord, frozenset({"snapshot", "steps", "result"}))
+SUBMITTED_RUNS = RecordTable("submitted_runs", SubmittedRun, frozenset({"run"}))

@@ -38,6 +38,7 @@ from runtime_core.storage import (
     RunRecordQuery,
     RunRecordStep,
     SqliteDurableStore,
+    SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
     open_durable_store,
@@ -503,6 +504,50 @@ async def test_run_record_filters_combine(store: DurableStore) -> None:
     assert await ids(created_after=T0 + timedelta(minutes=1)) == ["srun_4"]
     assert await ids(created_before=T0 + timedelta(minutes=1)) == ["srun_1", "srun_2", "srun_3"]
     assert await ids(created_after=T0, created_before=T0 + timedelta(minutes=1), pipeline_name="x") == []
+
+
+# Submitted runs
+
+
+def _submitted(shared_run_id: str, tenant_id: str = TENANT, at: datetime = T0) -> SubmittedRun:
+    run = {
+        "shared_run_id": shared_run_id,
+        "input": {"n": 1, "nested": [1, "two"]},
+        "status": "QueuedGlobally",
+    }
+    return SubmittedRun(shared_run_id=shared_run_id, tenant_id=tenant_id, run=run, submitted_at=at)
+
+
+async def test_submitted_runs_list_every_tenant_in_id_order_page_by_page(store: DurableStore) -> None:
+    records = [_submitted("srun_b"), _submitted("srun_a", FOREIGN), _submitted("srun_c")]
+    for record in records:
+        await store.put_submitted_run(record)
+    assert await store.list_submitted_runs() == sorted(records, key=lambda r: r.shared_run_id)
+    first = await store.list_submitted_runs(limit=2)
+    assert [r.shared_run_id for r in first] == ["srun_a", "srun_b"]
+    assert [r.shared_run_id for r in await store.list_submitted_runs(after=first[-1].shared_run_id)] == [
+        "srun_c"
+    ]
+
+
+async def test_a_submitted_run_is_deleted_only_by_its_own_tenant_and_never_taken_over(
+    store: DurableStore,
+) -> None:
+    await store.put_submitted_run(_submitted("srun_x"))
+    with pytest.raises(ConflictError, match="another tenant"):
+        await store.put_submitted_run(_submitted("srun_x", FOREIGN))
+    await store.delete_submitted_run(FOREIGN, "srun_x")
+    assert [r.tenant_id for r in await store.list_submitted_runs()] == [TENANT]
+    await store.delete_submitted_run(TENANT, "srun_x")
+    await store.delete_submitted_run(TENANT, "srun_x")  # forgetting twice is not an error
+    assert await store.list_submitted_runs() == []
+
+
+async def test_the_run_record_purge_removes_old_submitted_runs(store: DurableStore) -> None:
+    await store.put_submitted_run(_submitted("srun_old", at=T0))
+    await store.put_submitted_run(_submitted("srun_new", at=T0 + timedelta(days=10)))
+    assert await store.purge(DurableRecordKind.RUN_RECORDS, T0 + timedelta(days=5)) == 1
+    assert [r.shared_run_id for r in await store.list_submitted_runs()] == ["srun_new"]
 
 
 # Retention purge

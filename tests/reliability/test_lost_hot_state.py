@@ -8,8 +8,10 @@ refused when the setting asks for persistence.
 
 Scenario (module fixture): a full `RuntimeServices` (control plane, background pump, one
 in-process instance, SQLite durable store) on a private redis-server started without AOF;
-10 runs of `a -> gate -> z` wait at the gate when Redis is killed and started again empty
-on the same port; then the gate opens.
+10 runs of `a -> gate -> z` wait at the gate, and 4 more wait in the shared queue (every run
+slot is taken), when Redis is killed and started again empty on the same port; then the gate
+opens. The queued runs are queued again from their durable copies (same SharedRunId) and run
+once; the runs that had left the queue are never queued again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.continuity import HOT_STATE_LOST_REQUEUE_REASON
 from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_is_done
 from runtime_core.errors import NotFoundError, StoreUnavailableError
 from runtime_core.hot_state import EmbeddedRedis, connect_hot_state
@@ -34,6 +37,7 @@ from tests.integration.control_plane_support import DEFAULT_TENANT, control_plan
 from tests.reliability.restart_support import gated_pipeline
 
 RUNS = 10
+QUEUED = 4
 BOUND_S = 60.0
 GATED = parse_pipeline(gated_pipeline("lost-state"))
 
@@ -69,6 +73,7 @@ def _open(gate: Path) -> None:
 class LostState:
     services: RuntimeServices
     shared_run_ids: list[str]
+    queued_run_ids: list[str]
     views: list[RunStatusView]
     dataset_losses: int
 
@@ -87,6 +92,7 @@ def _settings(data_dir: Path, url: str) -> RuntimeSettings:
             heartbeat_interval_ms=100,
             health_check_interval_ms=100,
             pump_idle_interval_ms=20,
+            lost_run_requeue_grace_ms=500,
         ),
     )
 
@@ -99,6 +105,14 @@ async def _all_at_the_gate(services: RuntimeServices, shared_run_ids: list[str])
     await wait_until(waiting, timeout=30, interval=0.05)
 
 
+async def _still_queued(services: RuntimeServices, shared_run_ids: list[str]) -> None:
+    async def queued() -> bool:
+        views = [await services.control_plane.run_status(s, DEFAULT_TENANT) for s in shared_run_ids]
+        return all(view.shared_status == "QueuedGlobally" for view in views)
+
+    await wait_until(queued, timeout=30, interval=0.05)
+
+
 @pytest.fixture(scope="module")
 async def lost(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LostState]:
     data_dir = Path(tmp_path_factory.mktemp("lost-state"))
@@ -109,10 +123,11 @@ async def lost(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LostSt
             plane = services.control_plane
             submitted = [
                 await plane.submit(GATED, {"gate": str(gate), "n": n}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
-                for n in range(RUNS)
+                for n in range(RUNS + QUEUED)
             ]
             shared = [s.shared_run_id for s in submitted]
-            await _all_at_the_gate(services, shared)
+            await _all_at_the_gate(services, shared[:RUNS])
+            await _still_queued(services, shared[RUNS:])
             server = _restart_empty(server)
             _open(gate)
             views: list[RunStatusView] = []
@@ -125,7 +140,7 @@ async def lost(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LostSt
                 return all(run_is_done(view) for view in views)
 
             await wait_until(all_ended, timeout=BOUND_S, interval=0.1)
-            yield LostState(services, shared, list(views), plane.dataset_watch.losses)
+            yield LostState(services, shared, shared[RUNS:], list(views), plane.dataset_watch.losses)
     finally:
         server.stop()
 
@@ -143,6 +158,34 @@ def test_a_run_reported_completed_really_completed_every_step(lost: LostState) -
     for view in completed:
         assert [step.status for step in view.steps] == ["Completed"] * 3, view
         assert view.shared_status == "Dispatched"
+
+
+async def test_the_runs_that_were_only_queued_are_queued_again_and_run_once(lost: LostState) -> None:
+    audit = lost.services.audit
+    await audit.ledger.flush()
+    for view in lost.views:
+        ledger = await audit.store.list_ledger(DEFAULT_TENANT.tenant_id, shared_run_id=view.shared_run_id)
+        events = [entry.event for entry in ledger]
+        requeued = [e for e in ledger if e.attributes.get("reason") == HOT_STATE_LOST_REQUEUE_REASON]
+        if view.shared_run_id in lost.queued_run_ids:
+            assert view.execution_status == "Completed" and view.shared_status == "Dispatched", view
+            assert [step.status for step in view.steps] == ["Completed"] * 3, view
+            assert len(requeued) == 1 and events.count("shared_run.dispatched") == 1, events
+        else:
+            assert requeued == [], events  # it had left the queue: never queued again
+
+
+async def test_a_queued_runs_durable_copy_is_forgotten_once_the_run_is_archived(lost: LostState) -> None:
+    store, runs = lost.services.audit.store, lost.services.control_plane.parts.runs
+    copies = {copy.shared_run_id for copy in await store.list_submitted_runs(limit=1_000)}
+    assert set(lost.shared_run_ids) <= copies  # still in hot state: their copies are kept
+    [first, *_] = lost.queued_run_ids
+    lifecycle = lost.services.control_plane.parts.lifecycle
+    assert lifecycle.sweeper is not None and lifecycle.archiver is not None
+    record = await runs.get(first)
+    assert record is not None and record.local_run_id is not None
+    await lifecycle.archiver.archive_local_end(record.local_run_id)
+    assert first not in {copy.shared_run_id for copy in await store.list_submitted_runs(limit=1_000)}
 
 
 def test_the_control_plane_noticed_the_lost_dataset(lost: LostState) -> None:
