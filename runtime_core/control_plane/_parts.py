@@ -136,8 +136,14 @@ def build_parts(
     incarnation = new_incarnation_id()
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
+
+    def wake_pump() -> None:  # the background pump is built from the pool's providers below
+        background.wake()
+
     pool = LocalInstancePool(
-        InstanceDependencies(engine, registry, index, canceller, restorer=restorer, events=events)
+        InstanceDependencies(
+            engine, registry, index, canceller, restorer=restorer, events=events, on_capacity=wake_pump
+        )
     )
     scaler = LocalInstanceScaler(
         pool, host=settings.host, heartbeat_interval_ms=settings.heartbeat_interval_ms
@@ -150,7 +156,9 @@ def build_parts(
             GrpcRuntimeProvider(registry, hosts=hosts),
         ]
     )
-    admission = AdmissionController(registry, scale_out_enabled=settings.scale_out_enabled)
+    admission = AdmissionController(
+        registry, scale_out_enabled=settings.scale_out_enabled, reachable=providers.reaches
+    )
     runs, queue = SharedRunStore(hot_state), SharedQueue(hot_state, claim_lease_ms=settings.claim_lease_ms)
     reservations = ReservationStore(hot_state, stale_after_ms=settings.instance_stale_after_ms)
     journal = SharedRunJournal(audit.ledger if audit else None, events)

@@ -8,6 +8,7 @@ tenant-visible registry. Must not reserve, dispatch or change any run state.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -65,9 +66,19 @@ def admission_group_tenant(group: str | None) -> str | None:
 class AdmissionController:
     """Admission under the snapshot's tenant: only tenant-visible, live capacity counts."""
 
-    def __init__(self, registry: InstanceRegistry, *, scale_out_enabled: bool = True) -> None:
+    def __init__(
+        self,
+        registry: InstanceRegistry,
+        *,
+        scale_out_enabled: bool = True,
+        reachable: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        """`reachable(provider_name, runtime_instance_id)`: whether this process can deliver to
+        an instance (several control planes each host their own in-process instances); an
+        unreachable instance still counts as existing capacity, never as a candidate."""
         self.registry = registry
         self.scale_out_enabled = scale_out_enabled
+        self.reachable = reachable
 
     async def admit(
         self, snapshot: ExecutionContextSnapshot, entries: list[InstanceEntry] | None = None
@@ -80,7 +91,8 @@ class AdmissionController:
         tenant = self.registry.tenants.resolve(snapshot.tenant_id)
         listing = await self.registry.entries() if entries is None else entries
         visible = [e for e in listing if e.live and self.registry.is_visible(e, snapshot)]
-        eligible = sorted((e for e in visible if e.eligible), key=lambda e: self._rank(e, snapshot, tenant))
+        reachable = (e for e in visible if e.eligible and self._reaches(e))
+        eligible = sorted(reachable, key=lambda e: self._rank(e, snapshot, tenant))
         if eligible:
             return AdmissionDecision(
                 kind=AdmissionKind.ASSIGN_TO_INSTANCE,
@@ -94,6 +106,11 @@ class AdmissionController:
                 tenant_settings=tenant,
             )
         return self._without_capacity(visible, tenant)
+
+    def _reaches(self, entry: InstanceEntry) -> bool:
+        if self.reachable is None:
+            return True
+        return self.reachable(entry.descriptor.provider_name, entry.runtime_instance_id)
 
     @staticmethod
     def _rank(

@@ -9,6 +9,7 @@ not build any of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,7 +41,8 @@ class LostStateRestorer(Protocol):
 class InstanceDependencies:
     """`engine` is a prototype: each run advances a copy named after the instance; `events`
     (optional) publishes the end of each local run. Without `restorer`, runs whose hot state
-    was lost fail with `hot_state_lost`.
+    was lost fail with `hot_state_lost`. `on_capacity` (optional) is called when an instance
+    published capacity that can accept a run after a local change (a run ended, a queue resumed).
     """
 
     engine: DagEngine
@@ -49,3 +51,4 @@ class InstanceDependencies:
     canceller: ExecutionCanceller
     restorer: LostStateRestorer | None = None
     events: RunEventPublisher | None = None
+    on_capacity: Callable[[], None] | None = None

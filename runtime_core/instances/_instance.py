@@ -271,9 +271,13 @@ class RuntimeInstance:
                 await self.deps.restorer.restore_shared_run(run.request, run.stored)
 
     async def _publish_quietly(self) -> None:
-        """Publish after a local change; with Redis down the next heartbeat publishes it."""
+        """Publish after a local change; with Redis down the next heartbeat publishes it. A
+        published free slot is announced (`on_capacity`: this process's pump dispatches now,
+        not after its idle interval)."""
         try:
             await self.publish()
+            if self.deps.on_capacity is not None and self.capacity().can_accept_run:
+                self.deps.on_capacity()
         except StoreUnavailableError as exc:
             log.warning(
                 "instance.publish_skipped runtime_instance_id=%s",

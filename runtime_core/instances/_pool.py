@@ -49,6 +49,9 @@ class LocalInstancePool:
             )
         return instance
 
+    def hosts(self, runtime_instance_id: str) -> bool:
+        return runtime_instance_id in self._instances
+
     def instances(self) -> list[RuntimeInstance]:
         return list(self._instances.values())
 

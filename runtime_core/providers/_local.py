@@ -40,6 +40,11 @@ class LocalRuntimeProvider:
         self.scaler = scaler
         self.metadata = ProviderMetadata(provider_name=LOCAL_PROVIDER_NAME, transport_name="in-memory")
 
+    def reaches(self, runtime_instance_id: str) -> bool:
+        """Only the instances this process hosts: another process's in-process instance is not
+        reachable from here (its own control plane dispatches to it)."""
+        return self.pool.hosts(runtime_instance_id)
+
     def _instance(self, runtime_instance_id: str) -> RuntimeInstance:
         try:
             return self.pool.get(runtime_instance_id)

@@ -1,7 +1,8 @@
 """The provider selector: which provider reaches a runtime instance, which one scales out.
 
-Owns the lookup by the registry metadata `provider.name` and the scale-out choice by hint
-(first scale-out-capable provider otherwise). Must not choose runtime instances.
+Owns the lookup by the registry metadata `provider.name`, whether an instance is reachable
+from this process at all (an in-process instance only from the process hosting it), and the
+scale-out choice by hint (first scale-out-capable provider otherwise). Must not choose runtime instances.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from runtime_core.providers._protocol import ProviderError, RuntimeProvider, Sca
 @runtime_checkable
 class _Closable(Protocol):
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class _ProcessBound(Protocol):
+    """A provider that reaches only some instances from this process (the in-process one)."""
+
+    def reaches(self, runtime_instance_id: str) -> bool: ...
 
 
 class ProviderSelector:
@@ -45,6 +53,14 @@ class ProviderSelector:
                 hint="Configured providers: " + (", ".join(self.names()) or "none"),
             )
         return provider
+
+    def reaches(self, provider_name: str, runtime_instance_id: str) -> bool:
+        """Whether a dispatch from this process can reach the instance: its provider is
+        configured and, for an in-process instance, this process hosts it."""
+        provider = self._providers.get(provider_name)
+        if provider is None:
+            return False
+        return not isinstance(provider, _ProcessBound) or provider.reaches(runtime_instance_id)
 
     def for_instance(self, descriptor: InstanceDescriptor) -> RuntimeProvider:
         return self.by_name(descriptor.provider_name)

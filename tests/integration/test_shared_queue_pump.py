@@ -117,6 +117,31 @@ async def test_manual_drain_dispatches_a_queue_first_run_that_then_completes(hot
         await plane.stop()
 
 
+async def test_a_pump_dispatches_only_to_instances_its_process_can_reach(hot_state: HotState) -> None:
+    """Two control planes on one Redis, each hosting its own in-process instance (as two `serve`
+    processes do): each one's pump assigns runs to its own instance only, never to the other's
+    (which its in-process provider cannot reach), and no dispatch fails."""
+    planes = [control_plane(hot_state, host=f"plane{n}") for n in range(2)]
+    instances = [
+        await start_instance(
+            plane, n=n + 1, max_concurrent_runs=8, worker_count=8, max_local_workers_per_execution=1
+        )
+        for n, plane in enumerate(planes)
+    ]
+    try:
+        for plane, instance in zip(planes, instances, strict=True):
+            for _ in range(4):
+                await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+            drained = await plane.drain(4, DEFAULT_TENANT)
+            assert drained.dispatched == 4, drained
+            assert {run.assigned_runtime_instance_id for run in drained.runs} == {
+                instance.runtime_instance_id
+            }
+    finally:
+        for plane in planes:
+            await plane.stop()
+
+
 async def test_failed_dispatch_returns_item_to_pending_without_local_run_or_execution(
     hot_state: HotState,
 ) -> None:
@@ -557,5 +582,26 @@ async def test_one_cycle_reads_the_registry_once_and_still_spreads_runs_over_ins
         assigned = {a.assigned_runtime_instance_id for a in result.dispatched}
         assert len(result.dispatched) == 2 and listings == 1
         assert assigned == {first.runtime_instance_id, second.runtime_instance_id}
+    finally:
+        await plane.stop()
+
+
+async def test_a_slot_freed_by_an_in_process_run_wakes_the_background_pump(hot_state: HotState) -> None:
+    """The pump idles for a minute between empty cycles; an instance with one run slot still
+    runs three queued runs one after the other at once: each run's end wakes the pump."""
+    plane = control_plane(hot_state, background_pump=True, pump_idle_interval_ms=60_000)
+    await start_instance(plane, max_concurrent_runs=1)
+    try:
+        await plane.start()
+        ids = [
+            (await plane.submit(ONE_STEP, {"n": n}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+            for n in range(3)
+        ]
+
+        async def all_completed() -> bool:
+            records = [await plane.parts.index.get_by_shared(shared_run_id) for shared_run_id in ids]
+            return all(r is not None and r.status is LocalRunStatus.COMPLETED for r in records)
+
+        await wait_until(all_completed, timeout=20, interval=0.05)
     finally:
         await plane.stop()
