@@ -65,6 +65,8 @@ class ControlPlaneSettings(BaseModel):
             "tenants_file": os.environ.get("MCP_RUNTIME_TENANTS_FILE"),
             "local_instances": os.environ.get("MCP_RUNTIME_LOCAL_INSTANCES"),
             "workers_per_instance": os.environ.get("MCP_RUNTIME_WORKERS_PER_INSTANCE"),
+            "max_local_workers_per_execution": os.environ.get("MCP_RUNTIME_MAX_WORKERS_PER_EXECUTION"),
+            "max_concurrent_runs_per_instance": os.environ.get("MCP_RUNTIME_MAX_RUNS_PER_INSTANCE"),
             "background_pump": os.environ.get("MCP_RUNTIME_BACKGROUND_PUMP"),
             "default_submit_mode": os.environ.get("MCP_RUNTIME_SUBMIT_MODE"),
             "idempotency_window_ms": os.environ.get("MCP_RUNTIME_IDEMPOTENCY_WINDOW_MS"),

@@ -40,6 +40,7 @@ from tests.reliability.restart_support import write_config
 
 RUNS = 10_000
 PLANES = 3
+RUN_SLOTS = 8
 TENANTS = ("fair-a", "fair-b", "fair-c")
 SUBMIT_CONCURRENCY = 50
 DRAIN_BUDGET_S = 300.0
@@ -69,6 +70,10 @@ def _served_planes(redis_url: str, prefix: str, data_dir: Path) -> Iterator[None
                 MCP_RUNTIME_REDIS_PREFIX=prefix,
                 MCP_RUNTIME_HOST=f"plane{n}",  # each process names its control plane and instance
                 MCP_RUNTIME_HOT_GRACE_MS="1000",
+                # One worker per run, RUN_SLOTS runs at once on each process's in-process instance.
+                MCP_RUNTIME_WORKERS_PER_INSTANCE=str(RUN_SLOTS),
+                MCP_RUNTIME_MAX_WORKERS_PER_EXECUTION="1",
+                MCP_RUNTIME_MAX_RUNS_PER_INSTANCE=str(RUN_SLOTS),
             )
             port = find_free_port()
             command = serve_command("http", data_dir, "--port", str(port), "--config", str(config))
