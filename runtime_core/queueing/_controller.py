@@ -15,7 +15,9 @@ request, a conflict; either way nothing is created. A new run's request is hande
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,6 +39,23 @@ from runtime_core.queueing._run_store import RunTransition, SharedRunStore, Tran
 from runtime_core.queueing._scale_out import ScaleOutRequestStore, new_scale_out_request_id
 
 PipelineValidator = Callable[[PipelineDefinition], None]
+log = logging.getLogger("runtime_core.queueing")
+
+
+def _created(queued: QueueTransition, record: SharedRunRecord) -> QueueTransition:
+    """The creation of a new run as applied when the run exists: its id is fresh and random, so
+    only this very call made it. That happens when the client lost the script's reply and sent
+    it again (redis-py retries a command whose connection failed mid-reply; on a Redis Cluster
+    also when another task's error re-initialises the connections)."""
+    if queued.outcome is not QueueOutcome.REFUSED:
+        return queued
+    log.info(
+        "shared_run.create_resent shared_run_id=%s status=%s",
+        record.shared_run_id,
+        queued.detail,
+        extra={"shared_run_id": record.shared_run_id, "tenant_id": record.tenant_id},
+    )
+    return replace(queued, outcome=QueueOutcome.APPLIED)
 
 
 class SubmitResult(BaseModel):
@@ -130,7 +149,7 @@ class SharedRuntimeController:
                 queued = await self.queue.enqueue_new(record, idempotency)
                 if idempotency is not None and queued.outcome in _KEY_USED:
                     return await self._replayed(idempotency, queued.outcome is QueueOutcome.DUPLICATE, queued)
-                await self._expect_applied(queued, record)
+                await self._expect_applied(_created(queued, record), record)
                 await self._keep_copy(record)
                 result = self._queued(record, None, "queue-first submit")
             else:

@@ -15,14 +15,17 @@ from runtime_core.instances import AdmissionController, InstanceRegistry, LocalR
 from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
 from runtime_core.queueing import (
     DispatchOutcome,
+    IdempotencyKey,
     PumpIdentity,
     PumpRequest,
     PumpStopReason,
     QueueItemStatus,
+    QueueTransition,
     RunDelivery,
     SharedQueue,
     SharedQueueDispatcher,
     SharedQueuePump,
+    SharedRunRecord,
     SharedRunStatus,
     SharedRunStore,
     SubmitMode,
@@ -603,5 +606,31 @@ async def test_a_slot_freed_by_an_in_process_run_wakes_the_background_pump(hot_s
             return all(r is not None and r.status is LocalRunStatus.COMPLETED for r in records)
 
         await wait_until(all_completed, timeout=20, interval=0.05)
+    finally:
+        await plane.stop()
+
+
+async def test_a_queue_first_submit_whose_script_the_client_sent_twice_is_one_queued_run(
+    hot_state: HotState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py re-sends a command whose connection failed mid-reply (the script already ran):
+    the second run of the creating script finds the run it made, and the submit still succeeds."""
+    plane = control_plane(hot_state)
+    queue = plane.parts.controller.queue
+    send = queue.enqueue_new
+
+    async def sent_twice(
+        record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+    ) -> QueueTransition:
+        await send(record, idempotency)  # its reply was lost
+        return await send(record, idempotency)
+
+    monkeypatch.setattr(queue, "enqueue_new", sent_twice)
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        assert submitted.status is SharedRunStatus.QUEUED_GLOBALLY and not submitted.deduplicated
+        item = await plane.parts.queue.item(submitted.shared_run_id)
+        assert item is not None and item.status is QueueItemStatus.PENDING
+        assert await plane.parts.queue.pending_count() == 1
     finally:
         await plane.stop()

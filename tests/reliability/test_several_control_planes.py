@@ -1,10 +1,13 @@
 """Issue 17.3: three `mcp-runtime serve` processes pump one Redis (a single node, and a 3-master
-Redis Cluster): 10,000 runs of three tenants, none dispatched twice, none lost, the work
-spread over the three, and a fairness figure across the tenants.
+Redis Cluster): RUNS runs of three tenants, none dispatched twice, none lost, the work spread
+over the three, and a fairness figure across the tenants.
+
+RUNS is 3,000 per Redis kind in the suite (about a minute each on 2 cores, so `.ci/run` stays
+under its 20 minutes); `MCP_RUNTIME_TEST_PLANE_RUNS=10000` (with `--timeout 900`) runs the issue's 10,000.
 
 The scenario (one per Redis kind): three control planes with their in-process runtime
 instances share the Redis (one key prefix) and one data directory (one SQLite durable store,
-opened by all three); this test process submits 10,000 queue-first one-step runs, the tenants
+opened by all three); this test process submits RUNS queue-first one-step runs, the tenants
 interleaved, while the three background pumps drain the shared queue. Finished runs are
 archived after a 1 s grace, so completion is read from the durable run records and duplicate
 dispatch from the `shared_run.dispatched` ledger entries all three processes write. Fairness:
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import sqlite3
 import statistics
@@ -38,12 +42,12 @@ from tests.helpers import wait_until
 from tests.integration.control_plane_support import ONE_STEP, control_plane
 from tests.reliability.restart_support import write_config
 
-RUNS = 10_000
+RUNS = int(os.environ.get("MCP_RUNTIME_TEST_PLANE_RUNS", "3000"))
 PLANES = 3
 RUN_SLOTS = 8
 TENANTS = ("fair-a", "fair-b", "fair-c")
 SUBMIT_CONCURRENCY = 50
-DRAIN_BUDGET_S = 300.0
+DRAIN_BUDGET_S = 240.0
 MIN_FAIRNESS = 0.9
 
 
@@ -84,7 +88,7 @@ def _served_planes(redis_url: str, prefix: str, data_dir: Path) -> Iterator[None
 
 
 async def _submit_all(redis_url: str, prefix: str) -> dict[str, str]:
-    """10,000 runs, tenants interleaved, SUBMIT_CONCURRENCY at a time; shared run id -> tenant."""
+    """RUNS runs, tenants interleaved, SUBMIT_CONCURRENCY at a time; shared run id -> tenant."""
     hot_state = connect_hot_state(redis_url, prefix=prefix)
     submitter = control_plane(hot_state, host="submitter")
     tenants = [TENANTS[n % len(TENANTS)] for n in range(RUNS)]
