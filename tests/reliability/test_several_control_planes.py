@@ -17,6 +17,7 @@ Jain's index over the tenants' mean queue waits (submit -> dispatch), 1.0 = equa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -32,6 +33,8 @@ from pathlib import Path
 
 import pytest
 
+from runtime_core.control_plane import ControlPlane
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import connect_hot_state, find_free_port
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.queueing import SubmitMode
@@ -47,6 +50,7 @@ PLANES = 3
 RUN_SLOTS = 8
 TENANTS = ("fair-a", "fair-b", "fair-c")
 SUBMIT_CONCURRENCY = 50
+SUBMIT_ATTEMPTS = 5
 DRAIN_BUDGET_S = 240.0
 MIN_FAIRNESS = 0.9
 
@@ -87,6 +91,24 @@ def _served_planes(redis_url: str, prefix: str, data_dir: Path) -> Iterator[None
         yield
 
 
+async def _submit_as_a_client_would(plane: ControlPlane, tenant_id: str, n: int) -> str:
+    """One submit with an idempotency key, re-sent while Redis answers `store_unavailable` (as
+    the error tells clients to; the redis-py cluster client fails in-flight commands when
+    another task's error re-initialises its connections): the key makes the re-send the same run."""
+    for _ in range(SUBMIT_ATTEMPTS - 1):
+        with contextlib.suppress(StoreUnavailableError):
+            return await _submit(plane, tenant_id, n)
+    return await _submit(plane, tenant_id, n)
+
+
+async def _submit(plane: ControlPlane, tenant_id: str, n: int) -> str:
+    key = f"planes-run-{n}"
+    submitted = await plane.submit(
+        ONE_STEP, {}, SubmitMode.QUEUE_FIRST, _snapshot(tenant_id), idempotency_key=key
+    )
+    return submitted.shared_run_id
+
+
 async def _submit_all(redis_url: str, prefix: str) -> dict[str, str]:
     """RUNS runs, tenants interleaved, SUBMIT_CONCURRENCY at a time; shared run id -> tenant."""
     hot_state = connect_hot_state(redis_url, prefix=prefix)
@@ -95,11 +117,9 @@ async def _submit_all(redis_url: str, prefix: str) -> dict[str, str]:
     submitted: dict[str, str] = {}
     try:
         for start in range(0, RUNS, SUBMIT_CONCURRENCY):
-            batch = tenants[start : start + SUBMIT_CONCURRENCY]
-            results = await asyncio.gather(
-                *(submitter.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, _snapshot(t)) for t in batch)
-            )
-            submitted.update({r.shared_run_id: t for r, t in zip(results, batch, strict=True)})
+            batch = list(enumerate(tenants))[start : start + SUBMIT_CONCURRENCY]
+            ids = await asyncio.gather(*(_submit_as_a_client_would(submitter, t, n) for n, t in batch))
+            submitted.update({run_id: t for run_id, (_, t) in zip(ids, batch, strict=True)})
     finally:
         await submitter.stop()
         await hot_state.close()
