@@ -86,12 +86,21 @@ async def archived_count(services: RuntimeServices, status: str | None = None) -
         cursor = RunRecordCursor(created_at=page[-1].created_at, shared_run_id=page[-1].shared_run_id)
 
 
+async def expiring_keys(services: RuntimeServices) -> int:
+    """Keys that still carry a TTL (retired records not expired yet), from INFO keyspace."""
+    keyspace = await services.hot_state.redis.info("keyspace")
+    return sum(int(db.get("expires", 0)) for db in keyspace.values() if isinstance(db, dict))
+
+
 async def settle(services: RuntimeServices, keys_at_most: int | None = None) -> tuple[int, int]:
-    """Wait until the key count is down to `keys_at_most` (if given), then until two readings a
-    second apart are equal (expiries done, Redis shrank its emptied hash tables in its cron)."""
+    """Wait until the key count is down to `keys_at_most` (if given) and no retired record is
+    left to expire, then until two readings a second apart are equal (Redis shrank its emptied
+    hash tables in its cron)."""
     last = await footprint(services)
 
     async def keys_down() -> bool:
+        if await expiring_keys(services):
+            return False
         return keys_at_most is None or (await footprint(services))[0] <= keys_at_most
 
     async def steady() -> bool:
