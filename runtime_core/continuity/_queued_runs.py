@@ -2,13 +2,14 @@
 that were only queued when Redis lost its dataset.
 
 Owns `keep` (a submitted run's request goes to the durable store's submitted runs; a failing
-write is logged and the submit stands: only the copy is missing), `forget` (the run was
-archived), and `requeue_lost`: after a lost dataset (and a grace in which runtime instances
-restore the runs they hold and other control planes flush their ledgers), every copy whose
-shared run record is gone from Redis is looked up in the durable ledger. A run whose last
-queue event says it was waiting in the queue (submitted, queued, requeued, scale-out
-requested) is queued again under its own SharedRunId; a run that left the queue (dispatched,
-rejected, cancelled) is left to its runtime instance or its durable record, never run twice.
+write is logged and the submit stands: only the copy is missing; the lifecycle archiver drops
+the copy when it archives the run) and `requeue_lost`: after a lost dataset (and a grace in
+which runtime instances restore the runs they hold and other control planes flush their
+ledgers), every copy whose shared run record is gone from Redis is looked up in the durable
+ledger. A run whose last queue event says it was waiting in the queue (submitted, queued,
+requeued, scale-out requested) is queued again under its own SharedRunId; a run that left the
+queue (dispatched, rejected, cancelled) is left to its runtime instance or its durable record,
+never run twice.
 Creation is atomic in Redis, so several control planes requeueing at once create each run
 once. Must not dispatch, nor touch runs whose record survived.
 """
@@ -76,9 +77,6 @@ class QueuedRunCopies:
                 extra={"shared_run_id": record.shared_run_id, "tenant_id": record.tenant_id},
             )
 
-    async def forget(self, tenant_id: str, shared_run_id: str) -> None:
-        await self.store.delete_submitted_run(tenant_id, shared_run_id)
-
     async def requeue_lost(self) -> Counter[LostRunOutcome]:
         """Settle every kept copy once (see the module docstring); the count per outcome."""
         await self.ledger.flush()  # this process's own queue events are read back below
@@ -100,7 +98,7 @@ class QueuedRunCopies:
         if await self.runs.get(copy.shared_run_id) is not None:
             return LostRunOutcome.PRESENT
         if await self.store.find_run_record(copy.tenant_id, shared_run_id=copy.shared_run_id) is not None:
-            await self.forget(copy.tenant_id, copy.shared_run_id)
+            await self.store.delete_submitted_run(copy.tenant_id, copy.shared_run_id)  # stale copy
             return LostRunOutcome.ARCHIVED
         if not await self._was_waiting_in_the_queue(copy):
             return LostRunOutcome.LEFT_QUEUE
