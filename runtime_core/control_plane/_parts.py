@@ -15,7 +15,7 @@ from runtime_core.audit import AuditServices
 from runtime_core.continuity import QueuedRunCopies
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
-from runtime_core.events import RunEventPublisher
+from runtime_core.events import RunEventPublisher, RunEventSubscriber
 from runtime_core.hot_state import HotState
 from runtime_core.identity import new_incarnation_id
 from runtime_core.instances import (
@@ -32,6 +32,7 @@ from runtime_core.instances import (
     RunExecutionIndex,
     RuntimeHostManager,
     TenantSettingsCatalog,
+    UnparkDoorbell,
 )
 from runtime_core.lifecycle import Lifecycle, LifecycleStores, build_lifecycle
 from runtime_core.providers import (
@@ -142,7 +143,14 @@ def build_parts(
 
     pool = LocalInstancePool(
         InstanceDependencies(
-            engine, registry, index, canceller, restorer=restorer, events=events, on_capacity=wake_pump
+            engine,
+            registry,
+            index,
+            canceller,
+            restorer=restorer,
+            events=events,
+            on_capacity=wake_pump,
+            doorbell=UnparkDoorbell(RunEventSubscriber(hot_state) if events is not None else None),
         )
     )
     scaler = LocalInstanceScaler(

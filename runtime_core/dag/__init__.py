@@ -37,6 +37,7 @@ from runtime_core.dag._store import (
     TransitionOutcome,
     TransitionResult,
 )
+from runtime_core.dag._worker_permits import WorkerPermits
 
 __all__ = [
     "BLOCKING_CONTROL_STATUSES",
@@ -73,6 +74,7 @@ __all__ = [
     "TransitionOutcome",
     "TransitionResult",
     "WaitingInput",
+    "WorkerPermits",
     # Proof
     "execution_fingerprint",
     # Explaining failures and waits

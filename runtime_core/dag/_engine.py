@@ -16,10 +16,12 @@ write state a Lua script guards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from runtime_core.concurrency import (
@@ -56,6 +58,7 @@ from runtime_core.dag._store import (
     StepClaim,
     TransitionOutcome,
 )
+from runtime_core.dag._worker_permits import WorkerPermits
 from runtime_core.dag._worker_state import Completion, ExecutionRun, Idle, WorkerPace
 from runtime_core.errors import (
     ConflictError,
@@ -109,6 +112,9 @@ class DagEngine:
         # The local run this engine copy advances executions for ("" outside runtime instances):
         # claims are refused once recovery handed the execution to another local run.
         self.owner = ""
+        # The process's worker permits, shared by every execution it advances (a runtime
+        # instance sets them); None: each execution's workers run unbounded by others.
+        self.worker_permits: WorkerPermits | None = None
         self.gate = ConcurrencyGate(store.hot_state)
         # Execution-control hooks; `runtime_core.control.attach_execution_control` sets them
         # (and `read_human_input`, kept by the invoker).
@@ -257,10 +263,11 @@ class DagEngine:
         self, run: ExecutionRun, worker_id: str, token_prefix: str, pace: WorkerPace
     ) -> WorkerPace | None:
         """One claim-execute or idle round; how to pace the next one, or None when this worker is done."""
-        if run.gates.active:
-            idle = await self._advance_gated(run, worker_id, token_prefix)
-        else:
-            idle = await self._advance_batch(run, worker_id, token_prefix)
+        async with self._permit():
+            if run.gates.active:
+                idle = await self._advance_gated(run, worker_id, token_prefix)
+            else:
+                idle = await self._advance_batch(run, worker_id, token_prefix)
         if idle is None:
             return WorkerPace(self.settings.idle_poll_min_ms)
         if not run.advancing:
@@ -281,14 +288,28 @@ class DagEngine:
         woken = await run.idle.wait(wait_ms / 1000)
         return WorkerPace(min(self.settings.idle_poll_max_ms, pace.idle_ms * 2), woken_locally=woken)
 
+    def _permit(self) -> AbstractAsyncContextManager[None]:
+        """A worker permit for one round of claiming and running steps (none to wait for
+        outside a runtime instance); idle waits happen without one."""
+        if self.worker_permits is None:
+            return contextlib.nullcontext()
+        return self.worker_permits.held()
+
+    def _hand_off(self) -> bool:
+        """Another execution's worker waits for a permit: end this round after reporting, so
+        a long streak of one execution's steps cannot starve the other runs of the process."""
+        return self.worker_permits is not None and self.worker_permits.contended
+
     async def _advance_batch(self, run: ExecutionRun, worker_id: str, token_prefix: str) -> Idle | None:
         """Fast path (no gated step): each round trip reports the steps this worker executed
-        and claims its next batch (`advance_steps`), until nothing is claimable."""
+        and claims its next batch (`advance_steps`), until nothing is claimable or another
+        execution's worker waits for this one's permit (then it only reports)."""
         done: list[Completion] = []
         holding = False
         try:
             while True:
-                claim_count = run.sizer.size() if run.advancing else 0
+                handing_off = bool(done) and self._hand_off()
+                claim_count = run.sizer.size() if run.advancing and not handing_off else 0
                 advanced = await self._advance(run, done, claim_count, token_prefix)
                 await self._report(run, done, advanced, worker_id)
                 done = []

@@ -15,6 +15,7 @@ from runtime_core.events._models import (
     DURABLE_EVENTS,
     STEP_EVENTS,
     TERMINAL_EVENTS,
+    UNPARKING_EVENTS,
     RunEvent,
     RunEventType,
     run_event_id,
@@ -33,6 +34,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "STEP_EVENTS",
     "TERMINAL_EVENTS",
     "DURABLE_EVENTS",
+    "UNPARKING_EVENTS",
     # Publishing
     "RunEventPublisher",
     "RunEventObserver",

@@ -31,6 +31,10 @@ class RunEventType(StrEnum):
     STARTED = "run.started"
     PAUSED = "run.paused"
     RESUMED = "run.resumed"
+    # Control asked for by a caller (the engine applies it once the run advances again)
+    RESUME_REQUESTED = "run.resume_requested"
+    INPUT_SUBMITTED = "run.input_submitted"
+    CANCEL_REQUESTED = "run.cancel_requested"
     WAITING_FOR_INPUT = "run.waiting_for_input"
     STEP_COMPLETED = "run.step_completed"
     STEP_FAILED = "run.step_failed"
@@ -46,6 +50,11 @@ STEP_EVENTS = frozenset({RunEventType.STEP_COMPLETED, RunEventType.STEP_FAILED})
 TERMINAL_EVENTS = frozenset(
     {RunEventType.COMPLETED, RunEventType.FAILED, RunEventType.CANCELLED, RunEventType.REJECTED}
 )
+
+UNPARKING_EVENTS = frozenset(
+    {RunEventType.RESUME_REQUESTED, RunEventType.INPUT_SUBMITTED, RunEventType.CANCEL_REQUESTED}
+)
+"""A paused or input-waiting run may advance again: its runtime instance stops waiting."""
 
 DURABLE_EVENTS = TERMINAL_EVENTS | {RunEventType.WAITING_FOR_INPUT}
 """Also appended to the durable run-event stream that webhooks deliver from."""

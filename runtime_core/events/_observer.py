@@ -1,7 +1,8 @@
 """RunEventObserver: the engine's execution events as run events.
 
-Owns mapping engine events to run events: execution created / paused / resumed, a step
-parked for human input (waiting for input, durable), step completed / failed (progress,
+Owns mapping engine events to run events: execution created / paused / resumed, a resume,
+input or cancel a caller asked for (what wakes a parked run's instance), a step parked for
+human input (waiting for input, durable), step completed / failed (progress,
 buffered). The run's SharedRunId and LocalRunId are read once per execution from its
 metadata and cached (a reassigned execution is read again). The end of a run is not
 published here: the runtime instance publishes it once the local run is closed, so a
@@ -26,6 +27,9 @@ _STATUS_EVENTS = {
     "execution.paused": (RunEventType.PAUSED, "Paused"),
     "execution.resumed": (RunEventType.RESUMED, "Running"),
     "step.parked": (RunEventType.WAITING_FOR_INPUT, "WaitingForInput"),
+    "execution.resume_requested": (RunEventType.RESUME_REQUESTED, "Resuming"),
+    "execution.input_submitted": (RunEventType.INPUT_SUBMITTED, "Resuming"),
+    "execution.cancel_requested": (RunEventType.CANCEL_REQUESTED, "Cancelling"),
 }
 _STEP_EVENTS = {
     "step.completed": (RunEventType.STEP_COMPLETED, "Completed"),

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.errors import RuntimeCoreError
+from runtime_core.events import RunEventSubscriber
 from runtime_core.hosting._commands import RuntimeCommands
 from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
@@ -36,6 +37,7 @@ from runtime_core.instances import (
     InstanceRegistry,
     LocalInstancePool,
     RunExecutionIndex,
+    UnparkDoorbell,
 )
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.steps import PROVIDERS_FILE_ENV
@@ -65,6 +67,7 @@ class RuntimeInstanceHost:
                 services.control,
                 restorer=services.restorer,
                 events=services.events,
+                doorbell=UnparkDoorbell(RunEventSubscriber(hot_state)),
             )
         )
         self.commands = RuntimeCommands(self.pool)

@@ -19,6 +19,7 @@ from runtime_core.instances._admission import (
 )
 from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDependencies, LostStateRestorer
 from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
+from runtime_core.instances._doorbell import UnparkDoorbell
 from runtime_core.instances._host_manager import (
     HostedProcess,
     HostLaunch,
@@ -73,6 +74,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "InstanceDependencies",
     "ExecutionCanceller",
     "LostStateRestorer",
+    "UnparkDoorbell",
     "LocalRunRequest",
     "DISPATCH_ATTEMPT_KEY",
     "TARGET_INCARNATION_KEY",

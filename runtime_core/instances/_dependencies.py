@@ -10,12 +10,13 @@ not build any of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runtime_core.dag import DagEngine
 from runtime_core.events import RunEventPublisher
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances._doorbell import UnparkDoorbell
 from runtime_core.instances._models import LocalRunRequest
 from runtime_core.instances._registry import InstanceRegistry
 from runtime_core.instances._run_index import RunExecutionIndex, RunIndexRecord
@@ -43,6 +44,7 @@ class InstanceDependencies:
     (optional) publishes the end of each local run. Without `restorer`, runs whose hot state
     was lost fail with `hot_state_lost`. `on_capacity` (optional) is called when an instance
     published capacity that can accept a run after a local change (a run ended, a queue resumed).
+    `doorbell` wakes parked runs when they are unparked (default: they poll their control state).
     """
 
     engine: DagEngine
@@ -52,3 +54,4 @@ class InstanceDependencies:
     restorer: LostStateRestorer | None = None
     events: RunEventPublisher | None = None
     on_capacity: Callable[[], None] | None = None
+    doorbell: UnparkDoorbell = field(default_factory=lambda: UnparkDoorbell(None))

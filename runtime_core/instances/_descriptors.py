@@ -60,14 +60,19 @@ def instance_descriptor(s: RuntimeInstanceSettings, load: InstanceLoad) -> Insta
 
 
 def instance_capacity(s: RuntimeInstanceSettings, load: InstanceLoad) -> CapacityDescriptor:
-    """`can_accept_run`: not paused, stopping or fenced, room in the queue, a slot and a worker."""
+    """`can_accept_run`: not paused, stopping or fenced, room in the queue and a run slot.
+
+    Busy workers do not refuse a run: workers are shared between the running runs step by
+    step (a worker holds one only while it runs steps), so a run admitted while all of them
+    are busy starts at once and its steps run as soon as a worker is free.
+    `available_workers` is the figure at publication time.
+    """
     available_workers = s.worker_count - load.active_workers
     slots = max(0, s.max_concurrent_runs - load.queued - load.running)
     can_accept = (
         not (load.paused or load.stopping or load.fenced)
         and load.queued < s.local_queue_capacity
         and slots > 0
-        and available_workers > 0
     )
     return CapacityDescriptor(
         runtime_instance_id=s.runtime_instance_id,

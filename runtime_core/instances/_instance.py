@@ -1,10 +1,12 @@
 """A runtime instance: local queue + background controller + workers running `DagEngine.run`.
 
-Owns the local RunId lifecycle (Queued, Running, Completed, Failed, Cancelled), worker
-accounting (`min(worker_count, max_local_workers_per_execution, available)` per execution;
-a run waits for a worker instead of failing; a parked run, paused or waiting for input,
-gives its workers back but keeps its run slot, and takes workers again once unparked, before
-new runs start), queue pause / resume, hot enqueue, queued-run cancellation (no ExecutionId
+Owns the local RunId lifecycle (Queued, Running, Completed, Failed, Cancelled), run slots
+(a queued run starts as soon as one of `max_concurrent_runs` is free), the instance's worker
+permits (`worker_count`, shared at step granularity: a run's
+`min(worker_count, max_local_workers_per_execution, maxDegreeOfParallelism)` engine workers
+hold a permit only while they claim and run steps, so a run's steps wait for a worker
+instead of failing and a parked run, paused or waiting for input, keeps its run slot but
+holds no worker), queue pause / resume, hot enqueue, queued-run cancellation (no ExecutionId
 is ever created) and running-run cancellation bridged to execution control by ExecutionId,
 the end of each local run published as a run event once its closed record is stored,
 resuming a recovered execution by its existing ExecutionId instead of creating one (the
@@ -44,7 +46,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from runtime_core.concurrency import parallelism_limit
-from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome
+from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome, WorkerPermits
 from runtime_core.errors import (
     ConflictError,
     FencedError,
@@ -92,9 +94,8 @@ class RuntimeInstance:
         self._attempts: dict[str, str] = {}  # dispatch attempt id -> LocalRunId, while in `_runs`
         self._finished: deque[str] = deque()
         self._queue: deque[LocalRun] = deque()
-        self._resuming: deque[LocalRun] = deque()  # unparked runs waiting for workers, oldest first
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._active_workers = 0
+        self._permits = WorkerPermits(settings.worker_count)
         self._paused = False
         self._pause_reason: str | None = None
         self._pause_requested_by: str | None = None
@@ -178,7 +179,7 @@ class RuntimeInstance:
             incarnation=self.incarnation,
             queued=len(self._queue),
             running=len(self._tasks),
-            active_workers=self._active_workers,
+            active_workers=self._permits.in_use,
             paused=self._paused,
             stopping=self._stopping.is_set(),
             fenced=self._fenced is not None,
@@ -445,21 +446,13 @@ class RuntimeInstance:
             run.cancel_requested = True
             # Before its DAG exists the run cancels it itself once it is created (cancel before start).
             if run.record.execution_id and run.opened:
-                # Marked before the await: an unparked run must not take workers again meanwhile.
-                run.execution_cancelled = True
-                try:
-                    await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
-                except BaseException:
-                    run.execution_cancelled = False
-                    raise
-                run.workers_granted.set()  # a run waiting for workers again only finalizes now
+                await self.deps.canceller.cancel(run.record.execution_id, run.snapshot, reason=reason)
         return run.view()
 
     # Background controller
 
     async def _control_loop(self) -> None:
         while True:
-            self._serve_resuming()
             run = self._next_startable()
             if run is None:
                 self._wake.clear()
@@ -467,42 +460,19 @@ class RuntimeInstance:
                 continue
             self._start(run)
 
-    def _serve_resuming(self) -> None:
-        """Hand free workers to unparked runs, oldest first, before any queued run starts.
-
-        Fairness choice: an unparked run already holds a run slot and has done part of its
-        work, so it is served before `_next_startable` starts new runs; a stream of queued
-        runs can then never starve it. New runs are not starved either: a resumed run takes
-        workers as soon as one is free, so `_resuming` only blocks them while none is free.
-        The queue pause does not apply: resumed runs are running runs, not queued ones.
-        """
-        while self._resuming and self._free_workers() > 0:
-            run = self._resuming.popleft()
-            self._hold_workers(run)
-            run.workers_granted.set()
-
     def _next_startable(self) -> LocalRun | None:
         s = self.settings
         if self._fenced is not None:
             return None
         if self._paused or not self._queue or len(self._tasks) >= s.max_concurrent_runs:
             return None
-        if self._resuming or self._free_workers() <= 0:
-            return None
         return self._queue.popleft()
 
-    def _free_workers(self) -> int:
-        return self.settings.worker_count - self._active_workers
-
-    def _hold_workers(self, run: LocalRun) -> None:
-        """Hold the workers the run can use: never more than its pipeline's maxDegreeOfParallelism."""
-        s = self.settings
-        usable = min(s.worker_count, s.max_local_workers_per_execution, self._free_workers())
-        run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
-        self._active_workers += run.effective_workers
-
     def _start(self, run: LocalRun) -> None:
-        self._hold_workers(run)
+        s = self.settings
+        usable = min(s.worker_count, s.max_local_workers_per_execution)
+        # Never more engine workers than its pipeline's maxDegreeOfParallelism.
+        run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
         run.record = run.record.model_copy(update={"status": LocalRunStatus.RUNNING})
         self._tasks[run.record.local_run_id] = asyncio.create_task(
             self._execute(run), name=f"{self.runtime_instance_id}:{run.record.local_run_id}"
@@ -533,6 +503,7 @@ class RuntimeInstance:
         engine = copy.copy(self.deps.engine)
         engine.instance_id = self.runtime_instance_id
         engine.owner = run.record.local_run_id
+        engine.worker_permits = self._permits
         execution_id = run.execution_id
         with restored_snapshot(run.snapshot):
             # A heartbeat before anything else: an incarnation fenced while it was paused or
@@ -646,53 +617,28 @@ class RuntimeInstance:
         return execution_id
 
     async def _advance_after_park(self, engine: DagEngine, run: LocalRun, execution_id: str) -> str:
-        """Parked: give the workers back until it is unparked, then hold workers and advance again."""
-        await self._give_workers_back(run)
+        """Parked (its workers idle, holding no permit): wait until it is unparked, advance again."""
         await self._wait_until_unparked(engine, execution_id)
-        if await self._take_workers_again(run):
-            return await engine.run(execution_id, workers=run.effective_workers)
-        # Cancelled through `cancel_run` before workers were free: its claims are blocked for
-        # good, so this one engine worker only finalizes it and takes none of the instance's.
-        return await engine.run(execution_id, workers=1)
-
-    async def _give_workers_back(self, run: LocalRun) -> None:
-        """A parked run keeps its run slot (it still counts as running) but not its workers."""
-        self._active_workers -= run.effective_workers
-        run.effective_workers = 0
-        self._wake.set()  # queued or resumed runs may take the freed workers
-        await self._publish_quietly()
-
-    async def _take_workers_again(self, run: LocalRun) -> bool:
-        """Wait, without polling, until the controller hands this unparked run workers again.
-
-        False when `cancel_run` cancelled the execution first (the run then holds none).
-        An execution cancelled by ExecutionId elsewhere waits for workers, then finalizes.
-        """
-        if run.execution_cancelled:
-            return False
-        run.workers_granted.clear()
-        self._resuming.append(run)
-        self._wake.set()
-        try:
-            await run.workers_granted.wait()
-        finally:
-            if run in self._resuming:  # woken by cancel_run, or the task was cancelled (stop)
-                self._resuming.remove(run)
-        await self._publish_quietly()
-        return run.effective_workers > 0
+        return await engine.run(execution_id, workers=run.effective_workers)
 
     async def _wait_until_unparked(self, engine: DagEngine, execution_id: str) -> None:
-        """Poll a paused or input-waiting run's control state with backoff (another actor unparks it)."""
-        delay = 0.02
+        """Wait until a paused or input-waiting run is unparked by another actor: the doorbell
+        rings on its resume / input / cancel; the control state is re-read with backoff in
+        case a ring was missed."""
+        doorbell = self.deps.doorbell
+        delay = doorbell.first_wait_s
 
         async def control_status() -> str | None:
             return await self._until_available(
                 lambda: engine.store.control_status(execution_id), "local_run.control_status"
             )
 
-        while await control_status() in PARKED_CONTROL_STATUSES:
-            await asyncio.sleep(delay)  # waiting on another actor's resume / input, not syncing
-            delay = min(0.5, delay * 2)
+        with doorbell.watching(execution_id) as rung:
+            while await control_status() in PARKED_CONTROL_STATUSES:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(rung.wait(), delay)
+                rung.clear()
+                delay = min(doorbell.longest_wait_s, delay * 2)
 
     def _attributes(self, run: LocalRun) -> dict[str, str]:
         s, snapshot = self.settings, run.snapshot
@@ -720,10 +666,9 @@ class RuntimeInstance:
         }
 
     def _release(self, run: LocalRun) -> None:
-        """Free the run's slot and the workers it holds now (none while parked or waiting)."""
-        self._active_workers -= run.effective_workers
+        """Free the run's slot (its workers' permits went back with their last round)."""
         self._tasks.pop(run.record.local_run_id, None)
-        self._wake.set()  # resumed or queued runs may take the freed workers and slot
+        self._wake.set()  # a queued run may take the freed slot
 
     async def _finish(
         self, run: LocalRun, status: LocalRunStatus, reason: str | None, *, until_stored: bool = False

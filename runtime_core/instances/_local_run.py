@@ -1,7 +1,7 @@
 """One local run as its runtime instance holds it, and how it ends.
 
-Owns `LocalRun` (the request, the record as shown and as last written, worker holdings and
-the events the controller signals), `TakenOver` (the run is no longer this incarnation's:
+Owns `LocalRun` (the request, the record as shown and as last written, its engine worker
+count and the events the controller signals), `TakenOver` (the run is no longer this incarnation's:
 recovery sealed it, the incarnation was fenced, or its ExecutionId was given up) and the
 mapping of what `DagEngine.run` returned to the local run's end. Must not write anything.
 """
@@ -32,20 +32,17 @@ class LocalRun:
     stored: RunIndexRecord
     # The dataset epoch this run last saw its hot state in.
     epoch: str
-    # Workers the run holds now (0 while parked or waiting for workers again); once it
-    # finished, the count it last ran with.
+    # Engine workers the run advances its execution with once started (at most that many of
+    # its steps run at once; each holds one of the instance's worker permits only while it
+    # runs steps); 0 before it started.
     effective_workers: int = 0
     cancel_requested: bool = False
     # Set once its execution exists (created, or the resumed one reassigned to it).
     opened: bool = False
-    # Set once `cancel_run` cancelled the execution: its claims are blocked for good.
-    execution_cancelled: bool = False
     fresh_execution_id: str = field(default_factory=new_execution_id)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     # Held while the record is written (a swap, or a rewrite after a lost dataset).
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # Set by the controller when it hands an unparked run workers again (or by `cancel_run`).
-    workers_granted: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def snapshot(self) -> ExecutionContextSnapshot:

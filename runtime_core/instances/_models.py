@@ -115,7 +115,7 @@ class InstanceDescriptor(BaseModel):
 
 
 class CapacityDescriptor(BaseModel):
-    """What an instance can take right now; `can_accept_run` combines queue, slot and worker."""
+    """What an instance can take right now; `can_accept_run` combines state, queue room and a run slot."""
 
     runtime_instance_id: str
     incarnation: str = ""

@@ -70,3 +70,4 @@ class LocalInstancePool:
     async def stop_all(self) -> None:
         instances, self._instances = list(self._instances.values()), {}
         await asyncio.gather(*(instance.stop() for instance in instances), return_exceptions=True)
+        await self.deps.doorbell.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from runtime_core.instances import (
 )
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SharedRunStatus, SubmitMode
+from runtime_core.steps import StepInvocation
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
@@ -78,21 +80,119 @@ async def test_instance_list_exposes_every_worker_and_capacity_field(hot_state: 
         await plane.stop()
 
 
-async def test_saturated_workers_make_can_accept_run_false_while_the_queue_has_room(
-    hot_state: HotState,
-) -> None:
+def _wide(name: str, width: int) -> PipelineDefinition:
+    return parse_pipeline(
+        {"name": name, "steps": [{"name": f"g{i}", "stepKey": "test.gate"} for i in range(width)]}
+    )
+
+
+async def _running(instance: RuntimeInstance, local_run_id: str) -> bool:
+    view = instance.run_view(local_run_id)
+    return view.status is LocalRunStatus.RUNNING and view.execution_id is not None
+
+
+async def test_busy_workers_leave_can_accept_run_true_while_a_run_slot_is_free(hot_state: HotState) -> None:
     gate = GateExecutor()
     plane = control_plane(hot_state, gate)
-    instance = await started(plane, worker_count=2, max_local_workers_per_execution=2, max_concurrent_runs=5)
+    instance = await started(plane, worker_count=2, max_local_workers_per_execution=2, max_concurrent_runs=2)
     try:
-        await instance.enqueue(request(GATED))
-        await wait_until(lambda: _true(gate.started == 1))
+        first = await instance.enqueue(request(_wide("wide", 4)))
+        await wait_until(lambda: _true(gate.started == 2))
         capacity = instance.capacity()
         assert (capacity.active_workers, capacity.available_workers) == (2, 0)
-        assert capacity.available_run_slots > 0 and capacity.queued < capacity.queue_capacity
-        assert capacity.can_accept_run is False
+        assert capacity.available_run_slots == 1 and capacity.can_accept_run is True
         [view] = await plane.list_instances(DEFAULT_TENANT)
-        assert view.available_workers == 0 and view.can_accept_run is False
+        assert view.can_accept_run is True and view.available_run_slots == 1
+
+        second = await instance.enqueue(request(ONE_STEP))  # starts: its step waits for a worker
+        await wait_until(lambda: _running(instance, second.local_run_id))
+        assert instance.capacity().can_accept_run is False  # no run slot left
+        assert gate.started == 2 and instance.run_view(second.local_run_id).status is LocalRunStatus.RUNNING
+        gate.release()
+        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in (first, second)]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_an_instance_runs_as_many_wide_runs_at_once_as_it_has_run_slots(hot_state: HotState) -> None:
+    """Capacity that adds up: 4 slots and 4 workers run 4 wide runs at once, not one."""
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane, worker_count=4, max_local_workers_per_execution=4, max_concurrent_runs=4)
+    try:
+        views = [await instance.enqueue(request(_wide(f"wide{n}", 8))) for n in range(4)]
+        for view in views:
+            await wait_until(lambda view=view: _running(instance, view.local_run_id))
+        await wait_until(lambda: _true(gate.started == 4))
+        capacity = instance.capacity()
+        assert (capacity.running, capacity.queued, capacity.active_workers) == (4, 0, 4)
+        assert capacity.can_accept_run is False
+        gate.release()
+        finals = [await instance.wait_for_run(v.local_run_id, timeout=20) for v in views]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 4
+        assert sum(gate.max_active.values()) >= 4 and max(gate.max_active.values()) <= 4
+        assert instance.capacity().active_workers == 0
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+async def test_workers_a_run_leaves_idle_run_another_runs_steps(hot_state: HotState) -> None:
+    """A run with one ready step holds one worker; its other engine workers hold none."""
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    instance = await started(plane, worker_count=4, max_local_workers_per_execution=4, max_concurrent_runs=2)
+    try:
+        narrow = await instance.enqueue(request(GATED))
+        await wait_until(lambda: _true(gate.started == 1))
+        wide = await instance.enqueue(request(_wide("wide", 6)))
+        await wait_until(lambda: _true(gate.started == 4))
+        assert instance.capacity().active_workers == 4
+        wide_execution = instance.run_view(wide.local_run_id).execution_id
+        assert gate.max_active[wide_execution] == 3
+        gate.release()
+        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in (narrow, wide)]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+        assert [f.effective_workers for f in finals] == [4, 4]
+    finally:
+        gate.release()
+        await instance.stop()
+
+
+class RecordingExecutor:
+    """`test.record`: notes (execution id, step) in the order steps ran."""
+
+    step_key = "test.record"
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, str]] = []
+
+    async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
+        self.ran.append((invocation.execution_id, invocation.step_name))
+        return {"data": {}}
+
+
+async def test_a_worker_hands_its_permit_to_another_runs_waiting_step(hot_state: HotState) -> None:
+    """One worker, a long run and a short one: once the short run's worker waits, the long
+    run's worker hands the permit on after its current round instead of running all its steps."""
+    gate, recorder = GateExecutor(), RecordingExecutor()
+    plane = control_plane(hot_state, gate, recorder)
+    instance = await started(plane, worker_count=1, max_local_workers_per_execution=1, max_concurrent_runs=2)
+    fan = [{"name": f"r{i}", "stepKey": "test.record", "dependsOn": ["hold"]} for i in range(20)]
+    long = parse_pipeline({"name": "long", "steps": [{"name": "hold", "stepKey": "test.gate"}, *fan]})
+    short = parse_pipeline({"name": "short", "steps": [{"name": "only", "stepKey": "test.record"}]})
+    try:
+        first = await instance.enqueue(request(long))
+        await wait_until(lambda: _true(gate.started == 1))
+        second = await instance.enqueue(request(short))
+        await wait_until(lambda: _true(instance._permits.contended))  # its worker waits for the permit
+        gate.release()
+        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in (first, second)]
+        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+        assert recorder.ran[0] == (finals[1].execution_id, "only")
+        assert len(recorder.ran) == 21
     finally:
         gate.release()
         await instance.stop()
@@ -124,10 +224,11 @@ async def test_a_run_waits_for_a_free_worker_instead_of_failing(hot_state: HotSt
     instance = await started(plane, worker_count=1, max_local_workers_per_execution=1, max_concurrent_runs=3)
     try:
         first = await instance.enqueue(request(GATED))
-        second = await instance.enqueue(request(ONE_STEP))
         await wait_until(lambda: _true(gate.started == 1))
-        assert instance.run_view(second.local_run_id).status is LocalRunStatus.QUEUED
-        assert instance.run_view(second.local_run_id).execution_id is None
+        second = await instance.enqueue(request(GATED))
+        await wait_until(lambda: _running(instance, second.local_run_id))  # it has a run slot
+        await wait_until(lambda: _true(instance._permits.contended))  # its step waits for the worker
+        assert gate.started == 1 and instance.capacity().active_workers == 1
         gate.release()
         assert (
             await instance.wait_for_run(first.local_run_id, timeout=10)
@@ -537,9 +638,9 @@ def held_until(path: Path, *, after_approval: bool = False) -> PipelineDefinitio
 
 
 async def _parked(plane: ControlPlane, instance: RuntimeInstance, local_run_id: str) -> bool:
-    """The run waits for input and has given its workers back."""
+    """The run waits for input (its idle engine workers hold no worker permit)."""
     view = instance.run_view(local_run_id)
-    if view.execution_id is None or view.effective_workers != 0:
+    if view.execution_id is None:
         return False
     return await plane.parts.dag_store.control_status(view.execution_id) == "WaitingForInput"
 
@@ -548,11 +649,6 @@ async def _submit_approval(plane: ControlPlane, instance: RuntimeInstance, local
     execution_id = instance.run_view(local_run_id).execution_id
     assert execution_id is not None
     await plane.parts.canceller.submit_input(execution_id, "go", {"approved": True}, DEFAULT_TENANT)
-
-
-def _waiting_for_workers(instance: RuntimeInstance) -> int:
-    """Unparked runs queued for workers again (no public view exposes this yet)."""
-    return len(instance._resuming)
 
 
 async def test_runs_waiting_for_input_give_their_workers_back_so_another_run_completes(
@@ -599,7 +695,7 @@ async def test_a_run_cancelled_while_parked_ends_cancelled_without_a_negative_wo
         await wait_until(lambda: _parked(plane, instance, view.local_run_id))
         await instance.cancel_run(view.local_run_id, reason="no answer coming")
         final = await instance.wait_for_run(view.local_run_id, timeout=10)
-        assert final.status is LocalRunStatus.CANCELLED and final.effective_workers == 0
+        assert final.status is LocalRunStatus.CANCELLED and final.effective_workers == 2
         capacity = instance.capacity()
         assert (capacity.active_workers, capacity.available_workers, capacity.running) == (0, 2, 0)
     finally:
@@ -607,24 +703,25 @@ async def test_a_run_cancelled_while_parked_ends_cancelled_without_a_negative_wo
     assert instance.capacity().active_workers == 0
 
 
-async def test_a_run_cancelled_while_waiting_for_workers_again_finishes_without_taking_one(
+async def test_a_run_cancelled_while_its_step_waits_for_a_worker_never_runs_the_step(
     hot_state: HotState, tmp_path: Path
 ) -> None:
-    plane = control_plane(hot_state)
-    instance = await started(plane, worker_count=1, max_local_workers_per_execution=1)
+    recorder = RecordingExecutor()
+    plane = control_plane(hot_state, recorder)
+    instance = await started(plane, worker_count=1, max_local_workers_per_execution=1, max_concurrent_runs=2)
     release = tmp_path / "release"
+    recorded = parse_pipeline({"name": "recorded", "steps": [{"name": "only", "stepKey": "test.record"}]})
     try:
-        approval = await instance.enqueue(request(APPROVAL_ONLY))
-        await wait_until(lambda: _parked(plane, instance, approval.local_run_id))
         holder = await instance.enqueue(request(held_until(release)))
-        await wait_until(lambda: _true(instance.run_view(holder.local_run_id).effective_workers == 1))
-        await _submit_approval(plane, instance, approval.local_run_id)
-        await wait_until(lambda: _true(_waiting_for_workers(instance) == 1))
-        await instance.cancel_run(approval.local_run_id, reason="changed my mind")
-        final = await instance.wait_for_run(approval.local_run_id, timeout=10)
-        assert final.status is LocalRunStatus.CANCELLED and final.effective_workers == 0
-        assert (instance.capacity().active_workers, _waiting_for_workers(instance)) == (1, 0)
+        await wait_until(lambda: _true(instance.capacity().active_workers == 1))
+        waiting = await instance.enqueue(request(recorded))
+        await wait_until(lambda: _running(instance, waiting.local_run_id))
+        await wait_until(lambda: _true(instance._permits.contended))
+        await instance.cancel_run(waiting.local_run_id, reason="changed my mind")
         release.touch()
+        final = await instance.wait_for_run(waiting.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.CANCELLED
+        assert recorder.ran == []  # cancelled before a worker was free: its step never ran
         assert (
             await instance.wait_for_run(holder.local_run_id, timeout=10)
         ).status is LocalRunStatus.COMPLETED
@@ -634,36 +731,28 @@ async def test_a_run_cancelled_while_waiting_for_workers_again_finishes_without_
         await instance.stop()
 
 
-async def test_an_unparked_run_gets_the_next_free_worker_before_a_queued_run(
+async def test_an_unparked_run_and_a_new_run_share_the_free_worker(
     hot_state: HotState, tmp_path: Path
 ) -> None:
+    """Resumed after input, a run needs no hand-back of workers: it and a run started meanwhile
+    both complete on the one worker, and the parked run never kept that worker idle."""
     plane = control_plane(hot_state)
     instance = await started(plane, worker_count=1, max_local_workers_per_execution=1, max_concurrent_runs=3)
-    first_release, resumed_release = tmp_path / "first", tmp_path / "resumed"
+    resumed_release = tmp_path / "resumed"
     try:
         resumed = await instance.enqueue(request(held_until(resumed_release, after_approval=True)))
         await wait_until(lambda: _parked(plane, instance, resumed.local_run_id))
-        holder = await instance.enqueue(request(held_until(first_release)))
-        await wait_until(lambda: _true(instance.run_view(holder.local_run_id).effective_workers == 1))
-        await _submit_approval(plane, instance, resumed.local_run_id)
-        await wait_until(lambda: _true(_waiting_for_workers(instance) == 1))
-        assert instance.run_view(resumed.local_run_id).effective_workers == 0
+        assert instance.capacity().active_workers == 0
         queued = await instance.enqueue(request(ONE_STEP))
-        assert instance.run_view(queued.local_run_id).status is LocalRunStatus.QUEUED
-
-        first_release.touch()  # the holder finishes: its worker goes to the resumed run first
-        await wait_until(lambda: _true(instance.run_view(resumed.local_run_id).effective_workers == 1))
-        assert instance.run_view(queued.local_run_id).status is LocalRunStatus.QUEUED
         assert (
-            await instance.wait_for_run(holder.local_run_id, timeout=10)
+            await instance.wait_for_run(queued.local_run_id, timeout=10)
         ).status is LocalRunStatus.COMPLETED
-
+        await _submit_approval(plane, instance, resumed.local_run_id)
+        await wait_until(lambda: _true(instance.capacity().active_workers == 1))  # holding the file step
         resumed_release.touch()
-        runs = (resumed, queued)
-        finals = [await instance.wait_for_run(r.local_run_id, timeout=10) for r in runs]
-        assert [f.status for f in finals] == [LocalRunStatus.COMPLETED] * 2
+        final = await instance.wait_for_run(resumed.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED
         assert instance.capacity().active_workers == 0
     finally:
-        first_release.touch()
         resumed_release.touch()
         await instance.stop()

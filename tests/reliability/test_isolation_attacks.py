@@ -175,8 +175,7 @@ async def status_when(
         status = await ok(client, "run.status", {"run_id": run_id})
         if control is None:
             return bool(status["done"])
-        # Parked and settled: the instance gave the run's workers back (it shows none).
-        return status["control_status"] == control and status["effective_workers"] is None
+        return status["control_status"] == control
 
     await wait_until(reached, timeout=20, interval=0.02)
     return await ok(client, "run.status", {"run_id": run_id})

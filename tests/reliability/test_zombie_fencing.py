@@ -3,7 +3,7 @@ Unsafe and its work recovered elsewhere; woken again (SIGCONT) it learns it was 
 executes nothing: no step claimed or completed, no run started, no record written.
 
 The zombie is a real `python -m runtime_core.hosting --transport http` child holding two
-runs of `a -> gate -> z` (1 worker): the first at its gate step, the second in its local
+runs of `a -> gate -> z` (1 worker, 1 run slot): the first at its gate step, the second in its local
 queue. The control plane in this process (recovery on, short health window) marks it
 Unsafe and recovers both runs onto its own in-process instance (whose queue was paused until
 then). While both wait at the gate there, the zombie is continued; once it reports itself
@@ -119,8 +119,8 @@ def _fence_logged(process: HostedProcess) -> str:
 
 
 async def _queue_behind(plane: ControlPlane, zombie: HostedProcess, shared_run_id: str) -> None:
-    """Put a run in the zombie's local queue although its only worker is busy (admission would
-    not offer it): claim the item and dispatch it the way the dispatcher does after admission."""
+    """Put a run in the zombie's local queue although its only run slot is taken (admission
+    would not offer it): claim the item and dispatch it the way the dispatcher does after admission."""
     parts = plane.parts
     claim = await parts.queue.claim_next(
         PumpIdentity(pump_runtime_instance_id="test", pump_worker_id="zombie")
@@ -234,7 +234,7 @@ async def zombie(
                 instance_prefix="zombie",
                 worker_count=1,
                 max_local_workers_per_execution=1,
-                max_concurrent_runs=2,
+                max_concurrent_runs=1,
             )
         )
         gate = data_dir / "gate"
