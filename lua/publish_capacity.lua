@@ -6,14 +6,20 @@
 -- dataset was lost, or a Recovered record expired); the caller then stops taking work, or
 -- re-registers after a lost dataset. Versions are compared only within one incarnation, so
 -- out-of-order publishes of the same process are ignored and a new process starts afresh.
--- Key layout: both keys live under the instance's hash tag {<runtime instance id>}.
--- KEYS[1] registry  HASH  incarnation, descriptor (JSON), registered_at_ms, heartbeat_at_ms, health
--- KEYS[2] capacity  HASH  incarnation, capacity (JSON), version, can_accept_run (1/0),
---                         available_run_slots, heartbeat_at_ms
+-- The run slots dispatchers reserved for runs this capacity already counts (the instance
+-- accepted them) are released with it: a reservation covers exactly the time between a
+-- dispatcher's reserve and the first published capacity that includes its run.
+-- Key layout: every key lives under the instance's hash tag {<runtime instance id>}.
+-- KEYS[1] registry      HASH  incarnation, descriptor (JSON), registered_at_ms, heartbeat_at_ms, health
+-- KEYS[2] capacity      HASH  incarnation, capacity (JSON), version, can_accept_run (1/0),
+--                             available_run_slots, heartbeat_at_ms
+-- KEYS[3] reservations  ZSET  holder (shared run id) -> expires-at ms (see reserve_capacity)
 -- ARGV[1] incarnation   ARGV[2] version (monotonic per incarnation)   ARGV[3] descriptor JSON
 -- ARGV[4] capacity JSON   ARGV[5] can_accept_run (1/0)   ARGV[6] available_run_slots
--- Returns: {1, now}              published
---          {0, now}              a newer version of this incarnation is stored; nothing changed
+-- ARGV[7] JSON array of holders to release (runs the capacity counts; "[]": none)
+-- Returns: {1, now}              published (the holders released)
+--          {0, now}              a newer version of this incarnation is stored (it counts the
+--                                runs too: the holders are released); nothing else changed
 --          {-1, now, current}    superseded by incarnation `current`; nothing changed
 --          {-2, now, health}     this incarnation is Unsafe or Recovered; nothing changed
 --          {-3, now}             not registered; nothing changed
@@ -24,6 +30,7 @@ if not reg[3] then return {-3, now} end
 if (reg[1] or '') ~= ARGV[1] then return {-1, now, reg[1] or ''} end
 if reg[2] and reg[2] ~= 'Healthy' then return {-2, now, reg[2]} end
 local stored = redis.call('HMGET', KEYS[2], 'incarnation', 'version')
+for _, holder in ipairs(cjson.decode(ARGV[7])) do redis.call('ZREM', KEYS[3], holder) end
 if stored[1] == ARGV[1] and stored[2] and tonumber(stored[2]) > tonumber(ARGV[2]) then
   return {0, now}
 end

@@ -1,7 +1,8 @@
 """Redis access shared by every hot-state owner.
 
 Owns the Redis client factory, the key prefix / hash-tag layout helpers, loading of the
-`lua/*.lua` scripts (EVALSHA through redis-py `register_script`), Redis server time, the
+`lua/*.lua` scripts (EVALSHA through redis-py `register_script`), Redis server time (read
+at once, or estimated between periodic reads by `ServerClock`), the
 mapping of connection failures to `StoreUnavailableError`, the backoff used by long-lived
 loops while Redis is down, the dataset epoch (how a process learns that the dataset it worked
 in was lost), the persistence check made at start, and the embedded `redis-server` child
@@ -11,6 +12,7 @@ encode any workflow state transition itself: those live in `lua/` and their owne
 """
 
 from runtime_core.hot_state._client import HotState, connect_hot_state, time_reply_ms
+from runtime_core.hot_state._clock import ServerClock
 from runtime_core.hot_state._data_dir_lock import DataDirLock
 from runtime_core.hot_state._durability import PERSISTENCE_SETTING, PersistenceReport, check_persistence
 from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
@@ -29,6 +31,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "HotState",
     "connect_hot_state",
     "time_reply_ms",
+    "ServerClock",
     "LuaScripts",
     "LUA_DIR",
     # Outages

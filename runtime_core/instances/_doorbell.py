@@ -1,12 +1,12 @@
 """Wakes a parked run's wait when its execution is unparked, wherever that happened.
 
 Owns the parked executions of one process's instances waiting to be unparked (resumed,
-given their input, or cancelled), one run-event subscription for all of them (started by
-the first parked run), and how long a parked run may go without re-reading its control
-state. Pub/sub delivers at most once, so a ring only shortens the wait: a parked run still
-re-reads its control state now and then (`longest_wait_s`), and a missed ring costs at most
-that long. Without a subscription the wait is a plain poll with a short ceiling. Must not
-read or write control state.
+given their input, or cancelled), one run-event subscription for all of them (started with
+the first instance), and how long a parked run may go without re-reading its control state.
+Pub/sub delivers at most once, so a parked run still re-reads its control state now and then
+(from `first_wait_s`, doubling up to `longest_wait_s`), and a missed ring costs at most that
+long. Without a subscription the wait is a plain poll starting short with a short ceiling.
+Must not read or write control state.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from contextlib import contextmanager
 
 from runtime_core.events import UNPARKING_EVENTS, RunEvent, RunEventSubscriber
 
-# With a subscription a ring wakes the run at once; without one, the poll is the only way.
-_LONGEST_WAIT_RINGING_S = 5.0
-_LONGEST_WAIT_POLLING_S = 0.5
-_FIRST_WAIT_S = 0.02
+# With a subscription a ring wakes the run at once and re-reads are only a safety net (the
+# subscription starts with the instance, so it listens before any run parks); without one,
+# the poll is the only way to notice.
+_RINGING_WAITS_S = (1.0, 5.0)
+_POLLING_WAITS_S = (0.02, 0.5)
 
 
 class UnparkDoorbell:
@@ -31,17 +32,20 @@ class UnparkDoorbell:
         self,
         subscriber: RunEventSubscriber | None,
         *,
-        first_wait_s: float = _FIRST_WAIT_S,
+        first_wait_s: float | None = None,
         longest_wait_s: float | None = None,
     ) -> None:
         self._subscriber = subscriber
-        self.first_wait_s = first_wait_s
-        ringing = subscriber is not None
-        self.longest_wait_s = longest_wait_s or (
-            _LONGEST_WAIT_RINGING_S if ringing else _LONGEST_WAIT_POLLING_S
-        )
+        first, longest = _RINGING_WAITS_S if subscriber is not None else _POLLING_WAITS_S
+        self.first_wait_s = first_wait_s or first
+        self.longest_wait_s = longest_wait_s or longest
         self._watched: dict[str, asyncio.Event] = {}
         self._unsubscribe: Callable[[], None] | None = None
+
+    def listen(self) -> None:
+        """Start the subscription (idempotent; an instance calls it when it starts)."""
+        if self._subscriber is not None and self._unsubscribe is None:
+            self._unsubscribe = self._subscriber.listen(self._ring)
 
     def is_watching(self, execution_id: str) -> bool:
         return execution_id in self._watched
@@ -53,8 +57,7 @@ class UnparkDoorbell:
 
     @contextmanager
     def watching(self, execution_id: str) -> Iterator[asyncio.Event]:
-        if self._subscriber is not None and self._unsubscribe is None:
-            self._unsubscribe = self._subscriber.listen(self._ring)
+        self.listen()
         rung = asyncio.Event()
         self._watched[execution_id] = rung
         try:
@@ -71,7 +74,9 @@ class UnparkDoorbell:
             rung.set()
 
     async def aclose(self) -> None:
-        """End the subscription (the pool stops); a later parked run subscribes again."""
-        self._unsubscribe = None
+        """End the subscription (the pool stops); a later instance subscribes again."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         if self._subscriber is not None:
             await self._subscriber.aclose()

@@ -4,7 +4,10 @@ Owns the incarnation token (new per start), the heartbeat version sequence (comp
 within the incarnation), the dataset epoch the incarnation works in, registering (taking the
 id over from a predecessor), heartbeats and the verdict they carry (published, fenced, or no
 registration at all), registering again in a new dataset after a lost one, and retiring on a
-clean stop. Must not touch local runs: the instance acts on the verdicts.
+clean stop. Also owns which accepted shared runs still hold a dispatcher's slot reservation
+(released by the first heartbeat whose capacity counts them) and letting a caller that only
+needs a fresh verdict join the heartbeat already in flight instead of sending another. Must
+not touch local runs: the instance acts on the verdicts.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Callable
 from runtime_core.hot_state import dataset_epoch
 from runtime_core.identity import new_incarnation_id
 from runtime_core.instances._models import CapacityDescriptor, InstanceDescriptor
-from runtime_core.instances._registry import Heartbeat, InstanceRegistry, RetireOutcome
+from runtime_core.instances._registry import Heartbeat, HeartbeatOutcome, InstanceRegistry, RetireOutcome
 
 Describe = Callable[[], tuple[InstanceDescriptor, CapacityDescriptor]]
 
@@ -31,6 +34,8 @@ class Incarnation:
         self.epoch = ""
         self._version = 0
         self._lock = asyncio.Lock()
+        self._counted: set[str] = set()  # accepted shared runs whose reservation is still held
+        self._in_flight: asyncio.Future[Heartbeat] | None = None
 
     async def register(self) -> str | None:
         """Start a new incarnation; returns the predecessor incarnation it took over, if any."""
@@ -44,11 +49,34 @@ class Incarnation:
             descriptor, capacity = self.describe()
             return await self.registry.register(descriptor, capacity, self._version)
 
-    async def heartbeat(self) -> Heartbeat:
+    def counted(self, shared_run_id: str) -> None:
+        """An accepted shared run: the next heartbeat's capacity counts it, so that heartbeat
+        releases the slot its dispatcher reserved."""
+        self._counted.add(shared_run_id)
+
+    async def heartbeat(self, *, join_in_flight: bool = False) -> Heartbeat:
+        """Publish the descriptors now. `join_in_flight`: a heartbeat already on its way is
+        good enough (the caller wants a verdict newer than its own wake-up, not a publication
+        of a change it made), so its result is shared instead of sending another."""
+        in_flight = self._in_flight
+        if join_in_flight and in_flight is not None:
+            return await asyncio.shield(in_flight)
         async with self._lock:
             self._version += 1
             descriptor, capacity = self.describe()
-            return await self.registry.heartbeat(descriptor, capacity, self._version)
+            counted = sorted(self._counted)
+            beat = asyncio.ensure_future(
+                self.registry.heartbeat(descriptor, capacity, self._version, counted)
+            )
+            self._in_flight = beat
+            try:
+                result = await asyncio.shield(beat)
+            finally:
+                if self._in_flight is beat:
+                    self._in_flight = None
+            if result.outcome in (HeartbeatOutcome.PUBLISHED, HeartbeatOutcome.OUT_OF_ORDER):
+                self._counted.difference_update(counted)
+            return result
 
     async def changed_epoch(self) -> str | None:
         """The current dataset's epoch when it is not the one this incarnation works in."""

@@ -54,7 +54,7 @@ from runtime_core.errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from runtime_core.hot_state import retry_while_unavailable
+from runtime_core.hot_state import ServerClock, retry_while_unavailable
 from runtime_core.identity import new_local_run_id, restored_snapshot
 from runtime_core.instances._dependencies import InstanceDependencies
 from runtime_core.instances._descriptors import InstanceLoad, instance_capacity, instance_descriptor
@@ -96,6 +96,7 @@ class RuntimeInstance:
         self._queue: deque[LocalRun] = deque()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._permits = WorkerPermits(settings.worker_count)
+        self._clock = ServerClock(deps.registry.hot_state)  # its local runs' timestamps
         self._paused = False
         self._pause_reason: str | None = None
         self._pause_requested_by: str | None = None
@@ -138,6 +139,7 @@ class RuntimeInstance:
                 predecessor,
                 extra=self._log_fields(predecessor_incarnation=predecessor),
             )
+        self.deps.doorbell.listen()  # listening before any of its runs parks
         self._loops = [
             asyncio.create_task(self._control_loop(), name=f"{self.runtime_instance_id}:controller"),
             asyncio.create_task(self._heartbeat_loop(), name=f"{self.runtime_instance_id}:heartbeat"),
@@ -201,15 +203,16 @@ class RuntimeInstance:
             running=len(self._tasks),
         )
 
-    async def publish(self) -> None:
-        """Heartbeat now: registry + capacity descriptors with a fresh version.
+    async def publish(self, *, join_in_flight: bool = False) -> None:
+        """Heartbeat now: registry + capacity descriptors with a fresh version (or, with
+        `join_in_flight`, the verdict of a heartbeat already on its way).
 
         A refused heartbeat fences this incarnation; a missing registration means the Redis
         dataset was lost (then the incarnation joins the new one) or was removed (fenced).
         """
         if self._fenced is not None:
             return
-        await self._judge(await self._incarnation.heartbeat())
+        await self._judge(await self._incarnation.heartbeat(join_in_flight=join_in_flight))
 
     async def _judge(self, beat: Heartbeat) -> None:
         if beat.outcome.fenced:
@@ -271,12 +274,12 @@ class RuntimeInstance:
             if self.deps.restorer is not None and run.request.shared_run_id:
                 await self.deps.restorer.restore_shared_run(run.request, run.stored)
 
-    async def _publish_quietly(self) -> None:
+    async def _publish_quietly(self, *, join_in_flight: bool = False) -> None:
         """Publish after a local change; with Redis down the next heartbeat publishes it. A
         published free slot is announced (`on_capacity`: this process's pump dispatches now,
         not after its idle interval)."""
         try:
-            await self.publish()
+            await self.publish(join_in_flight=join_in_flight)
             if self.deps.on_capacity is not None and self.capacity().can_accept_run:
                 self.deps.on_capacity()
         except StoreUnavailableError as exc:
@@ -313,7 +316,7 @@ class RuntimeInstance:
                 incarnation=self.incarnation,
                 status=LocalRunStatus.QUEUED,
                 execution_id=request.resume_execution_id,
-                created_at_ms=await self.deps.registry.hot_state.server_time_ms(),
+                created_at_ms=await self._clock.now_ms(),
                 snapshot=request.snapshot,
                 metadata=dict(request.attributes),
             )
@@ -323,6 +326,8 @@ class RuntimeInstance:
             if request.dispatch_attempt_id:
                 self._attempts[request.dispatch_attempt_id] = record.local_run_id
             self._queue.append(run)
+            if request.shared_run_id:
+                self._incarnation.counted(request.shared_run_id)  # frees its dispatcher's reservation
         self._wake.set()
         await self._publish_quietly()
         return run.view()
@@ -507,8 +512,9 @@ class RuntimeInstance:
         execution_id = run.execution_id
         with restored_snapshot(run.snapshot):
             # A heartbeat before anything else: an incarnation fenced while it was paused or
-            # cut off learns it here, before it starts a run recovery may have taken over.
-            await self._publish_quietly()
+            # cut off learns it here, before it starts a run recovery may have taken over (one
+            # already on its way, e.g. the enqueue's, was sent after this process woke too).
+            await self._publish_quietly(join_in_flight=True)
             if self._fenced is not None:
                 raise TakenOver(self._fenced)
             await self._until_available(
@@ -566,7 +572,7 @@ class RuntimeInstance:
     async def _record_started(self, run: LocalRun, execution_id: str) -> None:
         """Record the ExecutionId before the DAG exists (compare-and-set: refused once recovery
         sealed the run)."""
-        started_at = await self.deps.registry.hot_state.server_time_ms()
+        started_at = await self._clock.now_ms()
         run.epoch = self._incarnation.epoch  # the dataset its execution will live in
         await self._swap(
             run, status=LocalRunStatus.RUNNING, execution_id=execution_id, started_at_ms=started_at
@@ -693,7 +699,7 @@ class RuntimeInstance:
         await self._publish_quietly()
 
     async def _record_finished(self, run: LocalRun, status: LocalRunStatus, reason: str | None) -> None:
-        completed_at = await self.deps.registry.hot_state.server_time_ms()
+        completed_at = await self._clock.now_ms()
         await self._swap(run, status=status, failure_reason=reason, completed_at_ms=completed_at)
         if self.deps.events is not None:  # after the record: a listener reading the run finds it done
             await self.deps.events.publish(local_run_end(run.record))

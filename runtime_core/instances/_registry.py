@@ -14,6 +14,7 @@ Must not decide admission or create instances.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -108,13 +109,23 @@ class InstanceRegistry:
         return str(reply[2]) or None
 
     async def heartbeat(
-        self, descriptor: InstanceDescriptor, capacity: CapacityDescriptor, version: int
+        self,
+        descriptor: InstanceDescriptor,
+        capacity: CapacityDescriptor,
+        version: int,
+        counted: Sequence[str] = (),
     ) -> Heartbeat:
-        """Publish both descriptors with Redis time, unless this incarnation was fenced."""
+        """Publish both descriptors with Redis time, unless this incarnation was fenced; the
+        reservations of `counted` (shared runs the capacity already counts) are released."""
         k = self.keys(descriptor.runtime_instance_id)
         reply = await self.hot_state.scripts["publish_capacity"](
-            keys=[k.registry, k.capacity],
-            args=[descriptor.incarnation, version, *_publication(descriptor, capacity)],
+            keys=[k.registry, k.capacity, k.reservations],
+            args=[
+                descriptor.incarnation,
+                version,
+                *_publication(descriptor, capacity),
+                json.dumps(list(counted)),
+            ],
         )
         return Heartbeat(HeartbeatOutcome(int(reply[0])), str(reply[2]) if len(reply) > 2 else "")
 

@@ -1,10 +1,12 @@
-"""Run delivery: reserve a slot -> provider dispatch -> mark Dispatched -> release the slot.
+"""Run delivery: reserve a slot -> provider dispatch -> mark Dispatched.
 
 Owns the one ordered path both the shared queue dispatcher and DirectDispatch submit use
 once admission chose candidates: try each candidate's Lua reservation (TTL), dispatch
 through its provider with the run's snapshot, and only after provider success call the
 caller's `mark` transition. A failed dispatch releases the reservation and creates no
-identity; a mark refused after a successful dispatch cancels the orphan local run.
+identity; an accepted one leaves it to the instance, whose first published capacity that
+counts the run releases it; a mark refused after a successful dispatch cancels the orphan
+local run.
 
 Each provider call is one dispatch attempt with a fresh id (run attribute
 `dispatch.attempt.id`), traced as a `dispatch` span under the run's span (the run's trace
@@ -189,10 +191,9 @@ class RunDelivery:
                 return Delivery(DispatchOutcome.FAILED, f"dispatch to '{rid}' failed: {reason}", rid)
             response, lost_reply = accepted, {"provider_error": reason}
         fields = self._dispatched_fields(response, candidate, reservation, decision, pump)
-        try:
-            marked = await mark(fields)
-        finally:
-            await self.reservations.release(rid, run.shared_run_id)
+        # The instance released the reservation with the first capacity it published that
+        # counts the run (before answering the dispatch, or with its next heartbeat).
+        marked = await mark(fields)
         if not marked.applied:
             await self._cancel_orphan(run, response, candidate, marked)
             return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}", rid)

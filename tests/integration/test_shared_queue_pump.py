@@ -11,7 +11,13 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.errors import ConflictError
 from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot, current_snapshot, restored_snapshot
-from runtime_core.instances import AdmissionController, InstanceRegistry, LocalRunStatus, ReservationStore
+from runtime_core.instances import (
+    AdmissionController,
+    InstanceRegistry,
+    LocalRunRequest,
+    LocalRunStatus,
+    ReservationStore,
+)
 from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
 from runtime_core.queueing import (
     DispatchOutcome,
@@ -143,6 +149,39 @@ async def test_a_pump_dispatches_only_to_instances_its_process_can_reach(hot_sta
     finally:
         for plane in planes:
             await plane.stop()
+
+
+async def test_the_instance_releases_a_reservation_with_the_first_capacity_that_counts_the_run(
+    hot_state: HotState,
+) -> None:
+    """The dispatcher no longer releases after marking: the instance's heartbeat does, once the
+    capacity it publishes counts the accepted run; other holders stay reserved."""
+    plane = control_plane(hot_state)
+    instance = await start_instance(plane, max_concurrent_runs=3)
+    reservations = ReservationStore(hot_state)
+    rid = instance.runtime_instance_id
+    try:
+        for holder in ("srun_accepted", "srun_elsewhere"):
+            assert (await reservations.reserve(rid, holder, 60_000)).outcome.held
+        await instance.pause_queue(reason="keep the run queued")
+        assert await reservations.held_count(rid) == 2
+        request = LocalRunRequest(
+            pipeline=ONE_STEP, input={}, snapshot=DEFAULT_TENANT, shared_run_id="srun_accepted"
+        )
+        await instance.enqueue(request)  # answers once its capacity is published
+        assert await reservations.held_count(rid) == 1
+        [entry] = [e for e in await plane.parts.registry.entries() if e.runtime_instance_id == rid]
+        assert entry.capacity.available_run_slots == 2  # the queued run counts in what it published
+        await instance.publish()
+        assert await reservations.held_count(rid) == 1  # srun_elsewhere: not accepted here
+
+        await instance.resume_queue()
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        assert result.success and result.shared_run_id == submitted.shared_run_id
+        assert await reservations.held_count(rid) == 1
+    finally:
+        await plane.stop()
 
 
 async def test_failed_dispatch_returns_item_to_pending_without_local_run_or_execution(

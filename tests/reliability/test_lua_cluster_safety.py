@@ -255,6 +255,11 @@ async def _control_plane_scenario(hot_state: HotState) -> None:
         requeued = await plane.parts.queue.claim_next(pump)
         assert requeued is not None
         await plane.parts.queue.requeue(requeued, "lua safety test")
+        # A failed dispatch gives its reservation back (an accepted one is released by the
+        # instance's capacity publication).
+        reservations = plane.parts.dispatcher.delivery.reservations
+        assert (await reservations.reserve(instance.runtime_instance_id, "srun_lua", 60_000)).outcome.held
+        assert await reservations.release(instance.runtime_instance_id, "srun_lua")
         ended = SharedQueueKeys(hot_state).ended
         due = await LifecycleSchedule(hot_state).claim_due(ended, grace_ms=0, lease_ms=60_000, limit=10)
         assert due == [cancelled.shared_run_id]
