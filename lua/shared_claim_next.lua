@@ -1,4 +1,5 @@
--- shared_claim_next: claim the oldest Pending shared queue item for one pump, exactly once.
+-- shared_claim_next: claim the oldest Pending shared queue item for one pump, exactly once,
+-- passing over the admission groups the pump found saturated in its cycle.
 -- Claims whose lease expired (a pump died between claim and dispatch) go back to Pending
 -- first, keeping their original sequence; the expired claim's token is kept in the item's
 -- `unsettled` list, because the token is also the id of the dispatch attempt that claim
@@ -6,10 +7,23 @@
 -- could record it, and the next claimer must settle that attempt (and record the run it
 -- created) instead of dispatching the run a second time. The claim token proves ownership
 -- to shared_mark_dispatched / shared_requeue.
+-- Passing over saturated groups costs O(skipped groups), not O(queue): Pending items are
+-- indexed per admission group (`by group`, one lexicographic range per group in queue
+-- order) and each group's head sequence is kept in `group heads`. Fairness across groups:
+-- the claim takes the item with the lowest sequence among the groups not passed over, so
+-- the queue stays globally FIFO for every group that can dispatch. The index is kept
+-- lazily: scripts that make an item Pending add it; an entry whose item was claimed,
+-- cancelled, requeued elsewhere or retired is dropped here when it reaches its group's
+-- head, and a head sequence is only a lower bound, corrected here before it is trusted.
+-- A queue written before the index existed is indexed once (`indexed` marker).
 -- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
--- KEYS[1] items    HASH  shared run id -> JSON item
--- KEYS[2] pending  ZSET  shared run id -> queue sequence
--- KEYS[3] claimed  ZSET  shared run id -> claim lease-until ms
+-- KEYS[1] items        HASH  shared run id -> JSON item
+-- KEYS[2] pending      ZSET  shared run id -> queue sequence
+-- KEYS[3] claimed      ZSET  shared run id -> claim lease-until ms
+-- KEYS[4] by group     ZSET  the per-admission-group pending index (all scores 0):
+--                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[5] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
+-- KEYS[6] indexed      STRING set once the pending items were indexed by group
 -- ARGV[1] claim token (random, from the caller)
 -- ARGV[2] claimer: "<pump runtime instance id>/<pump worker id>"
 -- ARGV[3] claim lease ms
@@ -17,14 +31,34 @@
 -- ARGV[5] JSON array of admission groups to pass over ("[]": none). The pump names the
 --         groups that already found no capacity in its cycle, so their items stay Pending
 --         in place instead of being claimed and requeued one by one.
--- ARGV[6] maximum number of Pending items to look at in this call
 -- Returns: {1, now, shared_run_id, attempts, unsettled}  claimed (item Claimed, attempts
 --                                             counted; unsettled: JSON array of the expired
 --                                             claims' attempt ids, "{}" when empty)
---          {0, now, passed_over}              nothing claimable: no Pending item, or only
---                                             items of skipped groups within the scan limit
+--          {0, now, passed_over}              nothing claimable: no Pending item outside
+--                                             the passed-over groups (passed_over: how
+--                                             many of those groups have Pending items)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function index_pending(srun, seq, group)
+  group = group or ''
+  redis.call('ZADD', KEYS[4], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
+  redis.call('ZADD', KEYS[5], 'LT', seq, group)
+end
+
+local function first_of_group(group)
+  return redis.call('ZRANGEBYLEX', KEYS[4], '[' .. group .. '\31', '(' .. group .. '\32', 'LIMIT', 0, 1)[1]
+end
+
+if redis.call('EXISTS', KEYS[6]) == 0 then
+  local all = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    local raw = redis.call('HGET', KEYS[1], all[i])
+    if raw then index_pending(all[i], tonumber(all[i + 1]), cjson.decode(raw).group) end
+  end
+  redis.call('SET', KEYS[6], '1')
+end
+
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
 for _, srun in ipairs(expired) do
   local raw = redis.call('HGET', KEYS[1], srun)
@@ -42,25 +76,60 @@ for _, srun in ipairs(expired) do
     item.last_requeue_reason = 'claim lease expired'
     redis.call('HSET', KEYS[1], srun, cjson.encode(item))
     redis.call('ZADD', KEYS[2], item.seq, srun)
+    index_pending(srun, item.seq, item.group)
   end
 end
-local skipped_groups = {}
-for _, group in ipairs(cjson.decode(ARGV[5])) do skipped_groups[group] = true end
-local scan_limit = tonumber(ARGV[6])
-local offset, scanned = 0, 0
-while scanned < scan_limit do
-  local batch = redis.call('ZRANGE', KEYS[2], offset, offset + 99)
-  if #batch == 0 then break end
-  for _, srun in ipairs(batch) do
-    scanned = scanned + 1
+
+local skipped, skipped_count = {}, 0
+for _, group in ipairs(cjson.decode(ARGV[5])) do
+  skipped[group] = true
+  skipped_count = skipped_count + 1
+end
+
+-- The live head of `group`: its first indexed item that is still Pending at that sequence
+-- (stale entries are dropped on the way); nil when the group has none.
+local function live_head(group)
+  while true do
+    local first = first_of_group(group)
+    if not first then return nil end
+    local seq = tonumber(string.sub(first, #group + 2, #group + 21))
+    local srun = string.sub(first, #group + 23)
     local raw = redis.call('HGET', KEYS[1], srun)
     local item = raw and cjson.decode(raw)
-    if not item or item.status ~= 'Pending' then
-      redis.call('ZREM', KEYS[2], srun)
-    elseif item.group and skipped_groups[item.group] then
-      offset = offset + 1
+    if item and item.status == 'Pending' and item.seq == seq then return first, seq, srun, item end
+    redis.call('ZREM', KEYS[4], first)
+  end
+end
+
+while true do
+  -- The first skipped_count + 1 heads hold at least one group that is not passed over.
+  local heads = redis.call('ZRANGE', KEYS[5], 0, skipped_count, 'WITHSCORES')
+  local corrected, passed_over = false, 0
+  for i = 1, #heads, 2 do
+    local group, bound = heads[i], tonumber(heads[i + 1])
+    if skipped[group] then
+      passed_over = passed_over + 1
     else
+      local member, seq, srun, item = live_head(group)
+      if not member then
+        redis.call('ZREM', KEYS[5], group)
+        corrected = true
+        break
+      end
+      if seq ~= bound then
+        -- Only a lower bound: another group's head may come first. Correct it, look again.
+        redis.call('ZADD', KEYS[5], seq, group)
+        corrected = true
+        break
+      end
+      redis.call('ZREM', KEYS[4], member)
       redis.call('ZREM', KEYS[2], srun)
+      local following = first_of_group(group)
+      if following then
+        redis.call('ZADD', KEYS[5], tonumber(string.sub(following, #group + 2, #group + 21)), group)
+      else
+        redis.call('ZREM', KEYS[5], group)
+      end
       item.status = 'Claimed'
       item.token = ARGV[1]
       item.claimed_by = ARGV[2]
@@ -72,5 +141,5 @@ while scanned < scan_limit do
       return {1, now, srun, item.attempts, cjson.encode(item.unsettled or {})}
     end
   end
+  if not corrected then return {0, now, passed_over} end
 end
-return {0, now, offset}

@@ -9,13 +9,16 @@
 -- KEYS[3] pending      ZSET  shared run id -> queue sequence (claim order)
 -- KEYS[4] seq          STRING monotonically increasing queue sequence
 -- KEYS[5] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
--- KEYS[6] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
+-- KEYS[6] by group    ZSET  the per-admission-group pending index (all scores 0):
+--                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[7] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
+-- KEYS[8] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
 --         created_at_ms} {squeue}:idem:<tenant>:<sha256 of the key>, expires after ARGV[5]
 -- ARGV[1] shared run id
 -- ARGV[2] JSON object of string fields to create the run with ("" = run must exist)
 -- ARGV[3] comma separated statuses an existing run may be enqueued from
--- ARGV[4] (with KEYS[6]) fingerprint of the request (pipeline + input)
--- ARGV[5] (with KEYS[6]) idempotency window, ms
+-- ARGV[4] (with KEYS[8]) fingerprint of the request (pipeline + input)
+-- ARGV[5] (with KEYS[8]) idempotency window, ms
 -- Returns: {1, now, seq}     enqueued (run QueuedGlobally, item Pending)
 --          {0, now, status}  refused: run exists in a status not allowed, or its item is
 --                            already Pending/Claimed (status 'Queued'); nothing changed
@@ -27,8 +30,8 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
-if KEYS[6] then
-  local held = redis.call('HMGET', KEYS[6], 'shared_run_id', 'fingerprint')
+if KEYS[8] then
+  local held = redis.call('HMGET', KEYS[8], 'shared_run_id', 'fingerprint')
   if held[1] then
     if held[2] == ARGV[4] then return {2, now, held[1]} end
     return {3, now, held[1]}
@@ -58,9 +61,9 @@ if ARGV[2] ~= '' then
   end
   redis.call('HSET', KEYS[1], 'created_at_ms', now)
   redis.call('ZADD', KEYS[5], now, srun)
-  if KEYS[6] then
-    redis.call('HSET', KEYS[6], 'shared_run_id', srun, 'fingerprint', ARGV[4], 'created_at_ms', now)
-    redis.call('PEXPIRE', KEYS[6], ARGV[5])
+  if KEYS[8] then
+    redis.call('HSET', KEYS[8], 'shared_run_id', srun, 'fingerprint', ARGV[4], 'created_at_ms', now)
+    redis.call('PEXPIRE', KEYS[8], ARGV[5])
   end
 end
 local seq = redis.call('INCR', KEYS[4])
@@ -68,5 +71,8 @@ local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms
   group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
 redis.call('ZADD', KEYS[3], seq, srun)
+local group = item.group or ''
+redis.call('ZADD', KEYS[6], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
+redis.call('ZADD', KEYS[7], 'LT', seq, group)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally', 'updated_at_ms', now)
 return {1, now, seq}

@@ -9,6 +9,9 @@
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence
 -- KEYS[4] seq         STRING queue sequence
+-- KEYS[5] by group    ZSET  the per-admission-group pending index (all scores 0):
+--                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[6] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
 -- ARGV[1] shared run id   ARGV[2] unsafe runtime instance id   ARGV[3] its local run id
 -- ARGV[4] target status: QueuedGlobally | ScaleOutRequested
 -- ARGV[5] resume execution id ("" for a local-queued run)
@@ -50,5 +53,8 @@ local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms
   group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
 redis.call('ZADD', KEYS[3], seq, srun)
+local group = item.group or ''
+redis.call('ZADD', KEYS[5], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
+redis.call('ZADD', KEYS[6], 'LT', seq, group)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally')
 return {1, now, seq}

@@ -13,6 +13,9 @@
 -- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[6] ended       ZSET  shared run id -> ended-at ms (a Failed run; the lifecycle sweeper
 --                           retires it)
+-- KEYS[7] by group    ZSET  the per-admission-group pending index (all scores 0):
+--                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[8] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
 -- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Waiting | Failed
 -- ARGV[4] reason
 -- Returns: {1, now, seq}  requeued (seq 0 for Failed)
@@ -45,6 +48,9 @@ item.status = 'Pending'
 item.seq = seq
 redis.call('HSET', KEYS[1], srun, cjson.encode(item))
 redis.call('ZADD', KEYS[2], seq, srun)
+local group = item.group or ''
+redis.call('ZADD', KEYS[7], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
+redis.call('ZADD', KEYS[8], 'LT', seq, group)
 if run_exists then
   redis.call('HSET', KEYS[5], 'last_requeue_reason', ARGV[4], 'updated_at_ms', now)
 end

@@ -1,7 +1,9 @@
 """Redis key layout of the shared run store and shared queue.
 
 Every key lives under ONE hash tag, `{squeue}`: the run records, the item table, the
-pending and claimed ZSETs, the sequence counter, the per-tenant listing ZSETs, the ZSET of
+pending and claimed ZSETs, the per-admission-group pending index (a lexicographic ZSET
+of "<group>\x1f<sequence>\x1f<run>" members, the ZSET of each group's head sequence and
+the marker that the index was built), the sequence counter, the per-tenant listing ZSETs, the ZSET of
 runs that ended before dispatch (which the lifecycle sweeper retires) and the idempotency
 keys of submits (in the run records' slot, so creating a run and claiming its key are one
 script: two submits with one key can never both create a run). So every shared-queue
@@ -45,6 +47,18 @@ class SharedQueueKeys:
     @property
     def pending(self) -> str:
         return self.hot_state.tagged(SHARED_QUEUE_TAG, "pending")
+
+    @property
+    def pending_by_group(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "pending", "bygroup")
+
+    @property
+    def group_heads(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "pending", "heads")
+
+    @property
+    def pending_indexed(self) -> str:
+        return self.hot_state.tagged(SHARED_QUEUE_TAG, "pending", "indexed")
 
     @property
     def claimed(self) -> str:

@@ -28,8 +28,7 @@ from runtime_core.queueing._models import (
 
 DEFAULT_CLAIM_LEASE_MS = 30_000
 _EXPIRED_CLAIMS_PER_CALL = 16
-# How many Pending items one claim may pass over (items of skipped groups) before it reports
-# nothing claimable; the cycle ends and the next cycle starts from the queue head again.
+# How many claims `shared_expire_claims` looks at per call.
 _CLAIM_SCAN_LIMIT = 5_000
 _ITEMS_PER_READ = 500
 
@@ -87,7 +86,15 @@ class SharedQueue:
         idempotency: IdempotencyKey | None = None,
     ) -> QueueTransition:
         k = self.keys
-        keys = [k.run(record.shared_run_id), k.items, k.pending, k.seq, k.tenant_runs(record.tenant_id)]
+        keys = [
+            k.run(record.shared_run_id),
+            k.items,
+            k.pending,
+            k.seq,
+            k.tenant_runs(record.tenant_id),
+            k.pending_by_group,
+            k.group_heads,
+        ]
         args = [record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)]
         if idempotency is not None:
             keys.append(k.idempotency(record.tenant_id, idempotency.key))
@@ -99,15 +106,15 @@ class SharedQueue:
     ) -> QueueClaim | None:
         """The oldest Pending item whose admission group is not in `skip_groups`, or None."""
         token = secrets.token_hex(12)
+        k = self.keys
         reply = await self._scripts["shared_claim_next"](
-            keys=[self.keys.items, self.keys.pending, self.keys.claimed],
+            keys=[k.items, k.pending, k.claimed, k.pending_by_group, k.group_heads, k.pending_indexed],
             args=[
                 token,
                 pump.claimer,
                 self.claim_lease_ms,
                 _EXPIRED_CLAIMS_PER_CALL,
                 json.dumps(sorted(skip_groups)),
-                _CLAIM_SCAN_LIMIT,
             ],
         )
         if int(reply[0]) != 1:
@@ -155,7 +162,16 @@ class SharedQueue:
     async def _requeue(self, claim: QueueClaim, target: str, reason: str) -> QueueTransition:
         k = self.keys
         reply = await self._scripts["shared_requeue"](
-            keys=[k.items, k.pending, k.claimed, k.seq, k.run(claim.shared_run_id), k.ended],
+            keys=[
+                k.items,
+                k.pending,
+                k.claimed,
+                k.seq,
+                k.run(claim.shared_run_id),
+                k.ended,
+                k.pending_by_group,
+                k.group_heads,
+            ],
             args=[claim.shared_run_id, claim.token, target, reason],
         )
         return _transition(reply)

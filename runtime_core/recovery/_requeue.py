@@ -48,7 +48,7 @@ class SharedRunRecovery:
         """Only while the run is still Dispatched to `runtime_instance_id` as `local_run_id`."""
         k = self.keys
         reply = await self.hot_state.scripts["shared_recover"](
-            keys=[k.run(shared_run_id), k.items, k.pending, k.seq],
+            keys=[k.run(shared_run_id), k.items, k.pending, k.seq, k.pending_by_group, k.group_heads],
             args=[
                 shared_run_id,
                 runtime_instance_id,

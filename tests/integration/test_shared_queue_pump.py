@@ -17,6 +17,7 @@ from runtime_core.instances import (
     LocalRunRequest,
     LocalRunStatus,
     ReservationStore,
+    admission_group,
 )
 from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
 from runtime_core.queueing import (
@@ -506,6 +507,71 @@ async def test_a_saturated_tenant_does_not_hold_back_another_tenants_runs_in_the
             (QueueItemStatus.PENDING, 0),
             (QueueItemStatus.PENDING, 0),
         ]
+    finally:
+        await plane.stop()
+
+
+async def _claim_reads(hot_state: HotState, plane: ControlPlane, skip: frozenset[str]) -> tuple[str, int]:
+    """One claim passing over `skip`: the run it claimed and how many items it read (HGETs)."""
+    before = await command_calls(hot_state, "cmdstat_hget")
+    claim = await plane.parts.queue.claim_next(PUMP, skip)
+    reads = await command_calls(hot_state, "cmdstat_hget") - before
+    assert claim is not None
+    return claim.shared_run_id, reads
+
+
+async def test_passing_over_a_saturated_group_reads_a_few_items_not_the_whole_queue(
+    hot_state: HotState,
+) -> None:
+    """Issue 17.2: the per-group pending index. 400 runs of a saturated tenant at the head of
+    the queue cost the claim of the next tenant's run the same few reads as 4 do; across the
+    groups not passed over the queue stays FIFO; cancelled and claimed runs leave no trace."""
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    submit = plane.submit
+    try:
+        warm_up = (await submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+        assert (await _claim_reads(hot_state, plane, frozenset()))[0] == warm_up  # builds the index
+        few = [(await submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_A)).shared_run_id for _ in range(4)]
+        first_other = (await submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+        saturated = frozenset({admission_group(TENANT_A)})
+        claimed, reads_behind_few = await _claim_reads(hot_state, plane, saturated)
+        assert claimed == first_other
+
+        many = await asyncio.gather(
+            *(submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_A) for _ in range(400))
+        )
+        cancelled = (await submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+        await plane.cancel(cancelled, DEFAULT_TENANT)
+        second_other = (await submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+        claimed, reads_behind_many = await _claim_reads(hot_state, plane, saturated)
+        assert claimed == second_other  # the cancelled run's index entry was dropped, not claimed
+        # + the cancelled run's stale entry, and the corrected head read again: 404 runs ahead.
+        assert reads_behind_few <= 2 and reads_behind_many <= reads_behind_few + 2
+
+        # Nothing passed over: strict queue order across both groups.
+        order = [few[0], few[1]]
+        assert [(await _claim_reads(hot_state, plane, frozenset()))[0] for _ in order] == order
+        assert len(many) == 400
+    finally:
+        await plane.stop()
+
+
+async def test_a_queue_written_before_the_group_index_is_indexed_once_by_the_next_claim(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    keys = plane.parts.queue.keys
+    try:
+        ids = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, tenant)).shared_run_id
+            for tenant in (TENANT_A, DEFAULT_TENANT, TENANT_A)
+        ]
+        await hot_state.redis.delete(keys.pending_by_group, keys.group_heads, keys.pending_indexed)
+        saturated = frozenset({admission_group(TENANT_A)})
+        assert (await _claim_reads(hot_state, plane, saturated))[0] == ids[1]
+        assert await hot_state.redis.exists(keys.pending_indexed) == 1
+        assert [(await _claim_reads(hot_state, plane, frozenset()))[0] for _ in range(2)] == [ids[0], ids[2]]
+        assert await plane.parts.queue.claim_next(PUMP) is None
     finally:
         await plane.stop()
 

@@ -48,6 +48,7 @@ FIRST_ARG_IS_KEY = frozenset(
         "ZSCORE",
         "ZRANGE",
         "ZRANGEBYSCORE",
+        "ZRANGEBYLEX",
         "ZREMRANGEBYSCORE",
         "ZPOPMIN",
         "LPUSH",
