@@ -1,6 +1,8 @@
 """The seed's heavy scenario: 50 shared runs x 100 steps, queue-first, drained by the
 background pump, over 1 and 3 in-process runtime instances and over 3 pooled child
-instances behind the HTTP and gRPC providers (one runtime-instance OS process each)."""
+instances behind the HTTP and gRPC providers (one runtime-instance OS process each). Each
+row also carries how many runs ran at once (sampled from the published capacity): with 4
+run slots per instance, capacity that adds up shows 4 per instance."""
 
 from __future__ import annotations
 
@@ -32,10 +34,13 @@ def hundred_steps(steps: int) -> PipelineDefinition:
     return parse_pipeline({"name": f"heavy-{steps}", "steps": body})
 
 
-async def _wait_all_completed(plane: ControlPlane, ids: list[str], timeout_s: float = 600) -> None:
+async def _wait_all_completed(plane: ControlPlane, ids: list[str], timeout_s: float = 600) -> list[int]:
+    """Until every run completed; the number of runs running at each poll."""
     deadline = time.monotonic() + timeout_s
     pending = list(ids)
+    running: list[int] = []
     while pending:
+        running.append(sum(entry.capacity.running for entry in await plane.parts.registry.entries()))
         record = await plane.parts.index.get_by_shared(pending[-1])
         if record is not None and record.status is LocalRunStatus.COMPLETED:
             pending.pop()
@@ -45,6 +50,7 @@ async def _wait_all_completed(plane: ControlPlane, ids: list[str], timeout_s: fl
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(pending)} runs not completed in {timeout_s}s")
         await _idle()
+    return running
 
 
 async def _idle() -> None:
@@ -96,10 +102,15 @@ async def scenario(
                 (await plane.submit(pipeline, {"run": n}, SubmitMode.QUEUE_FIRST, TENANT)).shared_run_id
                 for n in range(runs)
             ]
-            await _wait_all_completed(plane, ids)
+            running = await _wait_all_completed(plane, ids)
             seconds = time.perf_counter() - started
     total = runs * steps
-    return Row("heavy 50x100", variant, total, seconds, total / seconds, 0, 0, 0, 0)
+    at_once = {"runs_at_once_max": max(running, default=0), "runs_at_once_mean": _mean(running)}
+    return Row("heavy 50x100", variant, total, seconds, total / seconds, 0, 0, 0, 0, extra=at_once)
+
+
+def _mean(values: list[int]) -> float:
+    return round(sum(values) / len(values), 1) if values else 0.0
 
 
 async def run(redis_url: str, *, runs: int, steps: int) -> list[Row]:

@@ -58,7 +58,7 @@ from runtime_core.dag._store import (
     StepClaim,
     TransitionOutcome,
 )
-from runtime_core.dag._worker_permits import WorkerPermits
+from runtime_core.dag._worker_permits import Permit, WorkerPermits
 from runtime_core.dag._worker_state import Completion, ExecutionRun, Idle, WorkerPace
 from runtime_core.errors import (
     ConflictError,
@@ -263,11 +263,11 @@ class DagEngine:
         self, run: ExecutionRun, worker_id: str, token_prefix: str, pace: WorkerPace
     ) -> WorkerPace | None:
         """One claim-execute or idle round; how to pace the next one, or None when this worker is done."""
-        async with self._permit():
+        async with self._permit() as permit:
             if run.gates.active:
                 idle = await self._advance_gated(run, worker_id, token_prefix)
             else:
-                idle = await self._advance_batch(run, worker_id, token_prefix)
+                idle = await self._advance_batch(run, worker_id, token_prefix, permit)
         if idle is None:
             return WorkerPace(self.settings.idle_poll_min_ms)
         if not run.advancing:
@@ -288,19 +288,16 @@ class DagEngine:
         woken = await run.idle.wait(wait_ms / 1000)
         return WorkerPace(min(self.settings.idle_poll_max_ms, pace.idle_ms * 2), woken_locally=woken)
 
-    def _permit(self) -> AbstractAsyncContextManager[None]:
+    def _permit(self) -> AbstractAsyncContextManager[Permit | None]:
         """A worker permit for one round of claiming and running steps (none to wait for
         outside a runtime instance); idle waits happen without one."""
         if self.worker_permits is None:
             return contextlib.nullcontext()
         return self.worker_permits.held()
 
-    def _hand_off(self) -> bool:
-        """Another execution's worker waits for a permit: end this round after reporting, so
-        a long streak of one execution's steps cannot starve the other runs of the process."""
-        return self.worker_permits is not None and self.worker_permits.contended
-
-    async def _advance_batch(self, run: ExecutionRun, worker_id: str, token_prefix: str) -> Idle | None:
+    async def _advance_batch(
+        self, run: ExecutionRun, worker_id: str, token_prefix: str, permit: Permit | None = None
+    ) -> Idle | None:
         """Fast path (no gated step): each round trip reports the steps this worker executed
         and claims its next batch (`advance_steps`), until nothing is claimable or another
         execution's worker waits for this one's permit (then it only reports)."""
@@ -308,7 +305,10 @@ class DagEngine:
         holding = False
         try:
             while True:
-                handing_off = bool(done) and self._hand_off()
+                # Another worker waits for this one's permit and it has held it for a time
+                # slice: report only and end the round, so one execution's long streak of
+                # steps cannot starve the other runs of the process.
+                handing_off = bool(done) and permit is not None and permit.should_hand_off()
                 claim_count = run.sizer.size() if run.advancing and not handing_off else 0
                 advanced = await self._advance(run, done, claim_count, token_prefix)
                 await self._report(run, done, advanced, worker_id)

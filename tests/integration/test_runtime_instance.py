@@ -183,6 +183,7 @@ async def test_a_worker_hands_its_permit_to_another_runs_waiting_step(hot_state:
     fan = [{"name": f"r{i}", "stepKey": "test.record", "dependsOn": ["hold"]} for i in range(20)]
     long = parse_pipeline({"name": "long", "steps": [{"name": "hold", "stepKey": "test.gate"}, *fan]})
     short = parse_pipeline({"name": "short", "steps": [{"name": "only", "stepKey": "test.record"}]})
+    instance._permits.time_slice_s = 0.0  # hand on at the first report (the slice is tested apart)
     try:
         first = await instance.enqueue(request(long))
         await wait_until(lambda: _true(gate.started == 1))
