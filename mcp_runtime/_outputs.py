@@ -148,7 +148,11 @@ class RunStatusOutput(ToolOutput):
     pump_worker_id: str | None = None
     scale_out_request_id: str | None = None
     local_status: str | None = Field(None, description="Queued, Running, Completed, Failed or Cancelled.")
-    effective_workers: int | None = None
+    effective_workers: int | None = Field(
+        None,
+        description="Engine workers of the run once started: at most this many of its steps run at "
+        "once, each on one of the instance's workers while it runs.",
+    )
     execution_status: str | None = Field(
         None, description="DAG status: Running, Completed, Failed, Cancelled."
     )

@@ -68,6 +68,9 @@ class Incarnation:
             beat = asyncio.ensure_future(
                 self.registry.heartbeat(descriptor, capacity, self._version, counted)
             )
+            # Its outcome is read by this caller and any joiner; one cancelled meanwhile must
+            # not leave an unread exception behind.
+            beat.add_done_callback(_read_outcome)
             self._in_flight = beat
             try:
                 result = await asyncio.shield(beat)
@@ -93,3 +96,8 @@ class Incarnation:
 
     async def retire(self, *, unfinished: bool) -> RetireOutcome:
         return await self.registry.retire(self.runtime_instance_id, self.id, unfinished=unfinished)
+
+
+def _read_outcome(beat: asyncio.Future[Heartbeat]) -> None:
+    if not beat.cancelled():
+        beat.exception()
