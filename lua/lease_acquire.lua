@@ -1,6 +1,8 @@
 -- lease_acquire: take one concurrency lease in every scope ZSET, all or nothing.
 --
--- KEYS[1..n]    scope ZSETs (member = lease id, score = expiry in Unix ms); one hash tag
+-- KEYS[1..n]    scope ZSETs (member = lease id, score = expiry in Unix ms); one hash tag. Every
+--               scope has its own tag, so the gate calls this once per scope (in one
+--               pipeline) and releases the granted scopes when one refuses.
 -- ARGV[1]       lease id
 -- ARGV[2]       lease duration in ms
 -- ARGV[3..n+2]  limit of KEYS[i] is ARGV[i+2]

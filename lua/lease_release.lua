@@ -1,6 +1,7 @@
 -- lease_release: give back one concurrency lease in every scope ZSET.
 --
--- KEYS[1..n]  scope ZSETs the lease was acquired in; one hash tag
+-- KEYS[1..n]  scope ZSETs the lease was acquired in; one hash tag (the gate calls it once
+--             per scope: every scope has its own tag)
 -- ARGV[1]     lease id
 --
 -- Returns the number of scopes the lease was still held in (n = all released; fewer means

@@ -74,7 +74,8 @@ class ConcurrencyContext(BaseModel):
         return f"{self.provider}:{self.model}" if self.provider else self.model
 
     def scope_key_parts(self, scope: ConcurrencyScope) -> tuple[str, ...] | None:
-        """Key parts after `concurrency:scope:`; None when this context has no such value."""
+        """The scope's key parts (its hash tag is `concurrency:<parts>`); None when this context
+        has no such value."""
         parts: dict[ConcurrencyScope, tuple[str | None, ...]] = {
             ConcurrencyScope.GLOBAL: (),
             ConcurrencyScope.PIPELINE: (self.pipeline_key,),

@@ -1,8 +1,10 @@
 """The Redis concurrency gate: policy admission, then all-or-nothing ZSET leases.
 
 Owns `ConcurrencyGate`, `LeaseGrant`, `LeaseDenial` and the scope key layout
-`<prefix>{concurrency}:scope:<scope parts>`: every scope ZSET shares the one `{concurrency}`
-hash tag so a single Lua call can check and take all of a step's leases (Cluster-safe).
+`<prefix>{concurrency:<scope parts>}:scope`: every scope ZSET has its own hash tag, so the
+leases of different providers, models, steps and pipelines spread over a Redis Cluster's
+slots instead of loading one (a step's leases in several scopes are taken all or nothing,
+scope by scope: see `_leases`).
 Must not claim DAG steps: the caller claims after a grant and releases if the claim fails.
 """
 
@@ -53,8 +55,8 @@ class ConcurrencyGate:
         self._hot_state = hot_state
 
     def scope_key(self, scope: ScopeLimit) -> str:
-        """`mcprt:{concurrency}:scope:provider:openai` and so on."""
-        return self._hot_state.tagged(CONCURRENCY_HASH_TAG, "scope", *scope.key_parts)
+        """`mcprt:{concurrency:provider:openai}:scope` and so on."""
+        return self._hot_state.tagged(":".join((CONCURRENCY_HASH_TAG, *scope.key_parts)), "scope")
 
     async def try_acquire(
         self, effective: EffectiveConcurrency, lease_id: str

@@ -1,7 +1,14 @@
 """Typed wrappers of `lua/lease_acquire.lua` and `lua/lease_release.lua`.
 
-The only place that knows those scripts' KEYS/ARGV order and return codes. Must not decide
-which scopes or limits apply: callers pass resolved keys and limits.
+The only place that knows those scripts' KEYS/ARGV order and return codes. Each scope lives
+in its own Cluster slot, so a lease in several scopes is taken scope by scope in one
+pipeline (one script call per scope, one round trip): when a scope refuses, the scopes that
+granted it are released again, so the outcome is all or nothing. It is not atomic: for the
+moment between the two calls a concurrent acquirer may see the lease in a scope it is about
+to leave and be refused (it retries after the scope's retry delay); no scope ever holds more
+leases than its limit, and a holder that dies in between leaves leases that expire with
+their lease time. Must not decide which scopes or limits apply: callers pass resolved keys
+and limits.
 """
 
 from __future__ import annotations
@@ -53,20 +60,41 @@ class ScopeLimitReached(BaseModel):
 async def acquire_scope_leases(
     hot_state: HotState, keys: Sequence[str], limits: Sequence[int], lease_id: str, lease_ms: int
 ) -> LeasesAcquired | ScopeLimitReached:
-    reply = await _run(hot_state, "lease_acquire", [*keys], [lease_id, lease_ms, *limits])
-    if LeaseAcquireStatus(int(reply[0])) is LeaseAcquireStatus.ACQUIRED:
-        return LeasesAcquired(expires_at_ms=int(reply[1]))
-    return ScopeLimitReached(blocked_index=int(reply[1]) - 1, current=int(reply[2]), limit=int(reply[3]))
+    replies = await _per_scope(
+        hot_state, "lease_acquire", keys, [[lease_id, lease_ms, limit] for limit in limits]
+    )
+    granted = [int(reply[0]) == LeaseAcquireStatus.ACQUIRED for reply in replies]
+    if all(granted):
+        return LeasesAcquired(expires_at_ms=min(int(reply[1]) for reply in replies))
+    await release_scope_leases(
+        hot_state, [key for key, ok in zip(keys, granted, strict=True) if ok], lease_id
+    )
+    blocked = granted.index(False)
+    reply = replies[blocked]
+    return ScopeLimitReached(blocked_index=blocked, current=int(reply[2]), limit=int(reply[3]))
 
 
 async def release_scope_leases(hot_state: HotState, keys: Sequence[str], lease_id: str) -> LeaseReleaseStatus:
-    released = int(await _run(hot_state, "lease_release", [*keys], [lease_id]))
+    replies = await _per_scope(hot_state, "lease_release", keys, [[lease_id]] * len(keys))
+    released = sum(int(reply) for reply in replies)
     return LeaseReleaseStatus.RELEASED if released == len(keys) else LeaseReleaseStatus.EXPIRED
 
 
-async def _run(hot_state: HotState, script: str, keys: list[str], args: list[str | int]) -> Any:
+async def _per_scope(
+    hot_state: HotState, script: str, keys: Sequence[str], args: Sequence[Sequence[str | int]]
+) -> list[Any]:
+    """`script` once per scope key with its own args: one call, or one pipeline (the keys
+    live in different slots; EVAL inside a pipeline never fails with NOSCRIPT)."""
+    if not keys:
+        return []
     try:
-        return await hot_state.scripts[script](keys=keys, args=args)
+        if len(keys) == 1:
+            return [await hot_state.scripts[script](keys=[keys[0]], args=list(args[0]))]
+        pipe = hot_state.redis.pipeline(transaction=False)
+        source = hot_state.scripts.source(script)
+        for key, key_args in zip(keys, args, strict=True):
+            pipe.eval(source, 1, key, *key_args)
+        return list(await pipe.execute())
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         raise StoreUnavailableError(
             f"Redis is unreachable while running {script}: {exc}",

@@ -180,7 +180,7 @@ async def test_metrics_count_a_run_on_a_dedicated_registry(
 async def test_lease_and_admission_denials_are_counted_by_scope() -> None:
     metrics = RuntimeMetrics()
     observer = MetricsObserver(metrics)
-    scope = "mcprt:{concurrency}:scope:provider:openai"
+    scope = "mcprt:{concurrency:provider:openai}:scope"
     await observer.on_event(
         EngineEvent("step.lease_denied", "exec_x", TENANT_A, attributes={"scope_key": scope})
     )

@@ -6,6 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from runtime_core.concurrency import (
     AdmissionDenial,
     ConcurrencyContext,
@@ -17,6 +19,10 @@ from runtime_core.concurrency import (
     resolve_effective_concurrency,
 )
 from runtime_core.hot_state import HotState
+from tests.reliability.lua_cluster import key_slot
+
+# Every scope is its own slot: a lease in several scopes crosses slots on the cluster.
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 OPENAI_STEP = {"provider": "openai", "model": "gpt-4.1", "operation": "llm.chat"}
 
@@ -62,7 +68,7 @@ async def test_third_acquire_is_denied_at_provider_limit_two(hot_state: HotState
 
     assert isinstance(first, LeaseGrant) and isinstance(second, LeaseGrant)
     assert isinstance(third, LeaseDenial)
-    key = f"{hot_state.prefix}{{concurrency}}:scope:provider:openai"
+    key = f"{hot_state.prefix}{{concurrency:provider:openai}}:scope"
     assert third.reason == f"Concurrency limit reached for scope '{key}'. Current='2', Limit='2'."
     assert (third.scope_key, third.retry_after_ms) == (key, 120)
 
@@ -80,7 +86,7 @@ async def test_full_scope_denies_without_adding_a_lease_in_any_other_scope(hot_s
     denial = await gate.try_acquire(effective, "blocked")
 
     assert isinstance(denial, LeaseDenial)
-    assert denial.scope_key.endswith(":scope:provider:openai")
+    assert denial.scope_key.endswith("{concurrency:provider:openai}:scope")
     for scope in effective.scopes:
         assert await hot_state.redis.zscore(gate.scope_key(scope), "blocked") is None
 
@@ -178,8 +184,8 @@ async def test_throttle_without_target_limits_every_provider(hot_state: HotState
     openai_denial = await gate.try_acquire(openai, "openai-2")
     anthropic_denial = await gate.try_acquire(anthropic, "anthropic-2")
     assert isinstance(openai_denial, LeaseDenial) and isinstance(anthropic_denial, LeaseDenial)
-    assert openai_denial.scope_key.endswith(":scope:provider:openai")
-    assert anthropic_denial.scope_key.endswith(":scope:provider:anthropic")
+    assert openai_denial.scope_key.endswith("{concurrency:provider:openai}:scope")
+    assert anthropic_denial.scope_key.endswith("{concurrency:provider:anthropic}:scope")
 
 
 async def test_step_without_limits_gets_a_grant_without_touching_redis(hot_state: HotState) -> None:
@@ -203,7 +209,8 @@ async def test_reacquiring_a_held_lease_id_is_idempotent(hot_state: HotState) ->
     assert await hot_state.redis.zcard(again.scope_keys[0]) == 1
 
 
-async def test_all_scope_keys_share_one_hash_tag(hot_state: HotState) -> None:
+async def test_each_scope_key_has_its_own_hash_tag(hot_state: HotState) -> None:
+    """Issue 17.2: leases spread over a cluster's slots, one scope per hash tag."""
     gate = ConcurrencyGate(hot_state)
     effective = _effective({"maxGlobalConcurrency": 9, "maxStepConcurrency": 9, "maxModelConcurrency": 9})
 
@@ -211,10 +218,11 @@ async def test_all_scope_keys_share_one_hash_tag(hot_state: HotState) -> None:
 
     assert isinstance(grant, LeaseGrant)
     assert list(grant.scope_keys) == [
-        f"{hot_state.prefix}{{concurrency}}:scope:global",
-        f"{hot_state.prefix}{{concurrency}}:scope:pipeline-step:content-generation:1:llm.summary",
-        f"{hot_state.prefix}{{concurrency}}:scope:model:openai:gpt-4.1",
+        f"{hot_state.prefix}{{concurrency:global}}:scope",
+        f"{hot_state.prefix}{{concurrency:pipeline-step:content-generation:1:llm.summary}}:scope",
+        f"{hot_state.prefix}{{concurrency:model:openai:gpt-4.1}}:scope",
     ]
+    assert len({key_slot(key) for key in grant.scope_keys}) == 3
 
 
 async def test_scope_keys_expire_once_their_leases_can_no_longer_be_live(hot_state: HotState) -> None:

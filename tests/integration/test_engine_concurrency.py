@@ -42,7 +42,7 @@ def _throttle(**config: Any) -> dict[str, Any]:
 
 
 def _scope_key(hot_state: HotState, *parts: str) -> str:
-    return hot_state.tagged(CONCURRENCY_HASH_TAG, "scope", *parts)
+    return hot_state.tagged(":".join((CONCURRENCY_HASH_TAG, *parts)), "scope")
 
 
 async def _events(observer: RecordingObserver, name: str) -> bool:
