@@ -18,7 +18,7 @@ from collections import OrderedDict
 from typing import Any
 
 from runtime_core.audit._batching import DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_INTERVAL_S, BatchBuffer
-from runtime_core.dag import DagStore, EngineEvent
+from runtime_core.dag import DagStore, EngineEvent, ExecutionMeta
 from runtime_core.retention import tenant_of
 from runtime_core.storage import DurableStore, LedgerEntry
 
@@ -62,7 +62,7 @@ class LedgerRecorder:
         try:
             if event.name in IDENTITY_EVENTS:
                 self._contexts.pop(event.execution_id, None)
-            context = await self._context(event.execution_id)
+            context = await self._context(event.execution_id, event.meta)
             attributes: dict[str, Any] = {**event.attributes}
             if event.worker_id is not None:
                 attributes["worker_id"] = event.worker_id
@@ -94,13 +94,18 @@ class LedgerRecorder:
     async def close(self) -> None:
         await self.flush()
 
-    async def _context(self, execution_id: str) -> dict[str, str]:
+    async def _context(self, execution_id: str, meta: ExecutionMeta | None = None) -> dict[str, str]:
+        """The run identity and worker counts of the execution (from the metadata the event
+        carries, at creation; else read once and cached)."""
         context = self._contexts.get(execution_id)
         if context is None:
             fields = (*RUN_IDENTITY_FIELDS, *WORKER_COUNT_FIELDS)
-            values = await self.dag_store.hot_state.redis.hmget(
-                self.dag_store.keys(execution_id).meta, fields
-            )
+            if meta is not None:
+                values = [meta.attributes.get(field) for field in fields]
+            else:
+                values = await self.dag_store.hot_state.redis.hmget(
+                    self.dag_store.keys(execution_id).meta, fields
+                )
             context = {k: v for k, v in zip(fields, values, strict=True) if v is not None}
             self._contexts[execution_id] = context
             while len(self._contexts) > _MAX_TRACKED_EXECUTIONS:

@@ -39,7 +39,7 @@ class SnapshotWriter:
     async def on_event(self, event: EngineEvent) -> None:
         try:
             if event.name == "execution.created":
-                meta = await self.dag_store.load_meta(event.execution_id)
+                meta = event.meta or await self.dag_store.load_meta(event.execution_id)
                 if meta is not None:
                     await self.checkpoints.write_header(meta)
             elif event.name == "execution.finalized":

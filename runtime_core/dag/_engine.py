@@ -159,8 +159,16 @@ class DagEngine:
         self.validate(pipeline)
         execution_id = execution_id or new_execution_id()
         created = await self.store.create_execution(execution_id, pipeline, state, snapshot, attributes)
-        if created:
-            await self._emit("execution.created", execution_id, snapshot, pipeline=pipeline.key)
+        if created is not None:
+            await self.observer.on_event(
+                EngineEvent(
+                    "execution.created",
+                    execution_id,
+                    snapshot,
+                    attributes={"pipeline": pipeline.key},
+                    meta=created,
+                )
+            )
         return execution_id
 
     def validate(self, pipeline: PipelineDefinition) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime_core.identity import ExecutionContextSnapshot
+
+if TYPE_CHECKING:
+    from runtime_core.dag._store import ExecutionMeta
 
 
 @dataclass(frozen=True)
@@ -19,6 +22,8 @@ class EngineEvent:
     worker_id: str | None = None
     at_ms: int = 0
     attributes: dict[str, Any] = field(default_factory=dict)
+    # `execution.created` carries the metadata it stored, so observers need not read it back.
+    meta: ExecutionMeta | None = None
 
 
 class ExecutionObserver(Protocol):

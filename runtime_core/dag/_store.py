@@ -227,8 +227,9 @@ class DagStore:
         state: dict[str, Any],
         snapshot: ExecutionContextSnapshot | None,
         attributes: dict[str, str] | None = None,
-    ) -> bool:
-        """Create the DAG state once; returns False when it already existed (unchanged).
+    ) -> ExecutionMeta | None:
+        """Create the DAG state once; its metadata as `load_meta` would read it now, or None
+        when it already existed (unchanged).
 
         FencedError when recovery gave this ExecutionId up (`fence_execution`)."""
         k = self.keys(execution_id)
@@ -262,7 +263,18 @@ class DagStore:
                 f"Execution '{execution_id}' was given up by recovery ({reply[2]}) and cannot be created.",
                 hint="Its run was dispatched again under a new ExecutionId; nothing to do.",
             )
-        return int(reply[0]) == 1
+        if int(reply[0]) != 1:
+            return None
+        created_at_ms = int(reply[1])
+        stored = {
+            **meta,
+            "status": "Running",
+            "created_at_ms": str(created_at_ms),
+            "step_count": str(len(steps)),
+            "completed_count": "0",
+            "claim_seq": "0",
+        }
+        return ExecutionMeta(execution_id, pipeline, state, snapshot, "Running", created_at_ms, None, stored)
 
     async def fence_execution(self, execution_id: str, reason: str) -> str | None:
         """Give up an ExecutionId whose DAG does not exist; the DAG's status when it does."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from runtime_core.dag import DagStore, EngineEvent
 from runtime_core.errors import RuntimeCoreError
@@ -65,6 +66,8 @@ class RunEventObserver:
 
     async def _run_event(self, event: EngineEvent, event_type: RunEventType, status: str) -> RunEvent:
         assert event.snapshot is not None
+        if event.meta is not None:  # created just now: the event carries what was stored
+            self._remember(event.execution_id, event.meta.attributes)
         shared_run_id, local_run_id = await self._identities(event.execution_id)
         waiting_key = event.attributes.get("waiting_key")
         return RunEvent(
@@ -85,8 +88,12 @@ class RunEventObserver:
             self._runs.move_to_end(execution_id)
             return cached
         found = await self.dag_store.load_attributes(execution_id, "shared_run_id", "local_run_id")
-        identities = (found["shared_run_id"] or None, found["local_run_id"] or None)
+        return self._remember(execution_id, found)
+
+    def _remember(self, execution_id: str, found: Mapping[str, str | None]) -> tuple[str | None, str | None]:
+        identities = (found.get("shared_run_id") or None, found.get("local_run_id") or None)
         self._runs[execution_id] = identities
+        self._runs.move_to_end(execution_id)
         if len(self._runs) > _CACHED_EXECUTIONS:
             self._runs.popitem(last=False)
         return identities

@@ -445,3 +445,17 @@ async def test_idle_workers_wait_for_the_local_completion_instead_of_polling(hot
 
 async def _script_calls(hot_state: HotState) -> int:
     return await command_calls(hot_state, "cmdstat_evalsha", "cmdstat_eval")
+
+
+async def test_the_created_metadata_is_what_load_meta_reads_back(hot_state: HotState) -> None:
+    """`execution.created` carries the metadata creation stored, so the ledger, snapshot and
+    run-event observers need not read it back (three round trips per run start): it must be
+    exactly what `load_meta` reads, and a second creation of the same id returns None."""
+    store = DagStore(hot_state)
+    execution_id = f"exec_{secrets.token_hex(8)}"
+    attributes = {"shared_run_id": "srun_meta", "local_run_id": "lrun_meta"}
+    created = await store.create_execution(execution_id, FINGERPRINT_PIPELINE, {"x": 1}, SNAPSHOT, attributes)
+    loaded = await store.load_meta(execution_id)
+    assert created is not None and loaded is not None
+    assert created == loaded
+    assert await store.create_execution(execution_id, FINGERPRINT_PIPELINE, {"x": 1}, SNAPSHOT) is None
