@@ -19,7 +19,7 @@ from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
 from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.pipeline import PipelineDefinition, parse_pipeline, steps_read_by
+from runtime_core.pipeline import PipelineDefinition, parse_stored_pipeline, steps_read_by
 
 
 class StepStatus(StrEnum):
@@ -471,7 +471,7 @@ class DagStore:
             return None
         return ExecutionMeta(
             execution_id=raw["execution_id"],
-            pipeline=parse_pipeline(raw["pipeline"]),
+            pipeline=parse_stored_pipeline(raw["pipeline"]),
             state=json.loads(raw["state"]),
             snapshot=ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
             status=raw["status"],

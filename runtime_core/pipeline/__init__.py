@@ -23,7 +23,13 @@ from runtime_core.pipeline._limits import (
     check_size,
     dumps_strict,
 )
-from runtime_core.pipeline._models import PipelineDefinition, StepDefinition, parse_pipeline, parse_pipelines
+from runtime_core.pipeline._models import (
+    PipelineDefinition,
+    StepDefinition,
+    parse_pipeline,
+    parse_pipelines,
+    parse_stored_pipeline,
+)
 from runtime_core.pipeline._validation import RetentionCheck, validate_pipeline
 
 __all__ = [
@@ -47,6 +53,7 @@ __all__ = [
     "parse_binding",
     "parse_pipeline",
     "parse_pipelines",
+    "parse_stored_pipeline",
     "resolve_inputs",
     "steps_read_by",
     # Validation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -76,6 +77,27 @@ def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
             )
         data = pipelines[0]
     return _pipeline(data)
+
+
+# Stored pipelines are parsed once per distinct text: every run of one pipeline stores the
+# same JSON, and a queued run is read back on every dispatch attempt. Bounded: at most this
+# many texts of at most this size are kept (larger ones are parsed each time).
+_STORED_PIPELINES_KEPT = 128
+_STORED_PIPELINE_CACHED_BYTES = 64 * 1024
+
+
+def parse_stored_pipeline(raw: str) -> PipelineDefinition:
+    """A pipeline read back from where it was stored after `parse_pipeline` accepted it (a
+    shared run record, an execution's metadata): the same result, parsed once per distinct
+    text. The models are frozen, so one parsed pipeline is safely shared."""
+    if len(raw) > _STORED_PIPELINE_CACHED_BYTES:
+        return parse_pipeline(raw)
+    return _parse_stored(raw)
+
+
+@functools.lru_cache(maxsize=_STORED_PIPELINES_KEPT)
+def _parse_stored(raw: str) -> PipelineDefinition:
+    return parse_pipeline(raw)
 
 
 def parse_pipelines(raw: str | bytes | dict[str, Any]) -> list[PipelineDefinition]:

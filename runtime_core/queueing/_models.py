@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import admission_group
-from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.pipeline import PipelineDefinition, parse_stored_pipeline
 
 
 class SharedRunStatus(StrEnum):
@@ -131,7 +131,7 @@ class SharedRunRecord(BaseModel):
             "submit_mode": raw["submit_mode"],
             "tenant_id": raw["tenant_id"],
             "snapshot": ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
-            "pipeline": parse_pipeline(raw["pipeline"]),
+            "pipeline": parse_stored_pipeline(raw["pipeline"]),
             "input": json.loads(raw.get("input") or "{}"),
             "created_at_ms": int(raw.get("created_at_ms") or 0),
         }

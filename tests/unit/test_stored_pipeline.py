@@ -1,0 +1,35 @@
+"""Pipelines read back from the store are parsed once per distinct text (the dispatcher reads
+a queued run's record on every attempt; every run of a pipeline stores the same JSON)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime_core.errors import InvalidPipelineError
+from runtime_core.pipeline import parse_pipeline, parse_stored_pipeline
+
+
+def _pipeline_text(name: str, steps: int = 3) -> str:
+    body = [{"name": f"s{i}", "stepKey": "test.noop"} for i in range(steps)]
+    return parse_pipeline({"name": name, "steps": body}).to_json()
+
+
+def test_the_same_text_gives_the_same_parsed_pipeline_once() -> None:
+    text = _pipeline_text("stored-once")
+    first, again = parse_stored_pipeline(text), parse_stored_pipeline(text)
+    assert first is again
+    assert first == parse_pipeline(text)
+    assert parse_stored_pipeline(_pipeline_text("stored-other")) is not first
+
+
+def test_a_large_pipeline_is_parsed_each_time_not_kept() -> None:
+    text = _pipeline_text("stored-large", steps=1200)
+    assert len(text) > 64 * 1024
+    first, again = parse_stored_pipeline(text), parse_stored_pipeline(text)
+    assert first == again and first is not again
+
+
+def test_a_broken_stored_pipeline_is_the_same_typed_error_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(InvalidPipelineError):
+            parse_stored_pipeline('{"name": "broken"')
