@@ -53,6 +53,7 @@ from runtime_core.dag._store import (
     ClaimBatch,
     ClaimOutcome,
     DagStore,
+    ExecutionMeta,
     FinalizeOutcome,
     ReassignOutcome,
     StepClaim,
@@ -124,6 +125,9 @@ class DagEngine:
         self.check_retention: RetentionCheck | None = None
         # Spans around step invocations; `runtime_core.bootstrap` sets it when tracing is on.
         self.step_tracing: StepTracing = NoStepTracing()
+        # The metadata this engine just stored by creating an execution: the `run` that
+        # follows starts from it instead of reading it back (consumed once).
+        self._created: ExecutionMeta | None = None
 
     @property
     def results(self) -> ResultCodec:
@@ -159,6 +163,7 @@ class DagEngine:
         self.validate(pipeline)
         execution_id = execution_id or new_execution_id()
         created = await self.store.create_execution(execution_id, pipeline, state, snapshot, attributes)
+        self._created = created
         if created is not None:
             await self.observer.on_event(
                 EngineEvent(
@@ -233,7 +238,9 @@ class DagEngine:
             run.parked_status, run.stopped = None, False
 
     async def _load(self, execution_id: str) -> ExecutionRun:
-        meta = await self.store.load_meta(execution_id)
+        created, self._created = self._created, None
+        fresh = created is not None and created.execution_id == execution_id
+        meta = created if fresh else await self.store.load_meta(execution_id)
         if meta is None:
             raise NotFoundError(f"Execution '{execution_id}' not found.", hint="Check the ExecutionId.")
         gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key)

@@ -13,6 +13,7 @@ from runtime_core.dag import (
     DagStore,
     EngineEvent,
     EngineSettings,
+    ExecutionMeta,
     TransitionOutcome,
     execution_fingerprint,
 )
@@ -459,3 +460,24 @@ async def test_the_created_metadata_is_what_load_meta_reads_back(hot_state: HotS
     assert created is not None and loaded is not None
     assert created == loaded
     assert await store.create_execution(execution_id, FINGERPRINT_PIPELINE, {"x": 1}, SNAPSHOT) is None
+
+
+class MetaReadCountingStore(DagStore):
+    """The real store, counting how often an execution's metadata is read back."""
+
+    meta_reads = 0
+
+    async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
+        self.meta_reads += 1
+        return await super().load_meta(execution_id)
+
+
+async def test_running_a_just_created_execution_does_not_read_its_metadata_back(hot_state: HotState) -> None:
+    store = MetaReadCountingStore(hot_state)
+    engine = DagEngine(store, default_executor_registry(), RetryEngine(), settings=EngineSettings())
+    execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT)
+    assert await engine.run(execution_id, workers=1) == "Completed"
+    assert store.meta_reads == 0
+    # A later run of it (after a park, a restart) reads the stored metadata as before.
+    assert await engine.run(execution_id, workers=1) == "Completed"
+    assert store.meta_reads == 1
