@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
+from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from runtime_core.errors import StoreUnavailableError
@@ -30,6 +31,7 @@ log = logging.getLogger("runtime_core.events")
 
 RunEventListener = Callable[[RunEvent], None]
 _POLL_TIMEOUT_S = 1.0
+_CLOSE_GRACE_S = 1.0
 _LOST = (StoreUnavailableError, RedisError, OSError)
 
 
@@ -39,6 +41,8 @@ class RunEventSubscriber:
         self.keys = RunEventKeys(hot_state)
         self._listeners: dict[object, RunEventListener] = {}
         self._task: asyncio.Task[None] | None = None
+        self._pubsub: PubSub | None = None  # the live subscription's, while there is one
+        self._closing = False
         self.subscribed = asyncio.Event()
 
     def listen(self, listener: RunEventListener) -> Callable[[], None]:
@@ -46,6 +50,7 @@ class RunEventSubscriber:
         token = object()
         self._listeners[token] = listener
         if self._task is None or self._task.done():
+            self._closing = False
             self._task = asyncio.create_task(self._run(), name="run-events-subscriber")
 
         def unsubscribe() -> None:
@@ -58,11 +63,20 @@ class RunEventSubscriber:
         await asyncio.wait_for(self.subscribed.wait(), timeout_s)
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop listening. A cancellation that lands while redis-py reads a pub/sub reply can be
+        swallowed (the read then waits for a message that may never come), so a subscription
+        still running after a grace period has its connection closed under it."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._closing = True
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE_S)
+        if not done and self._pubsub is not None:
+            with contextlib.suppress(*_LOST):
+                await self._pubsub.aclose()
+        with contextlib.suppress(asyncio.CancelledError, *_LOST):
+            await task
 
     def deliver(self, event: RunEvent) -> None:
         for listener in list(self._listeners.values()):
@@ -73,7 +87,7 @@ class RunEventSubscriber:
 
     async def _run(self) -> None:
         delay = 0.05
-        while True:
+        while not self._closing:
             try:
                 await self._listen_once()
             except _LOST as exc:
@@ -88,7 +102,7 @@ class RunEventSubscriber:
 
     async def _listen_once(self) -> None:
         await self.hot_state.ping()  # a cluster client learns its slots from its first command
-        pubsub = self.hot_state.redis.pubsub()
+        pubsub = self._pubsub = self.hot_state.redis.pubsub()
         try:
             await pubsub.subscribe(self.keys.channel)
             self.subscribed.set()
@@ -97,6 +111,7 @@ class RunEventSubscriber:
                 if message is not None:
                     self._dispatch(message)
         finally:
+            self._pubsub = None
             with contextlib.suppress(*_LOST):
                 await pubsub.aclose()
 
