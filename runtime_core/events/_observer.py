@@ -54,10 +54,10 @@ class RunEventObserver:
             return
         try:
             run_event = await self._run_event(event, *mapped)
-            if run_event.step_level:
-                self.publisher.emit(run_event)
-            else:
+            if run_event.durable:  # a wait for input: to the stream, and sent now
                 await self.publisher.publish(run_event)
+            else:  # progress and the other status changes: batched with the process's others
+                self.publisher.emit(run_event)
         except RuntimeCoreError as exc:  # an observer must never crash the engine's worker
             log.warning(
                 "run_events.publish_failed",

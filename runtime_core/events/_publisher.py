@@ -1,13 +1,14 @@
 """RunEventPublisher: run events onto Redis pub/sub (live) and the durable event stream.
 
-Owns how an event leaves the process. `publish` (status changes) writes now: the events
-buffered so far and this one in one PUBLISH (so subscribers see them in order), plus an
-XADD to the durable stream for terminal / waiting-for-input events (only once a webhook
-service created that stream); it raises
-`StoreUnavailableError` so a caller that must not lose the event can retry. `emit` (step
-progress) only buffers: a background task flushes the buffer in one PUBLISH per batch, so a
-step costs its worker no extra round trip; buffered progress is lost if the process dies,
-which subscribers tolerate (they re-read the run). Must not decide what an event means.
+Owns how an event leaves the process. `publish` (the end of a run, a wait for input) writes
+now: the events buffered so far and this one in one PUBLISH (so subscribers see them in
+order), plus an XADD to the durable stream (only once a webhook service created that
+stream); it raises `StoreUnavailableError` so a caller that must not lose the event can
+retry. `emit` (step progress and the other status changes: queued, dispatched, started,
+paused, resumed, ...) only buffers: a background task flushes the buffer at once, in one
+PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
+events per PUBLISH; buffered events are lost if the process dies, which subscribers tolerate
+(they re-read the run). Must not decide what an event means.
 """
 
 from __future__ import annotations

@@ -82,6 +82,9 @@ class SharedRunJournal:
             status=status.value,
             reason=reason or None,
         )
+        if not run_event.durable:  # queued, dispatched, ...: batched with the process's others
+            self.events.emit(run_event)
+            return
         try:
             await self.events.publish(run_event)
         except RuntimeCoreError as exc:
