@@ -88,6 +88,10 @@ from runtime_core.steps import (
 
 log = logging.getLogger("runtime_core.dag")
 
+# A batch of claimed steps is sized for steps that take less than a round trip; one running
+# longer than this hands the rest of its batch back to idle workers.
+HAND_BACK_AFTER_S = 0.05
+
 _T = TypeVar("_T")
 
 
@@ -334,15 +338,83 @@ class DagEngine:
                 if not holding:
                     holding, run.holding = True, run.holding + 1
                 await self._settle_resuming(run, batch, worker_id)
-                for claim in batch.claims:
-                    completion = await self._execute(run, claim, worker_id)
-                    if completion is not None:
-                        done.append(completion)
+                done = await self._execute_batch(run, batch.claims, worker_id, token_prefix)
                 if not done and not run.advancing:
                     return None
         finally:
             if holding:
                 run.holding -= 1
+
+    async def _execute_batch(
+        self, run: ExecutionRun, claims: list[StepClaim], worker_id: str, token_prefix: str
+    ) -> list[Completion]:
+        """Run a claimed batch in order; the completions still to report.
+
+        A batch is sized for fast steps, so when one is still running after
+        `HAND_BACK_AFTER_S` (a model call, a step waiting on something), the steps of the batch
+        that finished are reported at once and the ones not started are handed back (Ready, no
+        retry used) for idle workers to run meanwhile, instead of waiting behind it."""
+        if len(claims) == 1:
+            completion = await self._execute(run, claims[0], worker_id)
+            return [completion] if completion is not None else []
+        batch = _BatchProgress(claims)
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            """One timer per batch: spill once the current step has run for the whole delay."""
+            waited = loop.time() - batch.step_started
+            if waited < HAND_BACK_AFTER_S:
+                batch.timer = loop.call_later(HAND_BACK_AFTER_S - waited, check)
+            elif batch.done or batch.not_started:
+                finished, not_started = batch.take_for_spill()
+                batch.spill = asyncio.ensure_future(
+                    self._spill(run, finished, not_started, worker_id, token_prefix)
+                )
+
+        batch.timer = loop.call_later(HAND_BACK_AFTER_S, check)
+        try:
+            for claim in claims:
+                if batch.spill is not None:
+                    break
+                batch.step_started = loop.time()
+                completion = await self._execute(run, claim, worker_id)
+                batch.finished_step(completion)
+        except BaseException:
+            if batch.spill is not None:
+                batch.spill.cancel()
+            raise
+        finally:
+            batch.timer.cancel()
+        if batch.spill is not None:
+            await batch.spill
+        return batch.done
+
+    async def _spill(
+        self,
+        run: ExecutionRun,
+        finished: list[Completion],
+        not_started: list[StepClaim],
+        worker_id: str,
+        token_prefix: str,
+    ) -> None:
+        """Report the batch's finished steps now and hand its not-started ones back."""
+        if finished:
+            advanced = await self._advance(run, finished, 0, token_prefix)
+            await self._report(run, finished, advanced, worker_id)
+        for claim in not_started:
+            await self._until_available(
+                lambda claim=claim: self.store.release_step(claim), "step.release", run.execution_id
+            )
+            await self._emit(
+                "step.handed_back",
+                run.execution_id,
+                run.snapshot,
+                step=claim.step_name,
+                worker_id=worker_id,
+                reason="claimed in a batch behind a long-running step",
+            )
+        if not_started:
+            run.idle.wake(len(not_started))
 
     async def _nothing_claimed(self, run: ExecutionRun, batch: ClaimBatch, worker_id: str) -> Idle | None:
         """Why a claim came back empty: the execution ended, control blocks claims, or nothing
@@ -698,3 +770,30 @@ class DagEngine:
         await self.observer.on_event(
             EngineEvent(name, execution_id, snapshot, step, worker_id, attributes=attributes)
         )
+
+
+class _BatchProgress:
+    """How far a worker got through a claimed batch, for `_execute_batch`'s spill timer."""
+
+    def __init__(self, claims: list[StepClaim]) -> None:
+        self.claims = claims
+        self.started = 0  # claims started so far
+        self.done: list[Completion] = []
+        self.step_started = 0.0
+        self.timer: asyncio.TimerHandle
+        self.spill: asyncio.Future[None] | None = None
+
+    @property
+    def not_started(self) -> list[StepClaim]:
+        return self.claims[self.started + 1 :]
+
+    def finished_step(self, completion: Completion | None) -> None:
+        self.started += 1
+        if completion is not None:
+            self.done.append(completion)
+
+    def take_for_spill(self) -> tuple[list[Completion], list[StepClaim]]:
+        """The finished completions (no longer this batch's to report) and the claims not
+        started (no longer this batch's to run)."""
+        finished, self.done = self.done, []
+        return finished, self.not_started

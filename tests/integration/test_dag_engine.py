@@ -481,3 +481,34 @@ async def test_running_a_just_created_execution_does_not_read_its_metadata_back(
     # A later run of it (after a park, a restart) reads the stored metadata as before.
     assert await engine.run(execution_id, workers=1) == "Completed"
     assert store.meta_reads == 1
+
+
+async def test_no_ready_step_waits_behind_a_long_running_step_of_the_same_batch(hot_state: HotState) -> None:
+    """A worker may claim several ready steps at once; one that runs long (a model call, a
+    step waiting on something) reports the batch's finished steps and hands its not-started
+    ones back, so an idle worker runs them while it is still running."""
+    from tests.integration.control_plane_support import GateExecutor
+
+    gate = GateExecutor()
+    engine = make_engine(hot_state, gate)
+    body = [
+        {"name": "a", "stepKey": "test.noop"},
+        {"name": "hold", "stepKey": "test.gate", "dependsOn": ["a"]},
+    ]
+    body += [{"name": f"b{i}", "stepKey": "test.noop", "dependsOn": ["a"]} for i in range(6)]
+    execution_id = await engine.create_execution(parse_pipeline({"name": "hol", "steps": body}), {}, SNAPSHOT)
+    running = asyncio.create_task(engine.run(execution_id, workers=2))
+    try:
+
+        async def all_but_hold_completed() -> bool:
+            view = await engine.store.read_execution(execution_id)
+            statuses = {s.name: s.status for s in view.steps} if view else {}
+            others = [status for name, status in statuses.items() if name != "hold"]
+            return statuses.get("hold") == "Running" and others == ["Completed"] * 7
+
+        await wait_until(all_but_hold_completed)
+        gate.release()
+        assert await running == "Completed"
+    finally:
+        gate.release()
+        running.cancel()
