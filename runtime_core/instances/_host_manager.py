@@ -3,7 +3,8 @@
 Owns launching `python -m runtime_core.hosting` children (one runtime-instance process
 hosting a pool of K child runtime instances behind an HTTP or gRPC command endpoint on a
 free loopback port, loading the same step plug-ins as this process; a gRPC one also gets a
-free `/metrics` port), waiting with a timeout until every child instance is registered and
+free `/metrics` port; a child that exits because its port was taken meanwhile is started
+again on another one), waiting with a timeout until every child instance is registered and
 live, recording each process (pid, port, transport, instance ids) in memory and in Redis,
 tenant-scoped process scale-out (instances counted by RuntimeInstanceIdPrefix against
 MaxRuntimeInstances, like the local scaler) and stopping processes (SIGTERM, then SIGKILL
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import signal
 import sys
@@ -33,6 +35,8 @@ from runtime_core.instances._scaler import ScaleOutOutcome, local_instance_id
 from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings
 from runtime_core.plugins import StepPluginSettings
 
+log = logging.getLogger("runtime_core.instances")
+
 HOSTING_MODULE = "runtime_core.hosting"
 _LOG_TAIL_BYTES = 2_000
 
@@ -50,6 +54,30 @@ class HostStartError(RuntimeCoreError):
     """A runtime-instance process exited or did not register its instances in time."""
 
     code = "host_start_failed"
+
+
+class _PortTaken(Exception):
+    """The child exited because its port was bound by another process meanwhile."""
+
+    def __init__(self, error: HostStartError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+_PORT_ATTEMPTS = 3
+# What the child's log says when its listening port was taken (uvicorn / asyncio, gRPC core).
+_PORT_TAKEN_MARKERS = ("Address already in use", "Failed to add port")
+
+
+def _port_was_taken(log_path: str, start: int) -> bool:
+    """The child's log from `start` (this attempt's output) says its port was taken."""
+    try:
+        with open(log_path, "rb") as log_file:
+            log_file.seek(start)
+            tail = log_file.read().decode(errors="replace")
+    except OSError:
+        return False
+    return any(marker in tail for marker in _PORT_TAKEN_MARKERS)
 
 
 class HostManagerSettings(BaseModel):
@@ -142,11 +170,32 @@ class RuntimeHostManager:
     # Starting
 
     async def start_host(self, launch: HostLaunch) -> HostedProcess:
-        """Start a process; return once all its child instances are registered and live."""
+        """Start a process; return once all its child instances are registered and live.
+
+        The port is picked free but only bound by the child, so another process may take it
+        in between: a child that exits because its port was taken is started again on
+        another port (a few times)."""
         host_id = launch.host_id or await self._new_host_id(launch.transport)
+        attempt = 1
+        while True:
+            try:
+                return await self._start_host_once(launch, host_id)
+            except _PortTaken as taken:
+                if attempt >= _PORT_ATTEMPTS:
+                    raise taken.error from None
+                log.warning(
+                    "host.port_taken host_id=%s attempt=%d",
+                    host_id,
+                    attempt,
+                    extra={"host_id": host_id, "attempt": attempt},
+                )
+                attempt += 1
+
+    async def _start_host_once(self, launch: HostLaunch, host_id: str) -> HostedProcess:
         port = find_free_port()
         log_path = self.settings.data_dir / "hosts" / f"{host_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_start = log_path.stat().st_size if log_path.exists() else 0  # this attempt's part
         with log_path.open("ab") as log_file:
             process = await asyncio.create_subprocess_exec(
                 self.settings.python,
@@ -173,6 +222,11 @@ class RuntimeHostManager:
         await self.registry.hot_state.redis.hset(self.records_key, host_id, hosted.model_dump_json())
         try:
             await self._await_registration(hosted, process)
+        except HostStartError as error:
+            await self.kill_host(host_id)
+            if process.returncode is not None and _port_was_taken(hosted.log_path, log_start):
+                raise _PortTaken(error) from error
+            raise
         except BaseException:
             await self.kill_host(host_id)
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -9,9 +10,9 @@ import pytest
 
 from runtime_core.control_plane import ControlPlane
 from runtime_core.hot_state import EmbeddedRedis, HotState
-from runtime_core.instances import HostTransport
+from runtime_core.instances import HostTransport, _host_manager
 from tests.integration import remote_provider_scenarios as scenario
-from tests.integration.remote_support import hosted_control_plane
+from tests.integration.remote_support import hosted_control_plane, start_shared_host
 
 TRANSPORT = HostTransport.GRPC
 
@@ -74,3 +75,24 @@ async def test_dispatch_reply_lost_over_grpc_after_the_child_accepted_is_recorde
     await scenario.lost_dispatch_reply_is_recorded_once_and_the_run_executes_once_in_the_child(
         plane, TRANSPORT
     )
+
+
+async def test_a_child_whose_port_was_taken_meanwhile_is_started_again_on_another_port(
+    plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host manager picks a free port that only the child binds: when another process
+    binds it in between, the child exits and is started again on another port."""
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    taken_port = taken.getsockname()[1]
+    ports = iter([taken_port])  # the first port handed out is bound by someone else already
+    real = _host_manager.find_free_port
+    monkeypatch.setattr(_host_manager, "find_free_port", lambda: next(ports, None) or real())
+    try:
+        hosted = await start_shared_host(plane, TRANSPORT)
+    finally:
+        taken.close()
+    assert hosted.port != taken_port
+    live = {e.runtime_instance_id for e in await plane.parts.registry.entries() if e.live}
+    assert set(hosted.runtime_instance_ids) <= live
