@@ -1,8 +1,10 @@
 """DagEngine: N stateless workers advancing one execution only through the DagStore.
 
 Owns the worker loop: the control gate (blocked claims, Pausing -> Paused, Resuming ->
-Running, prompt cancellation), the claim path (batch claims when no step is concurrency
-gated; otherwise admission -> lease -> single claim per step), the transitions after a step
+Running, prompt cancellation), the worker permit a round of claiming and running steps holds
+when a runtime instance shares its workers (handed on after a time slice when wanted), the
+claim path (batch claims when no step is concurrency gated, a long step handing the rest of
+its batch back; otherwise admission -> lease -> single claim per step), the transitions after a step
 ran (completion reported with the next claim, failure -> retry or Failed, parking for human
 input), convergence and finalization, and riding out a Redis outage: a worker backs
 off and retries while the store is unavailable, and a step's completion, failure or
@@ -777,7 +779,7 @@ class _BatchProgress:
 
     def __init__(self, claims: list[StepClaim]) -> None:
         self.claims = claims
-        self.started = 0  # claims started so far
+        self.ran = 0  # claims run to their end so far; the one at this index is running
         self.done: list[Completion] = []
         self.step_started = 0.0
         self.timer: asyncio.TimerHandle
@@ -785,10 +787,10 @@ class _BatchProgress:
 
     @property
     def not_started(self) -> list[StepClaim]:
-        return self.claims[self.started + 1 :]
+        return self.claims[self.ran + 1 :]
 
     def finished_step(self, completion: Completion | None) -> None:
-        self.started += 1
+        self.ran += 1
         if completion is not None:
             self.done.append(completion)
 
