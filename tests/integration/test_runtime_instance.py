@@ -661,6 +661,8 @@ async def test_runs_waiting_for_input_give_their_workers_back_so_another_run_com
         parked = [await instance.enqueue(request(APPROVAL_ONLY)) for _ in range(2)]
         for run in parked:
             await wait_until(lambda run=run: _parked(plane, instance, run.local_run_id))
+        # The worker that parked a run gives its permit back just after the wait is recorded.
+        await wait_until(lambda: _true(instance.capacity().active_workers == 0))
         capacity = instance.capacity()
         assert (capacity.active_workers, capacity.available_workers) == (0, 2)
         assert (capacity.running, capacity.available_run_slots) == (2, 1)  # parked runs keep their slot
@@ -743,7 +745,7 @@ async def test_an_unparked_run_and_a_new_run_share_the_free_worker(
     try:
         resumed = await instance.enqueue(request(held_until(resumed_release, after_approval=True)))
         await wait_until(lambda: _parked(plane, instance, resumed.local_run_id))
-        assert instance.capacity().active_workers == 0
+        await wait_until(lambda: _true(instance.capacity().active_workers == 0))  # permit given back
         queued = await instance.enqueue(request(ONE_STEP))
         assert (
             await instance.wait_for_run(queued.local_run_id, timeout=10)
