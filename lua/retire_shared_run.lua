@@ -6,7 +6,8 @@
 -- `queue_status`) and the pending / claimed sets; the run leaves its tenant's listing and the
 -- ended set; the record is marked `archived_at_ms` (readers then answer from the durable run
 -- record) and expires after ARGV[3] ms.
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items        HASH  shared run id -> JSON item
 -- KEYS[3] pending      ZSET  shared run id -> queue sequence

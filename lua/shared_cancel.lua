@@ -1,7 +1,8 @@
 -- shared_cancel: cancel a shared run that has not been dispatched yet.
 -- Cancellable statuses: Submitted, QueuedGlobally, ScaleOutRequested. A Pending item leaves
 -- the queue; a Claimed item means a pump is dispatching it right now (retry shortly).
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence

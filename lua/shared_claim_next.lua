@@ -1,5 +1,5 @@
--- shared_claim_next: claim the oldest Pending shared queue item for one pump, exactly once,
--- passing over the admission groups the pump found saturated in its cycle.
+-- shared_claim_next: claim the oldest Pending item of one shared-queue partition for one
+-- pump, exactly once, passing over the admission groups the pump found saturated in its cycle.
 -- Claims whose lease expired (a pump died between claim and dispatch) go back to Pending
 -- first, keeping their original sequence; the expired claim's token is kept in the item's
 -- `unsettled` list, because the token is also the id of the dispatch attempt that claim
@@ -11,12 +11,14 @@
 -- indexed per admission group (`by group`, one lexicographic range per group in queue
 -- order) and each group's head sequence is kept in `group heads`. Fairness across groups:
 -- the claim takes the item with the lowest sequence among the groups not passed over, so
--- the queue stays globally FIFO for every group that can dispatch. The index is kept
--- lazily: scripts that make an item Pending add it; an entry whose item was claimed,
--- cancelled, requeued elsewhere or retired is dropped here when it reaches its group's
--- head, and a head sequence is only a lower bound, corrected here before it is trusted.
+-- the partition stays FIFO for every group that can dispatch (the caller takes the
+-- partitions in turn). The index is kept lazily: scripts that make an item Pending add
+-- it; an entry whose item was claimed, cancelled, requeued elsewhere or retired is dropped
+-- here when it reaches its group's head, and a head sequence is only a lower bound,
+-- corrected here before it is trusted.
 -- A queue written before the index existed is indexed once (`indexed` marker).
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of one shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items        HASH  shared run id -> JSON item
 -- KEYS[2] pending      ZSET  shared run id -> queue sequence
 -- KEYS[3] claimed      ZSET  shared run id -> claim lease-until ms
@@ -31,9 +33,11 @@
 -- ARGV[5] JSON array of admission groups to pass over ("[]": none). The pump names the
 --         groups that already found no capacity in its cycle, so their items stay Pending
 --         in place instead of being claimed and requeued one by one.
--- Returns: {1, now, shared_run_id, attempts, unsettled}  claimed (item Claimed, attempts
---                                             counted; unsettled: JSON array of the expired
---                                             claims' attempt ids, "{}" when empty)
+-- Returns: {1, now, shared_run_id, attempts, unsettled, next head}  claimed (item Claimed,
+--                                             attempts counted; unsettled: JSON array of the
+--                                             expired claims' attempt ids, "{}" when empty;
+--                                             next head: the sequence of the partition's
+--                                             oldest Pending item now, "" when none)
 --          {0, now, passed_over}              nothing claimable: no Pending item outside
 --                                             the passed-over groups (passed_over: how
 --                                             many of those groups have Pending items)
@@ -138,7 +142,8 @@ while true do
       item.attempts = (item.attempts or 0) + 1
       redis.call('HSET', KEYS[1], srun, cjson.encode(item))
       redis.call('ZADD', KEYS[3], item.lease_until_ms, srun)
-      return {1, now, srun, item.attempts, cjson.encode(item.unsettled or {})}
+      local next_head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2] or ''
+      return {1, now, srun, item.attempts, cjson.encode(item.unsettled or {}), next_head}
     end
   end
   if not corrected then return {0, now, passed_over} end

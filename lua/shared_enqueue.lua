@@ -2,12 +2,14 @@
 -- Creates the run record when ARGV[2] carries its fields (QueueFirst submit), or requeues
 -- an existing run whose status is one of ARGV[3] (DirectDispatch QueueGlobally, fulfilled
 -- scale-out requeue). The run ends QueuedGlobally, its item Pending at the queue tail.
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, attempts, group, ...}
 --                            (group: the run's `admission_group`, which claims may pass over)
 -- KEYS[3] pending      ZSET  shared run id -> queue sequence (claim order)
--- KEYS[4] seq          STRING monotonically increasing queue sequence
+-- KEYS[4] seq          STRING the partition's queue clock: the last sequence given, in ms
+--                            (max(last + 1, now): increasing, and comparable across partitions)
 -- KEYS[5] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
 -- KEYS[6] by group    ZSET  the per-admission-group pending index (all scores 0):
 --                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
@@ -66,7 +68,9 @@ if ARGV[2] ~= '' then
     redis.call('PEXPIRE', KEYS[8], ARGV[5])
   end
 end
-local seq = redis.call('INCR', KEYS[4])
+-- The partition's queue clock (ms, strictly increasing): partitions' heads compare by time.
+local seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now)
+redis.call('SET', KEYS[4], seq)
 local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now,
   group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))

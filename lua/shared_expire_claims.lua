@@ -3,7 +3,8 @@
 -- claimed again at once (their dispatch attempts then settled by the next claimer) instead
 -- of after the claim lease. Only the claims' lease deadlines change: shared_claim_next does
 -- the rest exactly as for any expired claim.
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of one shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items    HASH  shared run id -> JSON item (claimed_by "<pump id>/<worker>@<incarnation>")
 -- KEYS[2] claimed  ZSET  shared run id -> claim lease-until ms
 -- ARGV[1] claimer prefix ("<control plane id>/")   ARGV[2] the current incarnation suffix

@@ -3,7 +3,8 @@
 -- token the queue item must still be Claimed by that token (it becomes Dispatched); with an
 -- empty token (DirectDispatch, no queue item) the run must still be Submitted. Earlier
 -- unsettled dispatch attempts of the item are forgotten: the run is recorded now.
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items       HASH  shared run id -> JSON item
 -- KEYS[2] claimed     ZSET  shared run id -> claim lease-until ms
 -- KEYS[3] run record  HASH  {squeue}:run:<shared run id>

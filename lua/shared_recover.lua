@@ -4,11 +4,12 @@
 -- exists (the scale-out watcher requeues it once capacity was created). An in-flight
 -- execution keeps its ExecutionId in `resume_execution_id`; it is never cleared here.
 -- The run must still be Dispatched to that instance as that local run.
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence
--- KEYS[4] seq         STRING queue sequence
+-- KEYS[4] seq         STRING the partition's queue clock (ms, max(last + 1, now))
 -- KEYS[5] by group    ZSET  the per-admission-group pending index (all scores 0):
 --                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
 -- KEYS[6] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
@@ -47,7 +48,8 @@ end
 local attempts = 0
 local raw = redis.call('HGET', KEYS[2], srun)
 if raw then attempts = cjson.decode(raw).attempts or 0 end
-local seq = redis.call('INCR', KEYS[4])
+local seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now)
+redis.call('SET', KEYS[4], seq)
 local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now,
   last_requeue_reason = fields.last_requeue_reason,
   group = redis.call('HGET', KEYS[1], 'admission_group') or nil}

@@ -5,11 +5,12 @@
 -- the tenant's runs keep their order). Either way the run stays QueuedGlobally (no
 -- LocalRunId, no ExecutionId). Target Failed: the item leaves the queue for good and the
 -- run (when it exists) becomes Failed (missing run/snapshot).
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items       HASH  shared run id -> JSON item
 -- KEYS[2] pending     ZSET  shared run id -> queue sequence
 -- KEYS[3] claimed     ZSET  shared run id -> claim lease-until ms
--- KEYS[4] seq         STRING queue sequence
+-- KEYS[4] seq         STRING the partition's queue clock (ms, max(last + 1, now))
 -- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[6] ended       ZSET  shared run id -> ended-at ms (a Failed run; the lifecycle sweeper
 --                           retires it)
@@ -43,7 +44,10 @@ if ARGV[3] == 'Failed' then
   return {1, now, 0}
 end
 local seq = item.seq
-if ARGV[3] == 'Pending' then seq = redis.call('INCR', KEYS[4]) end
+if ARGV[3] == 'Pending' then
+  seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now)
+  redis.call('SET', KEYS[4], seq)
+end
 item.status = 'Pending'
 item.seq = seq
 redis.call('HSET', KEYS[1], srun, cjson.encode(item))

@@ -1,7 +1,8 @@
 -- shared_run_transition: create a shared run record, or move it between statuses by
 -- compare-and-set on its current status (Submitted -> ScaleOutRequested / Rejected, ...).
 -- Queue transitions (QueuedGlobally, Dispatched, Cancelled) have their own scripts.
--- Key layout: every key lives under the hash tag {squeue} (one slot, Cluster safe).
+-- Key layout: every key lives under the hash tag of the run's shared-queue partition
+-- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
 -- KEYS[2] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
 -- KEYS[3] ended        ZSET  shared run id -> ended-at ms: a run moved to Rejected, Cancelled or

@@ -55,7 +55,7 @@ from runtime_core.observability import (
 )
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
-from runtime_core.queueing import SharedRunStore
+from runtime_core.queueing import SharedQueueKeys, SharedRunStore, adopt_recorded_partitions
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
 from runtime_core.webhooks import WebhookService
@@ -104,10 +104,13 @@ class EngineServices:
         await asyncio.to_thread(check_data_dir_writable, self.settings.data_dir)
         redis_url = self.settings.redis_url or self._open_embedded_redis()
         self.redis_url = redis_url
-        self.hot_state = connect_hot_state(redis_url, prefix=self.settings.redis_prefix)
+        self.hot_state = connect_hot_state(
+            redis_url, prefix=self.settings.redis_prefix, partitions=self.settings.queue_partitions
+        )
         self._opened.push_async_callback(self.hot_state.close)
         await self.hot_state.ping()
         await self._check_persistence()
+        await adopt_recorded_partitions(SharedQueueKeys(self.hot_state))
         self.dag_store = DagStore(self.hot_state)
         self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)

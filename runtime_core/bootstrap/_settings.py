@@ -26,12 +26,15 @@ def default_data_dir() -> Path:
 class RuntimeSettings(BaseModel):
     """`data_dir`: `--data-dir`, else `MCP_RUNTIME_DATA_DIR`, else `default_data_dir()`.
     `require_redis_persistence`: refuse to start on a Redis without `appendonly yes` (by
-    default such a Redis only produces a warning at start)."""
+    default such a Redis only produces a warning at start). `queue_partitions`: how many
+    partitions a new shared queue spreads over (`MCP_RUNTIME_QUEUE_PARTITIONS`; default 1 on a
+    single Redis, 16 on a cluster); a Redis whose queue recorded a count keeps it."""
 
     data_dir: Path = Field(default_factory=default_data_dir)
     redis_url: str | None = None
     require_redis_persistence: bool = False
     redis_prefix: str = "mcprt:"
+    queue_partitions: int | None = Field(default=None, ge=1, le=1024)
     mongodb_uri: str | None = None
     mongodb_database: str = "mcp_runtime"
     workers: int = 4
@@ -49,6 +52,7 @@ class RuntimeSettings(BaseModel):
             "data_dir": os.environ.get("MCP_RUNTIME_DATA_DIR"),
             "redis_url": os.environ.get("REDIS_URL"),
             "redis_prefix": os.environ.get("MCP_RUNTIME_REDIS_PREFIX"),
+            "queue_partitions": os.environ.get("MCP_RUNTIME_QUEUE_PARTITIONS"),
             "mongodb_uri": os.environ.get("MONGODB_URI"),
             "mongodb_database": os.environ.get("MONGODB_DATABASE"),
             "require_redis_persistence": os.environ.get("MCP_RUNTIME_REQUIRE_REDIS_PERSISTENCE"),

@@ -35,11 +35,19 @@ class HotState:
 
     redis: Redis | RedisCluster
     prefix: str = DEFAULT_PREFIX
+    partitions: int | None = None
+    """How many hash-tag partitions a partitioned key family (the shared queue) spreads over.
+    Part of the key layout: every process sharing one Redis must agree. None: by deployment
+    (`default_partitions`)."""
     scripts: LuaScripts = field(init=False)
     _coalesced: dict[str, CoalescedScript] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scripts = LuaScripts(self.redis)
+
+    @property
+    def partition_count(self) -> int:
+        return self.partitions or default_partitions(self.redis)
 
     def coalesced(self, name: str) -> CoalescedScript:
         """The script `name` whose concurrent calls share pipelined round trips."""
@@ -72,6 +80,15 @@ class HotState:
         await self.redis.aclose()
 
 
+CLUSTER_PARTITIONS = 16
+"""A Redis Cluster spreads partitioned key families over 16 hash tags (so over every master
+of a cluster of up to a few masters); a single Redis has one node, so one partition."""
+
+
+def default_partitions(redis: Redis | RedisCluster) -> int:
+    return CLUSTER_PARTITIONS if isinstance(redis, RedisCluster) else 1
+
+
 DEFAULT_MAX_CONNECTIONS = 64
 # Bounded waits, so a call against a dead or hung Redis fails with StoreUnavailableError
 # instead of hanging: connect, per-reply read, and waiting for a free pooled connection.
@@ -94,6 +111,7 @@ def connect_hot_state(
     prefix: str = DEFAULT_PREFIX,
     *,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    partitions: int | None = None,
     **pool_kwargs: Any,
 ) -> HotState:
     """A guarded client whose pool makes callers wait for a free connection instead of failing.
@@ -110,11 +128,11 @@ def connect_hot_state(
             socket_connect_timeout=DEFAULT_POOL_SETTINGS["socket_connect_timeout"],
             socket_timeout=DEFAULT_POOL_SETTINGS["socket_timeout"],
         )
-        return HotState(redis=cluster, prefix=prefix)
+        return HotState(redis=cluster, prefix=prefix, partitions=partitions)
     pool = BlockingConnectionPool.from_url(
         url,
         decode_responses=True,
         max_connections=max_connections,
         **{**DEFAULT_POOL_SETTINGS, **_reconnect_once(), **pool_kwargs},
     )
-    return HotState(redis=GuardedRedis(connection_pool=pool), prefix=prefix)
+    return HotState(redis=GuardedRedis(connection_pool=pool), prefix=prefix, partitions=partitions)

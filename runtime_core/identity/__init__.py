@@ -24,6 +24,7 @@ from runtime_core.identity._ids import (
     new_shared_run_id,
     new_task_id,
     parse_any_run_id,
+    shared_run_partition,
 )
 from runtime_core.identity._snapshot import ExecutionContextSnapshot
 
@@ -47,4 +48,5 @@ __all__ = [
     "parse_any_run_id",
     "require_snapshot",
     "restored_snapshot",
+    "shared_run_partition",
 ]

@@ -25,8 +25,23 @@ def _sortable_suffix() -> str:
     return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
 
 
-def new_shared_run_id() -> SharedRunId:
-    return SharedRunId(SHARED_RUN_PREFIX + _sortable_suffix())
+SHARED_RUN_PARTITION_MARK = "-p"
+"""A shared run id of queue partition k > 0 ends in "-p<k>", so the id alone locates its record;
+ids without the mark (partition 0, and every id of an unpartitioned queue) are unchanged."""
+
+
+def new_shared_run_id(partition: int = 0) -> SharedRunId:
+    mark = f"{SHARED_RUN_PARTITION_MARK}{partition}" if partition else ""
+    return SharedRunId(SHARED_RUN_PREFIX + _sortable_suffix() + mark)
+
+
+def shared_run_partition(shared_run_id: str, partitions: int) -> int:
+    """The queue partition a shared run id names (0 when unmarked or outside 0..partitions-1)."""
+    _, mark, number = shared_run_id.rpartition(SHARED_RUN_PARTITION_MARK)
+    if not mark or not number.isdigit() or not number.isascii():
+        return 0
+    partition = int(number)
+    return partition if partition < partitions else 0
 
 
 def new_local_run_id() -> LocalRunId:

@@ -3,8 +3,8 @@
 Owns the typed wrapper of `lifecycle_claim_due` (the only place that knows its KEYS/ARGV)
 and the schedule of executions a replay restored. The other two schedules belong to their
 writers: ended local runs (`RunExecutionIndex.ended_key`, written with the terminal index
-record) and shared runs that ended before dispatch (`SharedQueueKeys.ended`, written by the
-shared-queue scripts). Must not archive anything.
+record) and shared runs that ended before dispatch (each queue partition's `ended`, written
+by the shared-queue scripts). Must not archive anything.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class HotStateSweeper:
         self.schedule = schedule
         self.settings = settings
         self._ended_local_runs = index.ended_key
-        self._ended_shared_runs = SharedQueueKeys(schedule.hot_state).ended
+        self._shared_queue = SharedQueueKeys(schedule.hot_state)
         self._loop = PeriodicPass("lifecycle.sweep", self.sweep_once, settings.sweep_interval_ms, log)
 
     def start(self) -> None:
@@ -59,7 +59,8 @@ class HotStateSweeper:
         """Handle every due member once; returns how many ended in each outcome."""
         outcomes: Counter[str] = Counter()
         await self._sweep(self._ended_local_runs, self.archiver.archive_local_end, outcomes)
-        await self._sweep(self._ended_shared_runs, self.archiver.archive_shared_end, outcomes)
+        for partition in self._shared_queue.partitions:
+            await self._sweep(partition.ended, self.archiver.archive_shared_end, outcomes)
         await self._sweep(self.schedule.restored_key, self._drop_restored, outcomes)
         return outcomes
 

@@ -22,7 +22,12 @@ from runtime_core.queueing._idempotency import (
     request_fingerprint,
 )
 from runtime_core.queueing._journal import SharedRunJournal
-from runtime_core.queueing._keys import SHARED_QUEUE_TAG, SharedQueueKeys
+from runtime_core.queueing._keys import (
+    SHARED_QUEUE_TAG,
+    QueuePartition,
+    SharedQueueKeys,
+    adopt_recorded_partitions,
+)
 from runtime_core.queueing._models import (
     DispatchOutcome,
     DispatchResult,
@@ -54,6 +59,7 @@ from runtime_core.queueing._scale_out import (
     ScaleOutStatus,
     new_scale_out_request_id,
 )
+from runtime_core.queueing._turns import PartitionTurns
 from runtime_core.queueing._watcher import ScaleOutWatcher
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -80,6 +86,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Shared queue
     "SharedQueue",
     "SharedQueueKeys",
+    "PartitionTurns",
+    "QueuePartition",
+    "adopt_recorded_partitions",
     "SHARED_QUEUE_TAG",
     "QueueItem",
     "QueueItemStatus",

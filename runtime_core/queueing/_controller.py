@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime_core.errors import ConflictError, MissingSnapshotError
-from runtime_core.identity import ExecutionContextSnapshot, new_shared_run_id, restored_snapshot
+from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import AdmissionController, AdmissionDecision, AdmissionKind
 from runtime_core.observability import allocate_run_trace
 from runtime_core.pipeline import PipelineDefinition
@@ -134,7 +134,7 @@ class SharedRuntimeController:
         )
         run_trace = allocate_run_trace(pipeline.name)
         record = SharedRunRecord(
-            shared_run_id=new_shared_run_id(),
+            shared_run_id=self.runs.keys.new_run_id(snapshot.tenant_id),
             status=first_status,
             submit_mode=mode,
             tenant_id=snapshot.tenant_id,

@@ -32,6 +32,7 @@ from runtime_core.queueing._models import (
 )
 from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
 from runtime_core.queueing._run_store import SharedRunStore
+from runtime_core.queueing._turns import PartitionTurns
 
 log = logging.getLogger("runtime_core.queueing")
 
@@ -45,9 +46,11 @@ class DispatchCycle:
     with the slots this cycle's own dispatches took subtracted, so ranking still spreads
     runs over instances. Reservations re-check published capacity in Lua, so a listing
     that went stale can cost a refused reservation, never an over-commit.
+    `turns`: the cycle's view of the queue partitions' heads (which one it claims from next).
     """
 
     saturated_groups: set[str] = field(default_factory=set)
+    turns: PartitionTurns = field(default_factory=PartitionTurns)
     registry_entries: list[InstanceEntry] | None = None
 
     def took_slot(self, runtime_instance_id: str) -> None:
@@ -73,7 +76,7 @@ class SharedQueueDispatcher:
     async def dispatch_next(self, pump: PumpIdentity, cycle: DispatchCycle | None = None) -> DispatchResult:
         """Dispatch the oldest Pending run outside the cycle's saturated groups (EMPTY: none)."""
         cycle = cycle or DispatchCycle()
-        claim = await self.queue.claim_next(pump, frozenset(cycle.saturated_groups))
+        claim = await self.queue.claim_next(pump, frozenset(cycle.saturated_groups), cycle.turns)
         if claim is None:
             return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
         try:

@@ -2,8 +2,10 @@
 
 Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
 `shared_requeue`, `shared_cancel` and `shared_expire_claims` (the only place that knows their
-KEYS/ARGV order) and item reads (one item, the pending count, the pending count per tenant).
-Must not decide admission or talk to providers.
+KEYS/ARGV order), item reads (one item, the pending count, the pending count per tenant) and
+claims across the queue's partitions (the oldest head first, see `PartitionTurns`; within a
+partition the claim takes the oldest item outside the admission groups passed over). Must
+not decide admission or talk to providers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from enum import Enum
 from runtime_core.hot_state import HotState
 from runtime_core.instances import admission_group_tenant
 from runtime_core.queueing._idempotency import IdempotencyKey
-from runtime_core.queueing._keys import SharedQueueKeys
+from runtime_core.queueing._keys import QueuePartition, SharedQueueKeys
 from runtime_core.queueing._models import (
     PumpIdentity,
     QueueClaim,
@@ -25,6 +27,7 @@ from runtime_core.queueing._models import (
     SharedRunRecord,
     SharedRunStatus,
 )
+from runtime_core.queueing._turns import PartitionTurns
 
 DEFAULT_CLAIM_LEASE_MS = 30_000
 _EXPIRED_CLAIMS_PER_CALL = 16
@@ -85,7 +88,7 @@ class SharedQueue:
         allowed_from: tuple[SharedRunStatus, ...],
         idempotency: IdempotencyKey | None = None,
     ) -> QueueTransition:
-        k = self.keys
+        k = self.keys.of_run(record.shared_run_id)
         keys = [
             k.run(record.shared_run_id),
             k.items,
@@ -102,11 +105,43 @@ class SharedQueue:
         return _transition(await self._scripts["shared_enqueue"](keys=keys, args=args))
 
     async def claim_next(
-        self, pump: PumpIdentity, skip_groups: frozenset[str] = frozenset()
+        self,
+        pump: PumpIdentity,
+        skip_groups: frozenset[str] = frozenset(),
+        turns: PartitionTurns | None = None,
     ) -> QueueClaim | None:
-        """The oldest Pending item whose admission group is not in `skip_groups`, or None."""
+        """The oldest Pending item outside `skip_groups`, or None: in the partition whose head
+        is oldest (`turns`: the cycle's view of the heads, read again when stale)."""
+        partitions = self.keys.partitions
+        if len(partitions) == 1:
+            return (await self._claim_in(partitions[0], pump, skip_groups))[0]
+        turns = turns or PartitionTurns()
+        if turns.stale:
+            await self._read_turns(turns)
+        while (index := turns.next()) is not None:
+            claim, next_head = await self._claim_in(partitions[index], pump, skip_groups)
+            if claim is not None:
+                turns.claimed(index, next_head)
+                return claim
+            turns.exhausted(index)
+        return None
+
+    async def _read_turns(self, turns: PartitionTurns) -> None:
+        """Every partition's head and claims in flight, in one pipelined read."""
+        partitions = self.keys.partitions
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for partition in partitions:
+            pipe.zrange(partition.pending, 0, 0, withscores=True)
+            pipe.zcard(partition.claimed)
+        replies = await pipe.execute()
+        heads = {p.index: (replies[2 * p.index][0][1] if replies[2 * p.index] else None) for p in partitions}
+        turns.reset(heads, {p.index for p in partitions if replies[2 * p.index + 1]})
+
+    async def _claim_in(
+        self, k: QueuePartition, pump: PumpIdentity, skip_groups: frozenset[str]
+    ) -> tuple[QueueClaim | None, float | None]:
+        """The claim (None: nothing claimable there) and the partition's next head."""
         token = secrets.token_hex(12)
-        k = self.keys
         reply = await self._scripts["shared_claim_next"](
             keys=[k.items, k.pending, k.claimed, k.pending_by_group, k.group_heads, k.pending_indexed],
             args=[
@@ -118,9 +153,9 @@ class SharedQueue:
             ],
         )
         if int(reply[0]) != 1:
-            return None
-        unsettled = json.loads(reply[4]) if len(reply) > 4 else []
-        return QueueClaim(
+            return None, None
+        unsettled = json.loads(reply[4])
+        claim = QueueClaim(
             shared_run_id=str(reply[2]),
             token=token,
             attempts=int(reply[3]),
@@ -128,20 +163,23 @@ class SharedQueue:
             pump=pump,
             unsettled=[str(attempt) for attempt in unsettled] if isinstance(unsettled, list) else [],
         )
+        return claim, float(reply[5]) if reply[5] else None
 
     async def expire_claims_of_earlier_lives(self, claimer_prefix: str, incarnation: str) -> int:
         """Expire the claims `claimer_prefix` holds under another incarnation (a previous life)."""
-        reply = await self._scripts["shared_expire_claims"](
-            keys=[self.keys.items, self.keys.claimed],
-            args=[claimer_prefix, f"@{incarnation}", _CLAIM_SCAN_LIMIT],
-        )
-        return int(reply[0])
+        expired = 0
+        for k in self.keys.partitions:
+            reply = await self._scripts["shared_expire_claims"](
+                keys=[k.items, k.claimed], args=[claimer_prefix, f"@{incarnation}", _CLAIM_SCAN_LIMIT]
+            )
+            expired += int(reply[0])
+        return expired
 
     async def mark_dispatched(
         self, shared_run_id: str, token: str, fields: dict[str, str]
     ) -> QueueTransition:
         """After provider success only; token "" marks a DirectDispatch run (no queue item)."""
-        k = self.keys
+        k = self.keys.of_run(shared_run_id)
         reply = await self._scripts["shared_mark_dispatched"](
             keys=[k.items, k.claimed, k.run(shared_run_id)], args=[shared_run_id, token, json.dumps(fields)]
         )
@@ -160,7 +198,7 @@ class SharedQueue:
         return await self._requeue(claim, "Failed", reason)
 
     async def _requeue(self, claim: QueueClaim, target: str, reason: str) -> QueueTransition:
-        k = self.keys
+        k = self.keys.of_run(claim.shared_run_id)
         reply = await self._scripts["shared_requeue"](
             keys=[
                 k.items,
@@ -177,7 +215,7 @@ class SharedQueue:
         return _transition(reply)
 
     async def cancel(self, shared_run_id: str, *, reason: str, requested_by: str) -> QueueTransition:
-        k = self.keys
+        k = self.keys.of_run(shared_run_id)
         reply = await self._scripts["shared_cancel"](
             keys=[k.run(shared_run_id), k.items, k.pending, k.ended],
             args=[shared_run_id, reason, requested_by],
@@ -185,31 +223,35 @@ class SharedQueue:
         return _transition(reply)
 
     async def item(self, shared_run_id: str) -> QueueItem | None:
-        raw = await self.hot_state.redis.hget(self.keys.items, shared_run_id)
+        raw = await self.hot_state.redis.hget(self.keys.of_run(shared_run_id).items, shared_run_id)
         if raw is None:
             return None
         return QueueItem.model_validate({"shared_run_id": shared_run_id, **json.loads(raw)})
 
     async def pending_count(self) -> int:
-        return int(await self.hot_state.redis.zcard(self.keys.pending))
+        return sum([int(await self.hot_state.redis.zcard(k.pending)) for k in self.keys.partitions])
 
     async def pending_count_of_tenant(self, tenant_id: str) -> int:
         """Pending items of one tenant's runs (one tenant never learns another's count)."""
-        return (await self.pending_count_by_tenant())[tenant_id]
+        return (await self._pending_count_by_tenant([self.keys.of_tenant(tenant_id)]))[tenant_id]
 
     async def pending_count_by_tenant(self) -> Counter[str]:
         """Pending items per tenant (the tenant of each item's admission group), read in batches.
 
         An item dispatched or cancelled between the two reads is not counted.
         """
+        return await self._pending_count_by_tenant(self.keys.partitions)
+
+    async def _pending_count_by_tenant(self, partitions: list[QueuePartition]) -> Counter[str]:
         redis = self.hot_state.redis
         counts: Counter[str] = Counter()
-        run_ids = await redis.zrange(self.keys.pending, 0, -1)
-        for start in range(0, len(run_ids), _ITEMS_PER_READ):
-            for raw in await redis.hmget(self.keys.items, run_ids[start : start + _ITEMS_PER_READ]):
-                tenant_id = _pending_item_tenant(raw)
-                if tenant_id is not None:
-                    counts[tenant_id] += 1
+        for k in partitions:
+            run_ids = await redis.zrange(k.pending, 0, -1)
+            for start in range(0, len(run_ids), _ITEMS_PER_READ):
+                for raw in await redis.hmget(k.items, run_ids[start : start + _ITEMS_PER_READ]):
+                    tenant_id = _pending_item_tenant(raw)
+                    if tenant_id is not None:
+                        counts[tenant_id] += 1
         return counts
 
 

@@ -86,10 +86,11 @@ class SharedRunStore:
         fields: dict[str, str],
         idempotency: IdempotencyKey | None = None,
     ) -> RunTransition:
-        keys = [self.keys.run(shared_run_id), self.keys.tenant_runs(tenant_id), self.keys.ended]
+        k = self.keys.of_run(shared_run_id)
+        keys = [k.run(shared_run_id), k.tenant_runs(tenant_id), k.ended]
         args = [shared_run_id, expected_csv, new_status.value, json.dumps(fields)]
         if idempotency is not None:
-            keys.append(self.keys.idempotency(tenant_id, idempotency.key))
+            keys.append(k.idempotency(tenant_id, idempotency.key))
             args += [idempotency.fingerprint, str(idempotency.window_ms)]
         reply = await self.hot_state.scripts["shared_run_transition"](keys=keys, args=args)
         detail = str(reply[2]) if len(reply) > 2 else None
@@ -102,7 +103,7 @@ class SharedRunStore:
         the cost grows with the runs Redis holds, so the metrics exposition caches the result.
         """
         counts: Counter[tuple[str, str]] = Counter()
-        pattern = self.keys.run("*")
+        pattern = self.keys.run_pattern
         batch: list[str] = []
         async for key in self.hot_state.redis.scan_iter(match=pattern, count=READ_BATCH, _type="HASH"):
             batch.append(key)
@@ -129,7 +130,7 @@ class SharedRunStore:
         dispatch). Refused (NOT_FINISHED) while the run waits for a dispatch or names another
         local run.
         """
-        k = self.keys
+        k = self.keys.of_run(shared_run_id)
         reply = await self.hot_state.scripts["retire_shared_run"](
             keys=[
                 k.run(shared_run_id),
@@ -144,7 +145,9 @@ class SharedRunStore:
         return RetireOutcome(int(reply[0]))
 
     async def list_tenant(self, tenant_id: str, *, limit: int = 100) -> list[SharedRunRecord]:
-        ids = await self.hot_state.redis.zrevrange(self.keys.tenant_runs(tenant_id), 0, limit - 1)
+        ids = await self.hot_state.redis.zrevrange(
+            self.keys.of_tenant(tenant_id).tenant_runs(tenant_id), 0, limit - 1
+        )
         records = [await self.get(shared_run_id) for shared_run_id in ids]
         return [record for record in records if record is not None]
 
@@ -167,7 +170,7 @@ class SharedRunStore:
     async def _next_ids(
         self, tenant_id: str, after: ListingPosition | None, count: int
     ) -> tuple[list[str], ListingPosition | None]:
-        key, redis = self.keys.tenant_runs(tenant_id), self.hot_state.redis
+        key, redis = self.keys.of_tenant(tenant_id).tenant_runs(tenant_id), self.hot_state.redis
         entries: list[tuple[str, float]] = []
         newest: str = "+inf"
         if after is not None:

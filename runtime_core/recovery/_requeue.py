@@ -46,7 +46,7 @@ class SharedRunRecovery:
         fields: dict[str, str],
     ) -> RunRecovery:
         """Only while the run is still Dispatched to `runtime_instance_id` as `local_run_id`."""
-        k = self.keys
+        k = self.keys.of_run(shared_run_id)
         reply = await self.hot_state.scripts["shared_recover"](
             keys=[k.run(shared_run_id), k.items, k.pending, k.seq, k.pending_by_group, k.group_heads],
             args=[

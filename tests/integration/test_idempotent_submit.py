@@ -151,7 +151,9 @@ async def test_a_key_is_free_again_once_its_window_ends(hot_state: HotState) -> 
     plane = _plane(hot_state, idempotency_window_ms=300)
     try:
         first = await _submit(plane, "short-window")
-        key = plane.parts.queue.keys.idempotency(DEFAULT_TENANT.tenant_id, "short-window")
+        key = plane.parts.queue.keys.of_tenant(DEFAULT_TENANT.tenant_id).idempotency(
+            DEFAULT_TENANT.tenant_id, "short-window"
+        )
         assert 0 < await hot_state.redis.pttl(key) <= 300
 
         async def expired() -> bool:

@@ -84,9 +84,9 @@ async def members(plane: ControlPlane, shared_run_id: str, local_run_id: str, te
     redis, k = plane.parts.hot_state.redis, SharedQueueKeys(plane.parts.hot_state)
     index = plane.parts.index
     found = []
-    if await redis.hexists(k.items, shared_run_id):
+    if await redis.hexists(k.of_run(shared_run_id).items, shared_run_id):
         found.append("queue item")
-    if await redis.zscore(k.tenant_runs(tenant_id), shared_run_id) is not None:
+    if await redis.zscore(k.of_run(shared_run_id).tenant_runs(tenant_id), shared_run_id) is not None:
         found.append("tenant run list")
     if await redis.zscore(index.hot_state.key("runindex", "tenant", tenant_id), local_run_id) is not None:
         found.append("tenant run index")
@@ -160,7 +160,7 @@ async def test_a_run_cancelled_before_dispatch_is_archived_too(
 
     await sweep(lifecycle)
 
-    redis, k = plane.parts.hot_state.redis, SharedQueueKeys(plane.parts.hot_state)
+    redis, k = plane.parts.hot_state.redis, SharedQueueKeys(plane.parts.hot_state).of_run(shared_run_id)
     assert not await redis.hexists(k.items, shared_run_id)
     assert await redis.zscore(k.ended, shared_run_id) is None
     assert await redis.zscore(k.tenant_runs(TENANT_B.tenant_id), shared_run_id) is None
@@ -375,7 +375,13 @@ async def test_archiving_and_listing_work_on_a_redis_cluster(
         plane = started.control_plane
         before = await run_to_end(plane, TWO_STEPS, TENANT_A)
         hot_listing = await plane.list_runs(RunListQuery(), TENANT_A)
-        assert await sweep(plane.parts.lifecycle) == {ArchiveOutcome.ARCHIVED.value: 1}
+        # A run that ended before dispatch sits in its own queue partition's `ended` set.
+        cancelled = await submit_queued(plane, ONE_STEP, TENANT_B)
+        keys = plane.parts.queue.keys
+        assert keys.of_run(cancelled).index not in (0, keys.of_run(before.shared_run_id or "").index)
+        await plane.cancel(cancelled, TENANT_B)
+        assert await sweep(plane.parts.lifecycle) == {ArchiveOutcome.ARCHIVED.value: 2}
+        assert await plane.parts.queue.item(cancelled) is None  # retired from its partition
         assert (
             await existing_keys(plane.parts.hot_state, execution_keys(plane, before.execution_id or "")) == []
         )

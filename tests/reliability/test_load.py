@@ -184,6 +184,15 @@ async def _hmget_all(plane: ControlPlane, keys: list[str], fields: list[str]) ->
     return await pipe.execute()
 
 
+async def _items(plane: ControlPlane, shared_run_ids: list[str]) -> list[str | None]:
+    """Each run's queue item, read from the run's own queue partition."""
+    keys = plane.parts.queue.keys
+    pipe = plane.parts.hot_state.redis.pipeline(transaction=False)
+    for shared_run_id in shared_run_ids:
+        pipe.hget(keys.of_run(shared_run_id).items, shared_run_id)
+    return await pipe.execute()
+
+
 async def test_every_shared_run_ends_completed_through_one_local_run_and_one_execution(
     load: LoadRun,
 ) -> None:
@@ -193,7 +202,7 @@ async def test_every_shared_run_ends_completed_through_one_local_run_and_one_exe
     metas = await _hmget_all(plane, meta_keys, ["status", "shared_run_id", "local_run_id"])
     completed = {shared: local for status, shared, local in metas if status == "Completed"}
     runs = await _hmget_all(plane, [plane.parts.runs.keys.run(s) for s in ids], ["status", "local_run_id"])
-    items = await plane.parts.hot_state.redis.hmget(plane.parts.queue.keys.items, ids)
+    items = await _items(plane, ids)
     lost = [s for s, (status, local) in zip(ids, runs, strict=True) if completed.get(s) != local]
     assert (len(completed), lost) == (RUNS, [])
     assert Counter(status for status, _local in runs) == Counter({SharedRunStatus.DISPATCHED.value: RUNS})

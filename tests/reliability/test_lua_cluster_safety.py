@@ -260,7 +260,7 @@ async def _control_plane_scenario(hot_state: HotState) -> None:
         reservations = plane.parts.dispatcher.delivery.reservations
         assert (await reservations.reserve(instance.runtime_instance_id, "srun_lua", 60_000)).outcome.held
         assert await reservations.release(instance.runtime_instance_id, "srun_lua")
-        ended = SharedQueueKeys(hot_state).ended
+        ended = SharedQueueKeys(hot_state).of_run(cancelled.shared_run_id).ended
         due = await LifecycleSchedule(hot_state).claim_due(ended, grace_ms=0, lease_ms=60_000, limit=10)
         assert due == [cancelled.shared_run_id]
         retired = await plane.parts.runs.retire(
