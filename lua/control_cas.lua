@@ -5,7 +5,8 @@
 -- KEYS[2] meta         HASH execution record (must exist and be Running)
 -- KEYS[3] running      ZSET steps currently claimed (Pause / Drain settle on it being empty)
 -- KEYS[4] human_input  HASH step -> submitted input JSON
--- ARGV[1] expected control version (0 when no control state exists yet)
+-- ARGV[1] expected control version (0 when no control state exists yet; -1: whatever the
+--         current version is, for the runtime's own actions, which never race on purpose)
 -- ARGV[2] action: Pause | Resume | Cancel | WaitForInput | SubmitInput (callers)
 --                 Drain (Pausing -> Paused once nothing runs) | Advance (Resuming -> Running) (runtime)
 -- ARGV[3] waiting key (WaitForInput, SubmitInput)   ARGV[4] waiting step (WaitForInput)
@@ -47,7 +48,8 @@ end
 
 local status = redis.call('HGET', KEYS[1], 'status') or 'None'
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if tonumber(ARGV[1]) ~= version then return reply(-3) end
+local expected = tonumber(ARGV[1])
+if expected ~= -1 and expected ~= version then return reply(-3) end
 if action == 'WaitForInput' and status == 'WaitingForInput'
     and redis.call('HGET', KEYS[1], 'waiting_key') == ARGV[3]
     and redis.call('HGET', KEYS[1], 'waiting_step') == ARGV[4] then

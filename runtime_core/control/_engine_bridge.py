@@ -12,8 +12,8 @@ from typing import Any
 
 from runtime_core.control._models import ControlAction, ControlStatus, RuntimeAction
 from runtime_core.control._service import ExecutionControlService
-from runtime_core.control._store import CasOutcome, ControlStore
-from runtime_core.control._transitions import apply_action, raise_for_result
+from runtime_core.control._store import ANY_VERSION, CasOutcome, ControlStore
+from runtime_core.control._transitions import raise_for_result
 from runtime_core.dag import DagEngine, EngineEvent, StepClaim
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.steps import StepParked
@@ -31,10 +31,10 @@ class EngineControlBridge:
         self, claim: StepClaim, parked: StepParked, snapshot: ExecutionContextSnapshot | None
     ) -> None:
         """WaitForInput for the parked step; ConflictError when control forbids it now."""
-        _, result = await apply_action(
-            self.store,
+        result = await self.store.apply(
             claim.execution_id,
-            ControlAction.WAIT_FOR_INPUT,
+            ControlAction.WAIT_FOR_INPUT.value,
+            expected_version=ANY_VERSION,  # one call: the transition table alone decides
             waiting_key=parked.waiting_key,
             waiting_step=claim.step_name,
             reason=parked.prompt,
@@ -49,7 +49,7 @@ class EngineControlBridge:
         action = _SETTLE_ACTION.get(ControlStatus(observed))
         if action is None:
             return None
-        _, result = await apply_action(self.store, execution_id, action)
+        result = await self.store.apply(execution_id, action.value, expected_version=ANY_VERSION)
         if result.outcome is not CasOutcome.APPLIED:
             return None
         assert result.state is not None

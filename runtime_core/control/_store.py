@@ -14,6 +14,9 @@ from typing import Any
 from runtime_core.control._models import ControlState
 from runtime_core.dag import DagStore, ExecutionMeta
 
+ANY_VERSION = -1
+"""`expected_version` of an action judged against the current state, whatever its version."""
+
 
 class CasOutcome(Enum):
     APPLIED = 1

@@ -5,8 +5,8 @@ now: the events buffered so far and this one in one PUBLISH (so subscribers see 
 order), plus an XADD to the durable stream (only once a webhook service created that
 stream); it raises `StoreUnavailableError` so a caller that must not lose the event can
 retry. `emit` (step progress and the other status changes: queued, dispatched, started,
-paused, resumed, ...) only buffers: a background task flushes the buffer at once, in one
-PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
+paused, resumed, ...) only buffers: a background task flushes the buffer within 10 ms, in
+one PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
 events per PUBLISH; buffered events are lost if the process dies, which subscribers tolerate
 (they re-read the run). Must not decide what an event means.
 """
@@ -28,6 +28,8 @@ log = logging.getLogger("runtime_core.events")
 DEFAULT_STREAM_MAX_LEN = 100_000
 _MAX_BUFFERED = 10_000  # progress events kept while Redis is unreachable; older ones are dropped
 _FLUSH_BATCH = 500
+GATHER_S = 0.01
+"""How long emitted events wait for company before the flusher sends them."""
 
 
 class RunEventPublisher:
@@ -90,6 +92,9 @@ class RunEventPublisher:
         delay = 0.05
         while True:
             await self._wake.wait()
+            # Gather what the process emits meanwhile (and let a `publish` carry it): a busy
+            # process then sends one PUBLISH for many events instead of one each.
+            await asyncio.sleep(GATHER_S)
             self._wake.clear()
             try:
                 await self.flush()

@@ -536,12 +536,16 @@ class RuntimeInstance:
 
     async def _advance(self, engine: DagEngine, run: LocalRun, execution_id: str) -> str:
         """Run the execution to a terminal status, through parks; "" when its hot state vanished."""
-        try:
-            final = await engine.run(execution_id, workers=run.effective_workers)
-            while final in PARKED_CONTROL_STATUSES:
-                final = await self._advance_after_park(engine, run, execution_id)
-        except NotFoundError:
-            return ""
+        # Watched from the start: the control status a parked engine returns was read while
+        # watching, so no ring after it can be missed and waiting needs no second read first.
+        with self.deps.doorbell.watching(execution_id) as rung:
+            try:
+                final = await engine.run(execution_id, workers=run.effective_workers)
+                while final in PARKED_CONTROL_STATUSES:
+                    await self._wait_until_unparked(engine, execution_id, final, rung)
+                    final = await engine.run(execution_id, workers=run.effective_workers)
+            except NotFoundError:
+                return ""
         return final
 
     async def _after_hot_state_vanished(
@@ -622,29 +626,22 @@ class RuntimeInstance:
             raise resume_target_missing(execution_id)
         return execution_id
 
-    async def _advance_after_park(self, engine: DagEngine, run: LocalRun, execution_id: str) -> str:
-        """Parked (its workers idle, holding no permit): wait until it is unparked, advance again."""
-        await self._wait_until_unparked(engine, execution_id)
-        return await engine.run(execution_id, workers=run.effective_workers)
-
-    async def _wait_until_unparked(self, engine: DagEngine, execution_id: str) -> None:
-        """Wait until a paused or input-waiting run is unparked by another actor: the doorbell
-        rings on its resume / input / cancel; the control state is re-read with backoff in
-        case a ring was missed."""
-        doorbell = self.deps.doorbell
+    async def _wait_until_unparked(
+        self, engine: DagEngine, execution_id: str, parked_status: str, rung: asyncio.Event
+    ) -> None:
+        """Parked (its workers idle, holding no permit): wait until another actor unparks it.
+        The doorbell rings on its resume / input / cancel; the control state is re-read after
+        each ring and, in case a ring was missed, with backoff."""
+        doorbell, status = self.deps.doorbell, parked_status
         delay = doorbell.first_wait_s
-
-        async def control_status() -> str | None:
-            return await self._until_available(
+        while status in PARKED_CONTROL_STATUSES:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rung.wait(), delay)
+            rung.clear()
+            delay = min(doorbell.longest_wait_s, delay * 2)
+            status = await self._until_available(
                 lambda: engine.store.control_status(execution_id), "local_run.control_status"
             )
-
-        with doorbell.watching(execution_id) as rung:
-            while await control_status() in PARKED_CONTROL_STATUSES:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(rung.wait(), delay)
-                rung.clear()
-                delay = min(doorbell.longest_wait_s, delay * 2)
 
     def _attributes(self, run: LocalRun) -> dict[str, str]:
         s, snapshot = self.settings, run.snapshot
