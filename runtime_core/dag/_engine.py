@@ -404,9 +404,7 @@ class DagEngine:
             advanced = await self._advance(run, finished, 0, token_prefix)
             await self._report(run, finished, advanced, worker_id)
         for claim in not_started:
-            await self._until_available(
-                lambda claim=claim: self.store.release_step(claim), "step.release", run.execution_id
-            )
+            await self._release_step(run, claim)
             await self._emit(
                 "step.handed_back",
                 run.execution_id,
@@ -714,9 +712,7 @@ class DagEngine:
             await self._emit(
                 "step.park_refused", run.execution_id, run.snapshot, step=step.name, reason=refused.message
             )
-        await self._until_available(
-            lambda: self.store.release_step(claim), "step.release", run.execution_id, step=step.name
-        )
+        await self._release_step(run, claim)
         run.idle.wake()
         await self._emit(
             "step.parked",
@@ -726,6 +722,12 @@ class DagEngine:
             worker_id=worker_id,
             waiting_key=parked.waiting_key,
             prompt=parked.prompt,
+        )
+
+    async def _release_step(self, run: ExecutionRun, claim: StepClaim) -> None:
+        """Hand a claimed step back: Ready again, no retry used (a parked or handed-back step)."""
+        await self._until_available(
+            lambda: self.store.release_step(claim), "step.release", run.execution_id, step=claim.step_name
         )
 
     async def _after_transition(

@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from runtime_core.health import HealthService
 from runtime_core.hosting._commands import RuntimeCommands, parse_json_object
+from runtime_core.hosting._uvicorn import EndpointBindError
 from runtime_core.providers import GRPC_METHODS, Command, WireError
 from runtime_core.providers.grpc_gen import runtime_provider_pb2 as pb
 from runtime_core.providers.grpc_gen import runtime_provider_pb2_grpc as pb_grpc
@@ -109,7 +110,13 @@ class GrpcCommandEndpoint:
         server = grpc.aio.server()
         pb_grpc.add_RuntimeProviderServicer_to_server(self._servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        server.add_insecure_port(self.address)
+        try:
+            server.add_insecure_port(self.address)
+        except RuntimeError as exc:  # grpc's only word for "cannot bind" (port taken, ...)
+            raise EndpointBindError(
+                f"Cannot listen on {self.address}: {exc}",
+                hint="Pick a free port (--port) or a local address (--bind-host).",
+            ) from exc
         await server.start()
         self._server = server
 

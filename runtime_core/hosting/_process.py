@@ -28,8 +28,9 @@ from runtime_core.hosting._commands import RuntimeCommands
 from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
 from runtime_core.hosting._options import RuntimeInstanceProcessOptions, parse_options
-from runtime_core.hosting._uvicorn import UvicornEndpoint
+from runtime_core.hosting._uvicorn import EndpointBindError, UvicornEndpoint
 from runtime_core.instances import (
+    PORT_TAKEN_EXIT_CODE,
     ControlPlaneDescriptor,
     ControlPlaneDiscovery,
     HostTransport,
@@ -171,11 +172,15 @@ async def _wait_for_stop(stop: asyncio.Event, parent_pid: int | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m runtime_core.hosting ...`: 0 after a clean stop, 2 when it cannot start."""
+    """`python -m runtime_core.hosting ...`: 0 after a clean stop, `PORT_TAKEN_EXIT_CODE` when
+    it cannot listen (its host manager starts it again on another port), 2 when it cannot start."""
     options = parse_options(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         asyncio.run(run_runtime_instance_process(options))
+    except EndpointBindError as exc:
+        print(f"runtime-instance {options.host_id}: {exc}", file=sys.stderr)
+        return PORT_TAKEN_EXIT_CODE
     except (RuntimeCoreError, OSError) as exc:  # no discovery record, Redis down, port taken
         print(f"runtime-instance {options.host_id}: {exc}", file=sys.stderr)
         return 2

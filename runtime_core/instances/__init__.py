@@ -21,6 +21,7 @@ from runtime_core.instances._dependencies import ExecutionCanceller, InstanceDep
 from runtime_core.instances._discovery import ControlPlaneDescriptor, ControlPlaneDiscovery
 from runtime_core.instances._doorbell import UnparkDoorbell
 from runtime_core.instances._host_manager import (
+    PORT_TAKEN_EXIT_CODE,
     HostedProcess,
     HostLaunch,
     HostManagerSettings,
@@ -128,6 +129,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RuntimeHostManager",
     "HostManagerSettings",
     "HostLaunch",
+    "PORT_TAKEN_EXIT_CODE",
     "HostedProcess",
     "HostTransport",
     "HostStartError",

@@ -65,19 +65,8 @@ class _PortTaken(Exception):
 
 
 _PORT_ATTEMPTS = 3
-# What the child's log says when its listening port was taken (uvicorn / asyncio, gRPC core).
-_PORT_TAKEN_MARKERS = ("Address already in use", "Failed to add port")
-
-
-def _port_was_taken(log_path: str, start: int) -> bool:
-    """The child's log from `start` (this attempt's output) says its port was taken."""
-    try:
-        with open(log_path, "rb") as log_file:
-            log_file.seek(start)
-            tail = log_file.read().decode(errors="replace")
-    except OSError:
-        return False
-    return any(marker in tail for marker in _PORT_TAKEN_MARKERS)
+PORT_TAKEN_EXIT_CODE = 75  # EX_TEMPFAIL
+"""How a runtime-instance process says it could not listen: its port was taken meanwhile."""
 
 
 class HostManagerSettings(BaseModel):
@@ -195,7 +184,6 @@ class RuntimeHostManager:
         port = find_free_port()
         log_path = self.settings.data_dir / "hosts" / f"{host_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_start = log_path.stat().st_size if log_path.exists() else 0  # this attempt's part
         with log_path.open("ab") as log_file:
             process = await asyncio.create_subprocess_exec(
                 self.settings.python,
@@ -224,7 +212,7 @@ class RuntimeHostManager:
             await self._await_registration(hosted, process)
         except HostStartError as error:
             await self.kill_host(host_id)
-            if process.returncode is not None and _port_was_taken(hosted.log_path, log_start):
+            if process.returncode == PORT_TAKEN_EXIT_CODE:
                 raise _PortTaken(error) from error
             raise
         except BaseException:
