@@ -1,5 +1,6 @@
--- shared_claim_next: claim the oldest Pending item of one shared-queue partition for one
--- pump, exactly once, passing over the admission groups the pump found saturated in its cycle.
+-- shared_claim_next: claim the oldest Pending items (one or several) of one shared-queue
+-- partition for one pump, exactly once, passing over the admission groups the pump found
+-- saturated in its cycle.
 -- Claims whose lease expired (a pump died between claim and dispatch) go back to Pending
 -- first, keeping their original sequence; the expired claim's token is kept in the item's
 -- `unsettled` list, because the token is also the id of the dispatch attempt that claim
@@ -33,11 +34,15 @@
 -- ARGV[5] JSON array of admission groups to pass over ("[]": none). The pump names the
 --         groups that already found no capacity in its cycle, so their items stay Pending
 --         in place instead of being claimed and requeued one by one.
--- Returns: {1, now, shared_run_id, attempts, unsettled, next head}  claimed (item Claimed,
---                                             attempts counted; unsettled: JSON array of the
---                                             expired claims' attempt ids, "{}" when empty;
---                                             next head: the sequence of the partition's
---                                             oldest Pending item now, "" when none)
+-- ARGV[6] most items to claim (default 1), oldest first; claim n's token is ARGV[1] .. n
+-- ARGV[7] claim a second or later item only while its sequence is below this ("": no
+--         bound): the head of the next partition in line, so claims stay FIFO across them
+-- Returns: {1, now, next head, shared_run_id, attempts, unsettled, ...}  claimed: one
+--                                             triple per item (Claimed, attempts counted;
+--                                             unsettled: JSON array of its expired claims'
+--                                             attempt ids, "{}" when empty); next head: the
+--                                             sequence of the partition's oldest Pending
+--                                             item now, "" when none
 --          {0, now, passed_over}              nothing claimable: no Pending item outside
 --                                             the passed-over groups (passed_over: how
 --                                             many of those groups have Pending items)
@@ -105,46 +110,73 @@ local function live_head(group)
   end
 end
 
-while true do
-  -- The first skipped_count + 1 heads hold at least one group that is not passed over.
-  local heads = redis.call('ZRANGE', KEYS[5], 0, skipped_count, 'WITHSCORES')
-  local corrected, passed_over = false, 0
-  for i = 1, #heads, 2 do
-    local group, bound = heads[i], tonumber(heads[i + 1])
-    if skipped[group] then
-      passed_over = passed_over + 1
-    else
-      local member, seq, srun, item = live_head(group)
-      if not member then
-        redis.call('ZREM', KEYS[5], group)
-        corrected = true
-        break
-      end
-      if seq ~= bound then
-        -- Only a lower bound: another group's head may come first. Correct it, look again.
-        redis.call('ZADD', KEYS[5], seq, group)
-        corrected = true
-        break
-      end
-      redis.call('ZREM', KEYS[4], member)
-      redis.call('ZREM', KEYS[2], srun)
-      local following = first_of_group(group)
-      if following then
-        redis.call('ZADD', KEYS[5], tonumber(string.sub(following, #group + 2, #group + 21)), group)
+-- The oldest claimable item: member, its sequence, run id, item and group; or nil and how
+-- many passed-over groups have Pending items.
+local function oldest_claimable()
+  while true do
+    -- The first skipped_count + 1 heads hold at least one group that is not passed over.
+    local heads = redis.call('ZRANGE', KEYS[5], 0, skipped_count, 'WITHSCORES')
+    local corrected, passed_over = false, 0
+    for i = 1, #heads, 2 do
+      local group, head = heads[i], tonumber(heads[i + 1])
+      if skipped[group] then
+        passed_over = passed_over + 1
       else
-        redis.call('ZREM', KEYS[5], group)
+        local member, seq, srun, item = live_head(group)
+        if not member then
+          redis.call('ZREM', KEYS[5], group)
+          corrected = true
+          break
+        end
+        if seq ~= head then
+          -- Only a lower bound: another group's head may come first. Correct it, look again.
+          redis.call('ZADD', KEYS[5], seq, group)
+          corrected = true
+          break
+        end
+        return {member = member, seq = seq, srun = srun, item = item, group = group}
       end
-      item.status = 'Claimed'
-      item.token = ARGV[1]
-      item.claimed_by = ARGV[2]
-      item.claimed_at_ms = now
-      item.lease_until_ms = now + tonumber(ARGV[3])
-      item.attempts = (item.attempts or 0) + 1
-      redis.call('HSET', KEYS[1], srun, cjson.encode(item))
-      redis.call('ZADD', KEYS[3], item.lease_until_ms, srun)
-      local next_head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2] or ''
-      return {1, now, srun, item.attempts, cjson.encode(item.unsettled or {}), next_head}
     end
+    if not corrected then return nil, passed_over end
   end
-  if not corrected then return {0, now, passed_over} end
 end
+
+local function claim(found, token)
+  local group, item = found.group, found.item
+  redis.call('ZREM', KEYS[4], found.member)
+  redis.call('ZREM', KEYS[2], found.srun)
+  local following = first_of_group(group)
+  if following then
+    redis.call('ZADD', KEYS[5], tonumber(string.sub(following, #group + 2, #group + 21)), group)
+  else
+    redis.call('ZREM', KEYS[5], group)
+  end
+  item.status = 'Claimed'
+  item.token = token
+  item.claimed_by = ARGV[2]
+  item.claimed_at_ms = now
+  item.lease_until_ms = now + tonumber(ARGV[3])
+  item.attempts = (item.attempts or 0) + 1
+  redis.call('HSET', KEYS[1], found.srun, cjson.encode(item))
+  redis.call('ZADD', KEYS[3], item.lease_until_ms, found.srun)
+end
+
+local limit = tonumber(ARGV[6] or '1')
+local below = tonumber(ARGV[7] or '')
+local reply = {1, now, ''}
+for n = 1, limit do
+  local found, passed_over = oldest_claimable()
+  if not found then
+    if n == 1 then return {0, now, passed_over} end
+    break
+  end
+  -- The first claim is the partition's oldest item (the caller chose the partition for it);
+  -- later ones only while older than the next partition's head, so claims stay FIFO.
+  if n > 1 and below and found.seq >= below then break end
+  claim(found, ARGV[1] .. n)
+  table.insert(reply, found.srun)
+  table.insert(reply, found.item.attempts)
+  table.insert(reply, cjson.encode(found.item.unsettled or {}))
+end
+reply[3] = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2] or ''
+return reply

@@ -1,22 +1,24 @@
 """The shared queue dispatcher: one dispatch attempt for the next Pending shared run.
 
-Owns the order claim (passing over the cycle's saturated admission groups) -> load run ->
-restore its ExecutionContextSnapshot -> re-admit at dispatch time (against the cycle's
-registry listing) -> deliver (reserve, provider, mark) and the item's fate when it does not
-dispatch (back to Pending at its own place when there is no capacity, at the tail when
-delivery failed, or Failed when its run / snapshot is missing). The previous context is
-restored, or cleared, after every attempt. An item whose earlier claim lapsed (its pump
-died mid-dispatch) has that claim's dispatch attempt settled first: a run an instance had
-already accepted is recorded as dispatched instead of being dispatched again. Also owns
-`DispatchCycle`, what one pump cycle's attempts share. Once a provider accepted a run,
-recording it as Dispatched is retried through a Redis outage for as long as this pump's
-claim lease is exclusive, so another pump cannot dispatch the same run again. Must not
-execute steps or touch DAG state.
+Owns the order claim (passing over the cycle's saturated admission groups; one call claims
+as many runs as the cycle can still dispatch into free slots, up to CLAIM_BATCH) -> load
+the runs (one pipelined read) -> restore each one's ExecutionContextSnapshot -> re-admit at
+dispatch time (against the cycle's registry listing) -> deliver (reserve, provider, mark)
+and the item's fate when it does not dispatch (back to Pending at its own place when there
+is no capacity, at the tail when delivery failed, or Failed when its run / snapshot is
+missing). The previous context is restored, or cleared, after every attempt. An item whose
+earlier claim lapsed (its pump died mid-dispatch) has that claim's dispatch attempt settled
+first: a run an instance had already accepted is recorded as dispatched instead of being
+dispatched again. Also owns `DispatchCycle`, what one pump cycle's attempts share. Once a
+provider accepted a run, recording it as Dispatched is retried through a Redis outage for
+as long as this pump's claim lease is exclusive, so another pump cannot dispatch the same
+run again. Must not execute steps or touch DAG state.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 
 from runtime_core.errors import StoreUnavailableError
@@ -29,12 +31,16 @@ from runtime_core.queueing._models import (
     DispatchResult,
     PumpIdentity,
     QueueClaim,
+    SharedRunRecord,
 )
 from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
 from runtime_core.queueing._run_store import SharedRunStore
 from runtime_core.queueing._turns import PartitionTurns
 
 log = logging.getLogger("runtime_core.queueing")
+
+CLAIM_BATCH = 16
+"""Most runs one claim takes (see `DispatchCycle.claim_size`)."""
 
 
 @dataclass
@@ -47,10 +53,22 @@ class DispatchCycle:
     runs over instances. Reservations re-check published capacity in Lua, so a listing
     that went stale can cost a refused reservation, never an over-commit.
     `turns`: the cycle's view of the queue partitions' heads (which one it claims from next).
+    `claimed`: runs claimed in one call (with their records) and not dispatched yet; the
+    cycle's owner hands them back (`SharedQueueDispatcher.hand_back`) when it stops early.
     """
 
     saturated_groups: set[str] = field(default_factory=set)
     turns: PartitionTurns = field(default_factory=PartitionTurns)
+    claimed: deque[tuple[QueueClaim, SharedRunRecord | None]] = field(default_factory=deque)
+
+    def claim_size(self, wanted: int) -> int:
+        """How many runs the next claim takes: at most `wanted` and the free run slots the
+        cycle's registry listing shows (1 before the cycle read it), at most CLAIM_BATCH."""
+        if self.registry_entries is None:
+            return 1
+        free = sum(e.free_slots for e in self.registry_entries if e.eligible)
+        return max(1, min(wanted, free, CLAIM_BATCH))
+
     registry_entries: list[InstanceEntry] | None = None
 
     def took_slot(self, runtime_instance_id: str) -> None:
@@ -73,17 +91,55 @@ class SharedQueueDispatcher:
         self.admission = admission
         self.delivery = delivery
 
-    async def dispatch_next(self, pump: PumpIdentity, cycle: DispatchCycle | None = None) -> DispatchResult:
-        """Dispatch the oldest Pending run outside the cycle's saturated groups (EMPTY: none)."""
+    async def dispatch_next(
+        self, pump: PumpIdentity, cycle: DispatchCycle | None = None, *, wanted: int = 1
+    ) -> DispatchResult:
+        """Dispatch the oldest Pending run outside the cycle's saturated groups (EMPTY: none).
+
+        `wanted`: how many more runs the caller means to dispatch in this cycle; a claim takes
+        up to that many at once (see `DispatchCycle.claim_size`) and keeps the rest in the
+        cycle for the next calls."""
         cycle = cycle or DispatchCycle()
-        claim = await self.queue.claim_next(pump, frozenset(cycle.saturated_groups), cycle.turns)
-        if claim is None:
-            return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
+        while True:
+            if not cycle.claimed and not await self._claim(pump, cycle, wanted):
+                return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
+            claim, run = cycle.claimed.popleft()
+            if run is not None and run.snapshot is not None:
+                if admission_group(run.snapshot) in cycle.saturated_groups:
+                    # Claimed with others before its group found no capacity: passed over.
+                    await self.queue.requeue_in_place(claim, "its admission group has no capacity now")
+                    continue
+            try:
+                return await self._dispatch_claimed(claim, run, cycle)
+            except Exception as exc:
+                await self._requeue_after_error(claim, exc)
+                raise
+
+    async def _claim(self, pump: PumpIdentity, cycle: DispatchCycle, wanted: int) -> bool:
+        """Claim the next runs and read their records (one call each); False: none left."""
+        claims = await self.queue.claim_batch(
+            pump, frozenset(cycle.saturated_groups), cycle.turns, limit=cycle.claim_size(wanted)
+        )
+        if not claims:
+            return False
         try:
-            return await self._dispatch_claimed(claim, cycle)
+            runs = await self.runs.get_many([claim.shared_run_id for claim in claims])
         except Exception as exc:
-            await self._requeue_after_error(claim, exc)
+            for claim in claims:
+                await self._requeue_after_error(claim, exc)
             raise
+        cycle.claimed.extend(zip(claims, runs, strict=True))
+        return True
+
+    async def hand_back(self, cycle: DispatchCycle) -> None:
+        """Runs the cycle claimed but did not dispatch go back to Pending at their own place
+        (with Redis down their claims lapse instead, and the next claimer takes them)."""
+        while cycle.claimed:
+            claim, _ = cycle.claimed.popleft()
+            try:
+                await self.queue.requeue_in_place(claim, "not dispatched in its pump cycle")
+            except StoreUnavailableError:
+                log.warning("dispatch.hand_back_deferred", extra={"shared_run_id": claim.shared_run_id})
 
     async def _requeue_after_error(self, claim: QueueClaim, exc: Exception) -> None:
         """Back to Pending; with Redis down the claim lease expires and frees the item instead."""
@@ -110,8 +166,9 @@ class SharedQueueDispatcher:
             # Not recorded within the claim lease: the delivery cancels the orphan local run.
             return QueueTransition(QueueOutcome.REFUSED, 0, f"store unavailable: {exc.message}")
 
-    async def _dispatch_claimed(self, claim: QueueClaim, cycle: DispatchCycle) -> DispatchResult:
-        run = await self.runs.get(claim.shared_run_id)
+    async def _dispatch_claimed(
+        self, claim: QueueClaim, run: SharedRunRecord | None, cycle: DispatchCycle
+    ) -> DispatchResult:
         if run is None or run.snapshot is None:
             reason = (
                 "shared run record missing" if run is None else "shared run has no ExecutionContextSnapshot"

@@ -6,7 +6,9 @@ already failed in this cycle comes round again. Once a run finds no capacity, ev
 run of its admission group would get the same answer in this cycle, so the rest of the
 cycle passes over that group's items (they stay Pending in place, never claimed and
 requeued one by one) while other tenants' runs still dispatch; the registry is read once
-per cycle (see DispatchCycle). Reports each attempt to an optional progress callback.
+per cycle (see DispatchCycle), and runs the cycle claimed several at a time but did not get
+to dispatch go back to Pending at their own place when it stops. Reports each attempt to an
+optional progress callback.
 Must not schedule itself (the background pump does) and must not claim or dispatch on its
 own.
 """
@@ -41,15 +43,28 @@ class SharedQueuePump:
         cancel: asyncio.Event | None = None,
         progress: PumpProgress | None = None,
     ) -> PumpResult:
+        cycle = DispatchCycle()
+        try:
+            return await self._cycle(request, cycle, cancel, progress)
+        finally:
+            await self.dispatcher.hand_back(cycle)  # claimed with others, not dispatched
+
+    async def _cycle(
+        self,
+        request: PumpRequest,
+        cycle: DispatchCycle,
+        cancel: asyncio.Event | None,
+        progress: PumpProgress | None,
+    ) -> PumpResult:
         attempts: list[DispatchResult] = []
         not_dispatched: set[str] = set()
-        cycle = DispatchCycle()
         while True:
             if cancel is not None and cancel.is_set():
                 return PumpResult(attempts=attempts, stop_reason=PumpStopReason.CANCELLED)
             if len(attempts) >= request.max_dispatch_count:
                 return PumpResult(attempts=attempts, stop_reason=PumpStopReason.MAX_COUNT)
-            result = await self.dispatcher.dispatch_next(request.pump, cycle)
+            wanted = request.max_dispatch_count - len(attempts)
+            result = await self.dispatcher.dispatch_next(request.pump, cycle, wanted=wanted)
             if result.outcome is DispatchOutcome.EMPTY:
                 stop = PumpStopReason.NO_CAPACITY if cycle.saturated_groups else PumpStopReason.EMPTY
                 return PumpResult(attempts=attempts, stop_reason=stop)

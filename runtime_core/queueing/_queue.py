@@ -110,21 +110,36 @@ class SharedQueue:
         skip_groups: frozenset[str] = frozenset(),
         turns: PartitionTurns | None = None,
     ) -> QueueClaim | None:
-        """The oldest Pending item outside `skip_groups`, or None: in the partition whose head
-        is oldest (`turns`: the cycle's view of the heads, read again when stale)."""
+        """The oldest Pending item outside `skip_groups`, or None (see `claim_batch`)."""
+        claims = await self.claim_batch(pump, skip_groups, turns)
+        return claims[0] if claims else None
+
+    async def claim_batch(
+        self,
+        pump: PumpIdentity,
+        skip_groups: frozenset[str] = frozenset(),
+        turns: PartitionTurns | None = None,
+        *,
+        limit: int = 1,
+    ) -> list[QueueClaim]:
+        """Up to `limit` of the oldest Pending items outside `skip_groups`, in queue order, in
+        one call: from the partition whose head is oldest (`turns`: the cycle's view of the
+        heads, read again when stale), and only while older than the next partition's head."""
         partitions = self.keys.partitions
         if len(partitions) == 1:
-            return (await self._claim_in(partitions[0], pump, skip_groups))[0]
+            return (await self._claim_in(partitions[0], pump, skip_groups, limit, None))[0]
         turns = turns or PartitionTurns()
         if turns.stale:
             await self._read_turns(turns)
         while (index := turns.next()) is not None:
-            claim, next_head = await self._claim_in(partitions[index], pump, skip_groups)
-            if claim is not None:
+            claims, next_head = await self._claim_in(
+                partitions[index], pump, skip_groups, limit, turns.runner_up(index)
+            )
+            if claims:
                 turns.claimed(index, next_head)
-                return claim
+                return claims
             turns.exhausted(index)
-        return None
+        return []
 
     async def _read_turns(self, turns: PartitionTurns) -> None:
         """Every partition's head and claims in flight, in one pipelined read."""
@@ -138,9 +153,14 @@ class SharedQueue:
         turns.reset(heads, {p.index for p in partitions if replies[2 * p.index + 1]})
 
     async def _claim_in(
-        self, k: QueuePartition, pump: PumpIdentity, skip_groups: frozenset[str]
-    ) -> tuple[QueueClaim | None, float | None]:
-        """The claim (None: nothing claimable there) and the partition's next head."""
+        self,
+        k: QueuePartition,
+        pump: PumpIdentity,
+        skip_groups: frozenset[str],
+        limit: int,
+        below: float | None,
+    ) -> tuple[list[QueueClaim], float | None]:
+        """The claims made in partition `k` (none: nothing claimable there) and its next head."""
         token = secrets.token_hex(12)
         reply = await self._scripts["shared_claim_next"](
             keys=[k.items, k.pending, k.claimed, k.pending_by_group, k.group_heads, k.pending_indexed],
@@ -150,20 +170,25 @@ class SharedQueue:
                 self.claim_lease_ms,
                 _EXPIRED_CLAIMS_PER_CALL,
                 json.dumps(sorted(skip_groups)),
+                limit,
+                "" if below is None else f"{below:.0f}",
             ],
         )
         if int(reply[0]) != 1:
-            return None, None
-        unsettled = json.loads(reply[4])
-        claim = QueueClaim(
-            shared_run_id=str(reply[2]),
-            token=token,
-            attempts=int(reply[3]),
-            claimed_at_ms=int(reply[1]),
-            pump=pump,
-            unsettled=[str(attempt) for attempt in unsettled] if isinstance(unsettled, list) else [],
-        )
-        return claim, float(reply[5]) if reply[5] else None
+            return [], None
+        claimed_at_ms = int(reply[1])
+        claims = [
+            QueueClaim(
+                shared_run_id=str(reply[at]),
+                token=f"{token}{n}",
+                attempts=int(reply[at + 1]),
+                claimed_at_ms=claimed_at_ms,
+                pump=pump,
+                unsettled=_attempt_ids(reply[at + 2]),
+            )
+            for n, at in enumerate(range(3, len(reply), 3), start=1)
+        ]
+        return claims, float(reply[2]) if reply[2] else None
 
     async def expire_claims_of_earlier_lives(self, claimer_prefix: str, incarnation: str) -> int:
         """Expire the claims `claimer_prefix` holds under another incarnation (a previous life)."""
@@ -253,6 +278,12 @@ class SharedQueue:
                     if tenant_id is not None:
                         counts[tenant_id] += 1
         return counts
+
+
+def _attempt_ids(raw: str) -> list[str]:
+    """The unsettled attempt ids of a claim (cjson encodes an empty list as "{}")."""
+    unsettled = json.loads(raw)
+    return [str(attempt) for attempt in unsettled] if isinstance(unsettled, list) else []
 
 
 def _pending_item_tenant(raw: str | None) -> str | None:

@@ -56,6 +56,13 @@ class SharedRunStore:
         raw = await self.hot_state.redis.hgetall(self.keys.run(shared_run_id))
         return SharedRunRecord.from_hash(raw) if raw else None
 
+    async def get_many(self, shared_run_ids: list[str]) -> list[SharedRunRecord | None]:
+        """The records of `shared_run_ids`, in order, in one pipelined read (None: gone)."""
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for shared_run_id in shared_run_ids:
+            pipe.hgetall(self.keys.run(shared_run_id))
+        return [SharedRunRecord.from_hash(raw) if raw else None for raw in await pipe.execute()]
+
     async def create(
         self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
     ) -> RunTransition:

@@ -46,6 +46,12 @@ class PartitionTurns:
             return None
         return min(self.heads, key=lambda partition: (self.heads[partition], partition))
 
+    def runner_up(self, partition: int) -> float | None:
+        """The oldest head among the other partitions (None: no other has a Pending item)."""
+        others = [head for other, head in self.heads.items() if other != partition]
+        oldest = min(others, default=math.inf)
+        return None if oldest == math.inf else oldest
+
     def claimed(self, partition: int, next_head: float | None) -> None:
         self.heads[partition] = math.inf if next_head is None else next_head
 

@@ -1,0 +1,127 @@
+"""Issue 17.6: one claim takes several runs (in queue order, each with its own attempt token),
+a batch never overtakes an older run of another queue partition, and runs a pump cycle claimed
+but did not dispatch go back to Pending at their own place."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime_core.control_plane import ControlPlane
+from runtime_core.hot_state import HotState
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
+from runtime_core.queueing import (
+    PartitionTurns,
+    PumpIdentity,
+    PumpRequest,
+    PumpStopReason,
+    QueueItemStatus,
+    SubmitMode,
+)
+from tests.helpers import wait_until
+from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
+PUMP = PumpIdentity(pump_runtime_instance_id="rt_batch_test", pump_worker_id="pump")
+
+
+class FailingSecondDispatch(LocalRuntimeProvider):
+    """The local provider, failing its second dispatch only."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        super().__init__(plane.parts.pool)
+        self.calls: list[str] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.calls.append(request.shared_run_id or "")
+        if len(self.calls) == 2:
+            raise ProviderError("injected dispatch failure")
+        return await super().dispatch(request)
+
+
+async def clock_passed(hot_state: HotState, queue_clock_key: str) -> None:
+    """Until the server clock is past the last sequence a partition's queue clock gave."""
+    last = int(await hot_state.redis.get(queue_clock_key) or 0)
+
+    async def passed() -> bool:
+        return await hot_state.server_time_ms() > last
+
+    await wait_until(passed, interval=0.001)
+
+
+async def submit(plane: ControlPlane, tenant: ExecutionContextSnapshot = DEFAULT_TENANT) -> str:
+    return (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, tenant)).shared_run_id
+
+
+async def test_one_claim_takes_several_runs_in_queue_order_each_with_its_own_token(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    try:
+        runs = [await submit(plane) for _ in range(5)]
+        first = await plane.parts.queue.claim_batch(PUMP, limit=3)
+        rest = await plane.parts.queue.claim_batch(PUMP, limit=10)
+        assert [c.shared_run_id for c in first + rest] == runs
+        assert len({c.token for c in first + rest}) == 5
+        for claim in first + rest:
+            item = await plane.parts.queue.item(claim.shared_run_id)
+            assert item is not None and item.status is QueueItemStatus.CLAIMED and item.attempts == 1
+        assert await plane.parts.queue.claim_batch(PUMP, limit=3) == []
+    finally:
+        await plane.stop()
+
+
+async def test_a_batch_stops_before_an_older_run_of_another_partition(hot_state: HotState) -> None:
+    if hot_state.partition_count == 1:
+        hot_state.partitions = 4
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    keys = plane.parts.queue.keys
+    try:
+        names = (f"batch-tenant-{n}" for n in range(100))
+        a = next(n for n in names if keys.of_tenant(n).index != keys.of_tenant("batch-tenant-b").index)
+        tenant_a = ExecutionContextSnapshot(user_id="a", tenant_id=a)
+        tenant_b = ExecutionContextSnapshot(user_id="b", tenant_id="batch-tenant-b")
+        # Queue clocks count milliseconds: each group is queued after the previous one's clock.
+        a1, a2 = await submit(plane, tenant_a), await submit(plane, tenant_a)
+        await clock_passed(hot_state, keys.of_tenant(a).seq)
+        b1 = await submit(plane, tenant_b)
+        await clock_passed(hot_state, keys.of_tenant(tenant_b.tenant_id).seq)
+        a3, a4 = await submit(plane, tenant_a), await submit(plane, tenant_a)
+        turns = PartitionTurns()
+        batches = []
+        while claims := await plane.parts.queue.claim_batch(PUMP, turns=turns, limit=10):
+            batches.append([c.shared_run_id for c in claims])
+        assert batches == [[a1, a2], [b1], [a3, a4]]
+    finally:
+        await plane.stop()
+
+
+async def test_runs_claimed_together_but_not_dispatched_go_back_to_their_own_place(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    provider = FailingSecondDispatch(plane)
+    plane.parts.providers.add(provider)
+    await start_instance(plane, worker_count=4, max_concurrent_runs=4)
+    try:
+        runs = [await submit(plane) for _ in range(4)]
+        stopped = await plane.parts.pump.pump(
+            PumpRequest(max_dispatch_count=10, stop_on_failure=True, pump=PUMP)
+        )
+        assert stopped.stop_reason is PumpStopReason.FAILURE
+        assert [a.shared_run_id for a in stopped.attempts] == runs[:2]  # the first, then the failure
+        for shared_run_id in runs[2:]:  # claimed with the failed run, handed back untouched
+            item = await plane.parts.queue.item(shared_run_id)
+            assert item is not None and item.status is QueueItemStatus.PENDING
+            assert (item.attempts, item.last_requeue_reason) == (1, "not dispatched in its pump cycle")
+        resumed = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
+        # Back at their own place: ahead of the failed run, which went to the tail.
+        assert [a.shared_run_id for a in resumed.dispatched] == [runs[2], runs[3], runs[1]]
+
+        async def all_dispatched() -> bool:
+            return await plane.parts.queue.pending_count() == 0
+
+        await wait_until(all_dispatched)
+    finally:
+        await plane.stop()
