@@ -1,9 +1,9 @@
 """RunEventPublisher: run events onto Redis pub/sub (live) and the durable event stream.
 
 Owns how an event leaves the process. `publish` (the end of a run, a wait for input) writes
-now: the events buffered so far and this one in one PUBLISH (so subscribers see them in
-order), plus an XADD to the durable stream (only once a webhook service created that
-stream); it raises `StoreUnavailableError` so a caller that must not lose the event can
+now, in one `publish_run_event` call: the events buffered so far and this one in one PUBLISH
+(so subscribers see them in order), after an XADD to the durable stream (only once a webhook
+service created that stream); it raises `StoreUnavailableError` so a caller that must not lose the event can
 retry. `emit` (step progress and the other status changes: queued, dispatched, started,
 paused, resumed, ...) only buffers: a background task flushes the buffer within 10 ms, in
 one PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
@@ -43,19 +43,20 @@ class RunEventPublisher:
         self._flusher: asyncio.Task[None] | None = None
 
     async def publish(self, event: RunEvent) -> None:
-        """Publish now (after the buffered progress); durable events go to the stream first,
-        if it exists: the webhook service creates it, so without webhooks nothing accumulates."""
-        if event.durable:
-            await self.hot_state.redis.xadd(
-                self.keys.stream,
-                {EVENT_FIELD: event.model_dump_json()},
-                maxlen=self.stream_max_len,
-                approximate=True,
-                nomkstream=True,
-            )
+        """Publish now, after the buffered progress, and append a durable event to the stream
+        if it exists (the webhook service creates it): one `publish_run_event` call."""
         async with self._lock:
             batch = [*self._buffer, event]
-            await self._send(batch)
+            await self.hot_state.scripts["publish_run_event"](
+                keys=[self.keys.stream],
+                args=[
+                    self.keys.channel,
+                    _batch_body(batch),
+                    EVENT_FIELD,
+                    event.model_dump_json() if event.durable else "",
+                    self.stream_max_len,
+                ],
+            )
             del self._buffer[: len(batch) - 1]
 
     def emit(self, event: RunEvent) -> None:
@@ -85,8 +86,7 @@ class RunEventPublisher:
             await self.flush()
 
     async def _send(self, batch: list[RunEvent]) -> None:
-        body = json.dumps([event.model_dump(mode="json") for event in batch], separators=(",", ":"))
-        await self.hot_state.redis.publish(self.keys.channel, body)
+        await self.hot_state.redis.publish(self.keys.channel, _batch_body(batch))
 
     async def _flush_forever(self) -> None:
         delay = 0.05
@@ -104,3 +104,8 @@ class RunEventPublisher:
                 await asyncio.sleep(delay)  # back off while Redis is down, then retry the buffer
                 delay = min(2.0, delay * 2)
                 self._wake.set()
+
+
+def _batch_body(batch: list[RunEvent]) -> str:
+    """One publication: the JSON list of its events."""
+    return json.dumps([event.model_dump(mode="json") for event in batch], separators=(",", ":"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 CLUSTER_SLOTS = 16384
 
 # Where a command's keys are: none, every argument, or only the first one.
-KEYLESS_COMMANDS = frozenset({"TIME"})
+KEYLESS_COMMANDS = frozenset({"TIME", "PUBLISH"})  # PUBLISH names a channel, not a key
 ALL_ARGS_ARE_KEYS = frozenset({"DEL", "EXISTS", "UNLINK", "TOUCH", "MGET"})
 FIRST_ARG_IS_KEY = frozenset(
     {
@@ -54,6 +54,7 @@ FIRST_ARG_IS_KEY = frozenset(
         "LPUSH",
         "RPUSH",
         "LRANGE",
+        "XADD",
     }
 )
 

@@ -28,6 +28,7 @@ from redis.asyncio import Redis
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
 from runtime_core.dag import DagStore, DropOutcome
+from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventType
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import InstanceRegistry, RuntimeInstance
 from runtime_core.lifecycle import LifecycleSchedule
@@ -350,6 +351,18 @@ async def _webhook_scenario(hot_state: HotState) -> None:
             await outbox.settle(attempt, delivered=ok, http_status=200 if ok else 500, error="")
 
 
+async def _run_event_scenario(hot_state: HotState) -> None:
+    """publish_run_event: a durable event before and after the stream exists, a progress one."""
+    publisher = RunEventPublisher(hot_state)
+    ended = RunEvent(event_id="evt_lua_1", type=RunEventType.COMPLETED, tenant_id="tenant-a")
+    await publisher.publish(ended)  # no stream yet: published only
+    await hot_state.redis.xadd(publisher.keys.stream, {EVENT_FIELD: "{}"})  # as the webhook service does
+    await publisher.publish(ended.model_copy(update={"event_id": "evt_lua_2"}))
+    await publisher.publish(RunEvent(event_id="evt_lua_3", type=RunEventType.STARTED, tenant_id="tenant-a"))
+    assert await hot_state.redis.xlen(publisher.keys.stream) == 2
+    await publisher.aclose()
+
+
 async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
     claimed: list[ClaimedDelivery] = []
 
@@ -375,6 +388,7 @@ async def observed_calls(
         await _control_plane_scenario(hot_state)
         await _task_scenario(hot_state)
         await _webhook_scenario(hot_state)
+        await _run_event_scenario(hot_state)
     finally:
         await monitor.stop(hot_state)
         await durable.close()
