@@ -27,6 +27,17 @@ async def wait_until(
         await asyncio.sleep(interval)
 
 
+async def queue_clock_passed(hot_state: HotState, queue_clock_key: str) -> None:
+    """Until the server clock is past the last sequence a shared-queue partition's clock gave
+    (queue clocks count milliseconds: runs queued after this are ordered after that one)."""
+    last = int(await hot_state.redis.get(queue_clock_key) or 0)
+
+    async def passed() -> bool:
+        return await hot_state.server_time_ms() > last
+
+    await wait_until(passed, interval=0.001)
+
+
 async def command_calls(hot_state: HotState, *stats: str) -> int:
     """Calls of the given `cmdstat_*` commands so far, summed over every master of a cluster."""
     redis = hot_state.redis

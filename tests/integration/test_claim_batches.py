@@ -18,7 +18,7 @@ from runtime_core.queueing import (
     QueueItemStatus,
     SubmitMode,
 )
-from tests.helpers import wait_until
+from tests.helpers import queue_clock_passed, wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, control_plane, start_instance
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
@@ -38,16 +38,6 @@ class FailingSecondDispatch(LocalRuntimeProvider):
         if len(self.calls) == 2:
             raise ProviderError("injected dispatch failure")
         return await super().dispatch(request)
-
-
-async def clock_passed(hot_state: HotState, queue_clock_key: str) -> None:
-    """Until the server clock is past the last sequence a partition's queue clock gave."""
-    last = int(await hot_state.redis.get(queue_clock_key) or 0)
-
-    async def passed() -> bool:
-        return await hot_state.server_time_ms() > last
-
-    await wait_until(passed, interval=0.001)
 
 
 async def submit(plane: ControlPlane, tenant: ExecutionContextSnapshot = DEFAULT_TENANT) -> str:
@@ -84,9 +74,9 @@ async def test_a_batch_stops_before_an_older_run_of_another_partition(hot_state:
         tenant_b = ExecutionContextSnapshot(user_id="b", tenant_id="batch-tenant-b")
         # Queue clocks count milliseconds: each group is queued after the previous one's clock.
         a1, a2 = await submit(plane, tenant_a), await submit(plane, tenant_a)
-        await clock_passed(hot_state, keys.of_tenant(a).seq)
+        await queue_clock_passed(hot_state, keys.of_tenant(a).seq)
         b1 = await submit(plane, tenant_b)
-        await clock_passed(hot_state, keys.of_tenant(tenant_b.tenant_id).seq)
+        await queue_clock_passed(hot_state, keys.of_tenant(tenant_b.tenant_id).seq)
         a3, a4 = await submit(plane, tenant_a), await submit(plane, tenant_a)
         turns = PartitionTurns()
         batches = []

@@ -28,7 +28,7 @@ from runtime_core.queueing import (
     SubmitMode,
     adopt_recorded_partitions,
 )
-from tests.helpers import wait_until
+from tests.helpers import queue_clock_passed
 from tests.integration.control_plane_support import ONE_STEP, control_plane, start_instance
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
@@ -52,15 +52,6 @@ def tenants_in_distinct_partitions(keys: SharedQueueKeys, count: int) -> list[Ex
         if len(chosen) == count:
             break
     return [ExecutionContextSnapshot(user_id=f"user-{t}", tenant_id=t) for t in chosen.values()]
-
-
-async def wait_for_server_time_after(hot_state: HotState, ms: int) -> None:
-    """Until the server clock passed `ms` (a queue clock reading)."""
-    await wait_until(lambda: _later_than(hot_state, ms), interval=0.001)
-
-
-async def _later_than(hot_state: HotState, ms: int) -> bool:
-    return await hot_state.server_time_ms() > ms
 
 
 def pump(n: int) -> PumpIdentity:
@@ -160,9 +151,7 @@ async def test_a_burst_in_one_partition_neither_jumps_ahead_nor_holds_back_other
         early, busy = tenants_in_distinct_partitions(keys, 2)
         first = await submit(plane, early)
         burst = await asyncio.gather(*(submit(plane, busy) for _ in range(20)))
-        await wait_for_server_time_after(
-            partitioned, int(await partitioned.redis.get(keys.of_tenant(busy.tenant_id).seq))
-        )
+        await queue_clock_passed(partitioned, keys.of_tenant(busy.tenant_id).seq)
         last = await submit(plane, early)
         claimed = []
         while (claim := await plane.parts.queue.claim_next(pump(0))) is not None:
