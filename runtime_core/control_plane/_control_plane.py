@@ -64,7 +64,6 @@ from runtime_core.queueing import (
     PumpRequest,
     SubmitMode,
     SubmitResult,
-    adopt_recorded_partitions,
 )
 from runtime_core.webhooks import WebhookSettings, check_callback
 
@@ -140,7 +139,6 @@ class ControlPlane:
         Queue claims this control plane's previous life left (it was killed mid-dispatch) are
         expired first, so their runs are settled and dispatched now, not after the claim lease.
         """
-        await adopt_recorded_partitions(self.parts.queue.keys)
         await self.dataset_watch.join()
         await self._publish_discovery()
         await self.parts.queue.expire_claims_of_earlier_lives(

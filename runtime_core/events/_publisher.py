@@ -3,8 +3,8 @@
 Owns how an event leaves the process. `publish` (the end of a run, a wait for input) writes
 now, in one `publish_run_event` call: the events buffered so far and this one in one PUBLISH
 (so subscribers see them in order), after an XADD to the durable stream (only once a webhook
-service created that stream); it raises `StoreUnavailableError` so a caller that must not lose the event can
-retry. `emit` (step progress and the other status changes: queued, dispatched, started,
+service created that stream); it raises `StoreUnavailableError` so a caller that must not
+lose the event can retry. `emit` (step progress and the other status changes: queued, dispatched, started,
 paused, resumed, ...) only buffers: a background task flushes the buffer within 10 ms, in
 one PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
 events per PUBLISH; buffered events are lost if the process dies, which subscribers tolerate

@@ -14,7 +14,8 @@ and claiming its key stay one script). Claims stay exactly once (per partition, 
 which partition a pump claims from next is the shared queue's business.
 
 The partition count is part of the layout: `{squeue}:partitions` records the count the
-queue was first used with, and every process follows it (`adopt_recorded_partitions`).
+queue was first used with, and every process follows it (`adopt_recorded_partitions`, run
+once by `RuntimeServices` as it connects to Redis, before anything uses the queue).
 Must not run scripts.
 """
 
@@ -109,12 +110,12 @@ class SharedQueueKeys:
         return QueuePartition(self.hot_state, index)
 
     def of_run(self, shared_run_id: str) -> QueuePartition:
-        return QueuePartition(self.hot_state, shared_run_partition(shared_run_id, self.count))
+        return self.partition(shared_run_partition(shared_run_id, self.count))
 
     def of_tenant(self, tenant_id: str) -> QueuePartition:
         """The tenant's partition: a stable hash of its id (the same in every process)."""
         digest = hashlib.sha256(tenant_id.encode()).digest()
-        return QueuePartition(self.hot_state, int.from_bytes(digest[:8], "big") % self.count)
+        return self.partition(int.from_bytes(digest[:8], "big") % self.count)
 
     def new_run_id(self, tenant_id: str) -> SharedRunId:
         """A new shared run id in the tenant's partition."""
