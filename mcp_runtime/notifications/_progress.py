@@ -92,12 +92,17 @@ class RunProgress:
         while True:
             view = await self.control_plane.run_status(shared_run_id, snapshot)
             finished = _finished_steps(view)
-            if finished > reported:  # progress must increase with each notification
+            last = _settled(view) or deadline - time.monotonic() <= 0
+            # Progress must increase with each notification, so the report of the last step
+            # count waits for the run to settle (moments after its last step): that report
+            # names the run's final status.
+            every_step_finished = bool(view.steps) and finished == len(view.steps)
+            if finished > reported and (last or not every_step_finished):
                 reported = finished
                 await report(finished, len(view.steps) or None, _message(view))
-            remaining = deadline - time.monotonic()
-            if _settled(view) or remaining <= 0:
+            if last:
                 return view
+            remaining = deadline - time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changes.get(), min(self.recheck_s, remaining))
             while not changes.empty():  # one re-read covers every event heard meanwhile
