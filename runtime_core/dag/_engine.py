@@ -213,7 +213,7 @@ class DagEngine:
             )
         check_size(len(dumps_strict(state, "Run input")), self.settings.max_input_bytes, "Run input")
 
-    async def run(self, execution_id: str, *, workers: int) -> str:
+    async def run(self, execution_id: str, *, workers: int, watched: bool = False) -> str:
         """Advance the execution with `workers` concurrent workers until it stops.
 
         Returns the terminal status (Completed, Failed, Cancelled) or, when execution control
@@ -221,6 +221,10 @@ class DagEngine:
         someone resumes it or submits input, so call `run` again after that. Returns
         SUPERSEDED_STATUS when another local run took the execution over from `owner`, and ""
         when the execution's hot state vanished.
+
+        `watched`: the caller wakes on the execution's unparking events from before this call
+        on (an instance's doorbell), so a park returns at once; otherwise the control state
+        is read again once the workers stopped, in case it was unparked meanwhile.
         """
         run = await self._until_available(lambda: self._load(execution_id), "engine.load", execution_id)
         count = max(1, min(workers, parallelism_limit(run.meta.pipeline.config) or workers))
@@ -235,6 +239,8 @@ class DagEngine:
                     lambda: self.store.execution_status(execution_id), "engine.status", execution_id
                 )
                 return status or ""
+            if watched:
+                return run.parked_status
             control = await self._until_available(
                 lambda: self.store.control_status(execution_id), "engine.control_status", execution_id
             )

@@ -4,7 +4,9 @@ Owns the subscription to the run-event channel (started with the first listener,
 connection per process whatever the number of listeners), decoding each message's batch
 and handing every event to the registered listeners, and reconnecting with back-off when
 Redis goes away. Pub/sub delivers at most once: events published while the connection was
-down are lost, so listeners that must not miss an end also re-read the run now and then.
+down are lost, so listeners that must not miss an end also re-read the run now and then;
+a listener may also register a `gap` callback, called each time the subscription becomes
+active (the first time and after every reconnect), when it should re-read what it waits on.
 Listeners are synchronous and must not block.
 Must not filter by tenant: listeners do, from each event's `tenant_id`.
 """
@@ -30,6 +32,7 @@ from runtime_core.hot_state import HotState
 log = logging.getLogger("runtime_core.events")
 
 RunEventListener = Callable[[RunEvent], None]
+GapListener = Callable[[], None]
 _POLL_TIMEOUT_S = 1.0
 _CLOSE_GRACE_S = 1.0
 _LOST = (StoreUnavailableError, RedisError, OSError)
@@ -40,21 +43,28 @@ class RunEventSubscriber:
         self.hot_state = hot_state
         self.keys = RunEventKeys(hot_state)
         self._listeners: dict[object, RunEventListener] = {}
+        self._gap_listeners: dict[object, GapListener] = {}
         self._task: asyncio.Task[None] | None = None
         self._pubsub: PubSub | None = None  # the live subscription's, while there is one
         self._closing = False
         self.subscribed = asyncio.Event()
 
-    def listen(self, listener: RunEventListener) -> Callable[[], None]:
-        """Register `listener` (starting the subscription); returns an idempotent unsubscribe."""
+    def listen(self, listener: RunEventListener, *, gap: GapListener | None = None) -> Callable[[], None]:
+        """Register `listener` (starting the subscription); returns an idempotent unsubscribe.
+
+        `gap`: called whenever the subscription becomes active, since events published before
+        that (or while it was reconnecting) never reached `listener`."""
         token = object()
         self._listeners[token] = listener
+        if gap is not None:
+            self._gap_listeners[token] = gap
         if self._task is None or self._task.done():
             self._closing = False
             self._task = asyncio.create_task(self._run(), name="run-events-subscriber")
 
         def unsubscribe() -> None:
             self._listeners.pop(token, None)
+            self._gap_listeners.pop(token, None)
 
         return unsubscribe
 
@@ -106,6 +116,7 @@ class RunEventSubscriber:
         try:
             await pubsub.subscribe(self.keys.channel)
             self.subscribed.set()
+            self._announce_gap()
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_POLL_TIMEOUT_S)
                 if message is not None:
@@ -114,6 +125,13 @@ class RunEventSubscriber:
             self._pubsub = None
             with contextlib.suppress(*_LOST):
                 await pubsub.aclose()
+
+    def _announce_gap(self) -> None:
+        for gap in list(self._gap_listeners.values()):
+            try:
+                gap()
+            except Exception:  # fan-out boundary, as in `deliver`
+                log.exception("run_events.gap_listener_failed")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         try:

@@ -18,9 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.exceptions import NoScriptError
-
-from runtime_core.hot_state._guard import is_outage, store_unavailable
 from runtime_core.hot_state._scripts import ReloadingScript
 
 
@@ -72,18 +69,16 @@ class CoalescedScript:
     async def _pipelined(self, batch: list[_Call]) -> list[Any]:
         pipe = self._redis.pipeline(transaction=False)
         for call in batch:
-            # execute_command: redis-py blocks the evalsha method (not the command) on cluster pipelines
-            pipe.execute_command("EVALSHA", self._script.sha, len(call.keys), *call.keys, *call.args)
+            self._script.queue(pipe, call.keys, call.args)
         replies = await pipe.execute(raise_on_error=False)
         return [await self._settled_reply(call, reply) for call, reply in zip(batch, replies, strict=True)]
 
     async def _settled_reply(self, call: _Call, reply: Any) -> Any:
-        """A cluster pipeline returns a failed node's error in place of its replies."""
-        if isinstance(reply, NoScriptError):
-            return await self._direct(call)
-        if isinstance(reply, BaseException) and is_outage(reply):
-            return store_unavailable("pipelined EVALSHA", reply)
-        return reply
+        """The call's reply, or the error its caller gets (one failed call fails only its caller)."""
+        try:
+            return await self._script.settle(call.keys, call.args, reply)
+        except Exception as exc:
+            return exc
 
 
 def _settle(call: _Call, outcome: Any) -> None:

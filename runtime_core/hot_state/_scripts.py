@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
+from runtime_core.hot_state._guard import is_outage, store_unavailable
 from runtime_core.package_data import shipped_folder
 
 LUA_DIR = shipped_folder("lua", "runtime_core.hot_state.lua")
@@ -44,6 +45,23 @@ class ReloadingScript:
             except NoScriptError:
                 continue
         return await self._script(keys=keys, args=args, client=client)
+
+    def queue(self, pipe: Any, keys: Sequence[Any], args: Sequence[Any]) -> None:
+        """Add a call to a non-transactional pipeline; read its reply with `settle`."""
+        # execute_command: redis-py blocks the evalsha method (not the command) on cluster pipelines
+        pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+
+    async def settle(self, keys: Sequence[Any], args: Sequence[Any], reply: Any) -> Any:
+        """The reply of a queued call (its pipeline executed with `raise_on_error=False`).
+
+        NOSCRIPT (Redis restarted: the script did not run) calls it again, directly; an outage
+        (a cluster pipeline returns a failed node's error in place of its replies) raises
+        StoreUnavailableError; any other error is raised as it is."""
+        if isinstance(reply, NoScriptError):
+            return await self(keys=keys, args=args)
+        if isinstance(reply, BaseException):
+            raise store_unavailable("pipelined EVALSHA", reply) if is_outage(reply) else reply
+        return reply
 
 
 class LuaScripts:

@@ -3,9 +3,12 @@
 Owns the parked executions of one process's instances waiting to be unparked (resumed,
 given their input, or cancelled), one run-event subscription for all of them (started with
 the first instance), and how long a parked run may go without re-reading its control state.
-Pub/sub delivers at most once, so a parked run still re-reads its control state now and then
-(from `first_wait_s`, doubling up to `longest_wait_s`), and a missed ring costs at most that
-long. Without a subscription the wait is a plain poll starting short with a short ceiling.
+Pub/sub delivers at most once: every watched run is rung whenever the subscription becomes
+active (at first and after each reconnect: rings may have been lost meanwhile), and a parked
+run still re-reads its control state now and then (from `first_wait_s`, doubling up to
+`longest_wait_s`) in case an unparking event never left its publisher (a process that died
+between the control change and the publication). Without a subscription the wait is a plain
+poll starting short with a short ceiling.
 Must not read or write control state.
 """
 
@@ -17,10 +20,10 @@ from contextlib import contextmanager
 
 from runtime_core.events import UNPARKING_EVENTS, RunEvent, RunEventSubscriber
 
-# With a subscription a ring wakes the run at once and re-reads are only a safety net (the
-# subscription starts with the instance, so it listens before any run parks); without one,
-# the poll is the only way to notice.
-_RINGING_WAITS_S = (1.0, 5.0)
+# With a subscription a ring wakes the run at once and re-reads are only a safety net against
+# an event its publisher never sent (so they can be rare: thousands of runs may be parked);
+# without one, the poll is the only way to notice.
+_RINGING_WAITS_S = (10.0, 120.0)
 _POLLING_WAITS_S = (0.02, 0.5)
 
 
@@ -45,7 +48,7 @@ class UnparkDoorbell:
     def listen(self) -> None:
         """Start the subscription (idempotent; an instance calls it when it starts)."""
         if self._subscriber is not None and self._unsubscribe is None:
-            self._unsubscribe = self._subscriber.listen(self._ring)
+            self._unsubscribe = self._subscriber.listen(self._ring, gap=self._ring_all)
 
     def is_watching(self, execution_id: str) -> bool:
         return execution_id in self._watched
@@ -71,6 +74,11 @@ class UnparkDoorbell:
             return
         rung = self._watched.get(event.execution_id)
         if rung is not None:
+            rung.set()
+
+    def _ring_all(self) -> None:
+        """Rings may have been missed (the subscription just became active): re-read them all."""
+        for rung in self._watched.values():
             rung.set()
 
     async def aclose(self) -> None:

@@ -537,13 +537,14 @@ class RuntimeInstance:
     async def _advance(self, engine: DagEngine, run: LocalRun, execution_id: str) -> str:
         """Run the execution to a terminal status, through parks; "" when its hot state vanished."""
         # Watched from the start: the control status a parked engine returns was read while
-        # watching, so no ring after it can be missed and waiting needs no second read first.
+        # watching, so no ring after it can be missed and neither the engine nor the wait needs
+        # to read it again first.
         with self.deps.doorbell.watching(execution_id) as rung:
             try:
-                final = await engine.run(execution_id, workers=run.effective_workers)
+                final = await engine.run(execution_id, workers=run.effective_workers, watched=True)
                 while final in PARKED_CONTROL_STATUSES:
                     await self._wait_until_unparked(engine, execution_id, final, rung)
-                    final = await engine.run(execution_id, workers=run.effective_workers)
+                    final = await engine.run(execution_id, workers=run.effective_workers, watched=True)
             except NotFoundError:
                 return ""
         return final

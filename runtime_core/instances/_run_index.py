@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from redis.asyncio.client import Pipeline
 
 from runtime_core.errors import NotFoundError
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, is_outage, store_unavailable
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._models import LocalRunStatus
 
@@ -199,20 +199,44 @@ class RunExecutionIndex:
         return updated
 
     async def swap(self, expected: RunIndexRecord, **changes: Any) -> RecordSwap:
-        """Compare-and-set: apply `changes` only if the stored record is still `expected`."""
+        """Compare-and-set: apply `changes` only if the stored record is still `expected`.
+
+        Only the links the changes move are written: an ExecutionId the swap introduces is one
+        the run just chose (a resumed run's record names its execution from its acceptance),
+        so no other run's pointer can be overwritten and its pointer goes out in the swap's
+        own round trip (removed again when the swap is refused); a terminal status leaves the
+        instance's listing for the ended one after the swap applied."""
         updated = expected.model_copy(update={**changes, "revision": expected.revision + 1})
-        reply = await self.hot_state.scripts["run_index_swap"](
-            keys=[self._local_key(expected.local_run_id)],
-            args=[expected.revision, updated.model_dump_json()],
-        )
+        introduced = updated.execution_id if updated.execution_id != expected.execution_id else None
+        reply = await self._swap_pointing(expected, updated, introduced)
         code = int(reply[0])
         if code in (1, 2):
-            pipe = self.hot_state.redis.pipeline(transaction=False)
-            self._queue_links(pipe, updated, point_shared=False)
-            await pipe.execute()
+            if updated.status.is_terminal and not expected.status.is_terminal:
+                pipe = self.hot_state.redis.pipeline(transaction=False)
+                self._queue_links(pipe, updated, point_shared=False)
+                await pipe.execute()
             return RecordSwap(True, updated)
+        if introduced:
+            await self.hot_state.redis.delete(self._pointer_key("execution", introduced))
         current = RunIndexRecord.model_validate_json(reply[2]) if code == 0 else None
         return RecordSwap(False, current)
+
+    async def _swap_pointing(
+        self, expected: RunIndexRecord, updated: RunIndexRecord, introduced: str | None
+    ) -> list[Any]:
+        """The `run_index_swap` reply, with the pointer of `introduced` written first (one round trip)."""
+        script = self.hot_state.scripts["run_index_swap"]
+        keys, args = [self._local_key(expected.local_run_id)], [expected.revision, updated.model_dump_json()]
+        if introduced is None:
+            return list(await script(keys=keys, args=args))
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        pipe.set(self._pointer_key("execution", introduced), updated.local_run_id)
+        script.queue(pipe, keys, args)
+        pointed, swapped = await pipe.execute(raise_on_error=False)
+        reply = list(await script.settle(keys, args, swapped))
+        if isinstance(pointed, BaseException):  # a retried swap (reply 2) writes the pointer again
+            raise store_unavailable("run index pointer", pointed) if is_outage(pointed) else pointed
+        return reply
 
     async def seal(self, record: RunIndexRecord, reconciler_id: str) -> RunIndexRecord | None:
         """Take a dead incarnation's record over; None when it changed since it was read."""

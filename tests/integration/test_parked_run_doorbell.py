@@ -114,3 +114,21 @@ async def test_a_ring_for_another_execution_does_not_wake_a_parked_run(
     assert instance.deps.doorbell.is_watching(first_execution)
     await plane.parts.canceller.submit_input(first_execution, "go", {"approved": True}, DEFAULT_TENANT)
     assert (await instance.wait_for_run(first, timeout=10)).status is LocalRunStatus.COMPLETED
+
+
+async def test_input_published_while_the_subscription_was_down_wakes_the_run_once_it_is_back(
+    parked_world: tuple[ControlPlane, RuntimeInstance],
+) -> None:
+    """Pub/sub loses what it published while nobody listened: a subscription that becomes
+    active again rings every watched run, which re-reads its control state."""
+    plane, instance = parked_world
+    local_run_id, execution_id = await _parked_and_listening(plane, instance)
+    doorbell = instance.deps.doorbell
+    await doorbell.aclose()
+    await plane.parts.canceller.submit_input(execution_id, "go", {"approved": True}, DEFAULT_TENANT)
+    assert plane.parts.events is not None
+    await plane.parts.events.flush()  # published (emitted events wait 10 ms for company)
+    assert instance.run_view(local_run_id).status is LocalRunStatus.RUNNING
+    doorbell.listen()
+    final = await instance.wait_for_run(local_run_id, timeout=10)
+    assert final.status is LocalRunStatus.COMPLETED
