@@ -44,7 +44,7 @@ class ControlStore:
     def __init__(self, dag_store: DagStore) -> None:
         self.dag_store = dag_store
         self._redis = dag_store.hot_state.redis
-        self._script = dag_store.hot_state.scripts["control_cas"]
+        self._script = dag_store.hot_state.coalesced("control_cas")
 
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         return await self.dag_store.load_meta(execution_id)
@@ -85,5 +85,7 @@ class ControlStore:
         return CasResult(outcome, now, ControlState.from_fields(execution_id, fields))
 
     async def read_input(self, execution_id: str, step_name: str) -> dict[str, Any] | None:
-        raw = await self._redis.hget(self.dag_store.keys(execution_id).human_input, step_name)
+        key = self.dag_store.keys(execution_id).human_input
+        # Coalesced: the runs of a batch reach their human steps together.
+        (raw,) = await self.dag_store.hot_state.coalescer.commands(lambda pipe: pipe.hget(key, step_name))
         return None if raw is None else dict(json.loads(raw))

@@ -227,7 +227,9 @@ class DagEngine:
         is read again once the workers stopped, in case it was unparked meanwhile.
         """
         run = await self._until_available(lambda: self._load(execution_id), "engine.load", execution_id)
-        count = max(1, min(workers, parallelism_limit(run.meta.pipeline.config) or workers))
+        # No more workers than steps: a worker with nothing to claim still costs a claim call.
+        limit = min(workers, parallelism_limit(run.meta.pipeline.config) or workers, len(run.steps))
+        count = max(1, limit)
         while True:
             async with asyncio.TaskGroup() as group:
                 for n in range(count):

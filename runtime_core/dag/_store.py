@@ -254,7 +254,7 @@ class DagStore:
             "snapshot": snapshot.to_json() if snapshot else "",
             "tenant_id": snapshot.tenant_id if snapshot else "",
         }
-        reply = await self._scripts["create_execution"](
+        reply = await self.hot_state.coalesced("create_execution")(
             keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs, k.fenced],
             args=[json.dumps(meta), json.dumps(steps)],
         )
@@ -420,7 +420,7 @@ class DagStore:
 
     async def release_step(self, claim: StepClaim, *, delay_ms: int = 0) -> TransitionOutcome:
         k = self.keys(claim.execution_id)
-        reply = await self._scripts["release_step"](
+        reply = await self.hot_state.coalesced("release_step")(
             keys=[k.meta, k.status, k.ready, k.running, k.token],
             args=[claim.step_name, claim.token, delay_ms],
         )

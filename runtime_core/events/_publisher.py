@@ -3,8 +3,9 @@
 Owns how an event leaves the process. `publish` (the end of a run, a wait for input) writes
 now, in one `publish_run_event` call: the events buffered so far and this one in one PUBLISH
 (so subscribers see them in order), after an XADD to the durable stream (only once a webhook
-service created that stream); it raises `StoreUnavailableError` so a caller that must not
-lose the event can retry. `emit` (step progress and the other status changes: queued, dispatched, started,
+service created that stream); events published while such a call is in flight go together
+in the next one; it raises `StoreUnavailableError` so a caller that must not lose the event
+can retry. `emit` (step progress and the other status changes: queued, dispatched, started,
 paused, resumed, ...) only buffers: a background task flushes the buffer within 10 ms, in
 one PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
 events per PUBLISH; buffered events are lost if the process dies, which subscribers tolerate
@@ -21,7 +22,7 @@ import logging
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events._keys import EVENT_FIELD, RunEventKeys
 from runtime_core.events._models import RunEvent
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, read_outcome
 
 log = logging.getLogger("runtime_core.events")
 
@@ -41,23 +42,48 @@ class RunEventPublisher:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
+        self._urgent: list[tuple[RunEvent, asyncio.Future[None]]] = []  # `publish` calls waiting
+        self._urgent_sender: asyncio.Task[None] | None = None
 
     async def publish(self, event: RunEvent) -> None:
         """Publish now, after the buffered progress, and append a durable event to the stream
-        if it exists (the webhook service creates it): one `publish_run_event` call."""
-        async with self._lock:
-            batch = [*self._buffer, event]
-            await self.hot_state.scripts["publish_run_event"](
-                keys=[self.keys.stream],
-                args=[
-                    self.keys.channel,
-                    _batch_body(batch),
-                    EVENT_FIELD,
-                    event.model_dump_json() if event.durable else "",
-                    self.stream_max_len,
-                ],
-            )
-            del self._buffer[: len(batch) - 1]
+        if it exists (the webhook service creates it): one `publish_run_event` call, shared by
+        the events published while another call is in flight (group commit)."""
+        sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        sent.add_done_callback(read_outcome)
+        self._urgent.append((event, sent))
+        if self._urgent_sender is None or self._urgent_sender.done():
+            self._urgent_sender = asyncio.create_task(self._send_urgent(), name="run-events-publish")
+        await asyncio.shield(sent)
+
+    async def _send_urgent(self) -> None:
+        while self._urgent:
+            async with self._lock:
+                urgent, self._urgent = self._urgent, []
+                try:
+                    await self._send_with_buffered([event for event, _ in urgent])
+                except BaseException as exc:  # each publisher may retry (StoreUnavailableError)
+                    for _, sent in urgent:
+                        sent.set_exception(exc)
+                    if isinstance(exc, asyncio.CancelledError):
+                        raise
+                    continue
+            for _, sent in urgent:
+                sent.set_result(None)
+
+    async def _send_with_buffered(self, events: list[RunEvent]) -> None:
+        batch = [*self._buffer, *events]
+        await self.hot_state.scripts["publish_run_event"](
+            keys=[self.keys.stream],
+            args=[
+                self.keys.channel,
+                _batch_body(batch),
+                EVENT_FIELD,
+                self.stream_max_len,
+                *(event.model_dump_json() for event in events if event.durable),
+            ],
+        )
+        del self._buffer[: len(batch) - len(events)]
 
     def emit(self, event: RunEvent) -> None:
         """Buffer a progress event; the flusher publishes it shortly, in a batch."""

@@ -13,6 +13,7 @@ encode any workflow state transition itself: those live in `lua/` and their owne
 
 from runtime_core.hot_state._client import HotState, connect_hot_state, time_reply_ms
 from runtime_core.hot_state._clock import ServerClock
+from runtime_core.hot_state._coalescing import Coalescer, read_outcome
 from runtime_core.hot_state._data_dir_lock import DataDirLock
 from runtime_core.hot_state._durability import PERSISTENCE_SETTING, PersistenceReport, check_persistence
 from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
@@ -34,6 +35,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "ServerClock",
     "LuaScripts",
     "LUA_DIR",
+    "Coalescer",
+    "read_outcome",
     # Outages
     "GuardedRedis",
     "store_unavailable",

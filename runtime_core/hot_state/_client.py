@@ -12,7 +12,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from runtime_core.hot_state._cluster import connect_cluster, is_cluster_url
-from runtime_core.hot_state._coalescing import CoalescedScript
+from runtime_core.hot_state._coalescing import CoalescedScript, Coalescer
 from runtime_core.hot_state._guard import GuardedRedis
 from runtime_core.hot_state._scripts import LuaScripts
 
@@ -40,10 +40,13 @@ class HotState:
     Part of the key layout: every process sharing one Redis must agree. None: by deployment
     (`default_partitions`)."""
     scripts: LuaScripts = field(init=False)
+    coalescer: Coalescer = field(init=False)
+    """Concurrent independent calls share pipelined round trips (see `Coalescer`)."""
     _coalesced: dict[str, CoalescedScript] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scripts = LuaScripts(self.redis)
+        self.coalescer = Coalescer(self.redis)
 
     @property
     def partition_count(self) -> int:
@@ -52,7 +55,7 @@ class HotState:
     def coalesced(self, name: str) -> CoalescedScript:
         """The script `name` whose concurrent calls share pipelined round trips."""
         if name not in self._coalesced:
-            self._coalesced[name] = CoalescedScript(self.redis, self.scripts[name])
+            self._coalesced[name] = CoalescedScript(self.coalescer, self.scripts[name])
         return self._coalesced[name]
 
     def key(self, *parts: str) -> str:

@@ -6,7 +6,8 @@ id over from a predecessor), heartbeats and the verdict they carry (published, f
 registration at all), registering again in a new dataset after a lost one, and retiring on a
 clean stop. Also owns which accepted shared runs still hold a dispatcher's slot reservation
 (released by the first heartbeat whose capacity counts them) and letting a caller that only
-needs a fresh verdict join the heartbeat already in flight instead of sending another. Must
+needs a fresh verdict join the heartbeat already in flight instead of sending another, and
+callers publishing at the same time sharing one publication. Must
 not touch local runs: the instance acts on the verdicts.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from runtime_core.hot_state import dataset_epoch
+from runtime_core.hot_state import dataset_epoch, read_outcome
 from runtime_core.identity import new_incarnation_id
 from runtime_core.instances._models import CapacityDescriptor, InstanceDescriptor
 from runtime_core.instances._registry import Heartbeat, HeartbeatOutcome, InstanceRegistry, RetireOutcome
@@ -36,6 +37,7 @@ class Incarnation:
         self._lock = asyncio.Lock()
         self._counted: set[str] = set()  # accepted shared runs whose reservation is still held
         self._in_flight: asyncio.Future[Heartbeat] | None = None
+        self._following: asyncio.Future[Heartbeat] | None = None  # the next publication
 
     async def register(self) -> str | None:
         """Start a new incarnation; returns the predecessor incarnation it took over, if any."""
@@ -55,25 +57,35 @@ class Incarnation:
         self._counted.add(shared_run_id)
 
     async def heartbeat(self, *, join_in_flight: bool = False) -> Heartbeat:
-        """Publish the descriptors now. `join_in_flight`: a heartbeat already on its way is
-        good enough (the caller wants a verdict newer than its own wake-up, not a publication
-        of a change it made), so its result is shared instead of sending another."""
+        """Publish the descriptors as they are from now on. Callers meanwhile share one
+        publication (group commit): while one is in flight, every caller waits for the next,
+        which describes the instance once that one is back, so it includes all their changes.
+        `join_in_flight`: a heartbeat already on its way is good enough (the caller wants a
+        verdict newer than its own wake-up, not a publication of a change it made)."""
         in_flight = self._in_flight
         if join_in_flight and in_flight is not None:
             return await asyncio.shield(in_flight)
+        following = self._following
+        if following is None:
+            following = self._following = asyncio.ensure_future(self._publish_following())
+            # Its outcome is read by every caller; all of them cancelled meanwhile must not
+            # leave an unread exception behind.
+            following.add_done_callback(read_outcome)
+        return await asyncio.shield(following)
+
+    async def _publish_following(self) -> Heartbeat:
         async with self._lock:
+            self._following = None  # callers from now on need a later description
             self._version += 1
             descriptor, capacity = self.describe()
             counted = sorted(self._counted)
             beat = asyncio.ensure_future(
                 self.registry.heartbeat(descriptor, capacity, self._version, counted)
             )
-            # Its outcome is read by this caller and any joiner; one cancelled meanwhile must
-            # not leave an unread exception behind.
-            beat.add_done_callback(_read_outcome)
+            beat.add_done_callback(read_outcome)
             self._in_flight = beat
             try:
-                result = await asyncio.shield(beat)
+                result = await beat
             finally:
                 if self._in_flight is beat:
                     self._in_flight = None
@@ -96,8 +108,3 @@ class Incarnation:
 
     async def retire(self, *, unfinished: bool) -> RetireOutcome:
         return await self.registry.retire(self.runtime_instance_id, self.id, unfinished=unfinished)
-
-
-def _read_outcome(beat: asyncio.Future[Heartbeat]) -> None:
-    if not beat.cancelled():
-        beat.exception()

@@ -54,7 +54,7 @@ from runtime_core.errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from runtime_core.hot_state import ServerClock, retry_while_unavailable
+from runtime_core.hot_state import ServerClock, read_outcome, retry_while_unavailable
 from runtime_core.identity import new_local_run_id, restored_snapshot
 from runtime_core.instances._dependencies import InstanceDependencies
 from runtime_core.instances._descriptors import InstanceLoad, instance_capacity, instance_descriptor
@@ -102,7 +102,7 @@ class RuntimeInstance:
         self._pause_requested_by: str | None = None
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._enqueue_lock = asyncio.Lock()
+        self._accepting: dict[object, asyncio.Future[LocalRun]] = {}  # by dispatch attempt id
         self._loops: list[asyncio.Task[None]] = []
         self._incarnation = Incarnation(deps.registry, settings.runtime_instance_id, self._describe)
         self._fenced: str | None = None  # why this incarnation takes no more work
@@ -304,33 +304,55 @@ class RuntimeInstance:
                 "ExecutionContextSnapshot.",
                 hint="Dispatch the run with the snapshot captured at submission.",
             )
-        async with self._enqueue_lock:
-            known = self._known_attempt(request)
-            if known is not None:
-                return known.view()
-            self._check_accepting(request)
-            record = RunIndexRecord(
-                local_run_id=new_local_run_id(),
-                shared_run_id=request.shared_run_id,
-                runtime_instance_id=self.runtime_instance_id,
-                incarnation=self.incarnation,
-                status=LocalRunStatus.QUEUED,
-                execution_id=request.resume_execution_id,
-                created_at_ms=await self._clock.now_ms(),
-                snapshot=request.snapshot,
-                metadata=dict(request.attributes),
-            )
-            await self._store_accepted(record, request.dispatch_attempt_id)
-            run = LocalRun(request, record, record, self._incarnation.epoch)
-            self._runs[record.local_run_id] = run
-            if request.dispatch_attempt_id:
-                self._attempts[request.dispatch_attempt_id] = record.local_run_id
-            self._queue.append(run)
-            if request.shared_run_id:
-                self._incarnation.counted(request.shared_run_id)  # frees its dispatcher's reservation
+        known = self._known_attempt(request)
+        if known is not None:
+            return known.view()
+        attempt_id = request.dispatch_attempt_id
+        accepting = self._accepting.get(attempt_id) if attempt_id else None
+        if accepting is not None:  # the same attempt again (a provider retry) while it is stored
+            return (await asyncio.shield(accepting)).view()
+        self._check_accepting(request)
+        # Accepts run concurrently (a pump dispatches a claim batch at once): their index
+        # writes and the capacity publication after them share round trips.
+        accepted: asyncio.Future[LocalRun] = asyncio.get_running_loop().create_future()
+        accepted.add_done_callback(read_outcome)
+        key = attempt_id or object()
+        self._accepting[key] = accepted
+        try:
+            run = await self._accept(request)
+        except BaseException as exc:
+            accepted.set_exception(exc)
+            raise
+        finally:
+            del self._accepting[key]
+        accepted.set_result(run)
         self._wake.set()
         await self._publish_quietly()
         return run.view()
+
+    async def _accept(self, request: LocalRunRequest) -> LocalRun:
+        """Store the accepted run's record and queue it locally."""
+        assert request.snapshot is not None
+        record = RunIndexRecord(
+            local_run_id=new_local_run_id(),
+            shared_run_id=request.shared_run_id,
+            runtime_instance_id=self.runtime_instance_id,
+            incarnation=self.incarnation,
+            status=LocalRunStatus.QUEUED,
+            execution_id=request.resume_execution_id,
+            created_at_ms=await self._clock.now_ms(),
+            snapshot=request.snapshot,
+            metadata=dict(request.attributes),
+        )
+        await self._store_accepted(record, request.dispatch_attempt_id)
+        run = LocalRun(request, record, record, self._incarnation.epoch)
+        self._runs[record.local_run_id] = run
+        if request.dispatch_attempt_id:
+            self._attempts[request.dispatch_attempt_id] = record.local_run_id
+        self._queue.append(run)
+        if request.shared_run_id:
+            self._incarnation.counted(request.shared_run_id)  # frees its dispatcher's reservation
+        return run
 
     def _known_attempt(self, request: LocalRunRequest) -> LocalRun | None:
         """The run this dispatch attempt already created (attempt ids are random, never reused)."""
@@ -379,7 +401,7 @@ class RuntimeInstance:
                 f"Runtime instance '{self.runtime_instance_id}' is not running.",
                 hint="Dispatch to another runtime instance.",
             )
-        if len(self._queue) >= self.settings.local_queue_capacity:
+        if len(self._queue) + len(self._accepting) >= self.settings.local_queue_capacity:
             raise ConflictError(
                 f"Local queue of '{self.runtime_instance_id}' is full "
                 f"({self.settings.local_queue_capacity} queued runs).",

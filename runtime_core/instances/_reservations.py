@@ -45,7 +45,8 @@ class ReservationStore:
 
     async def reserve(self, runtime_instance_id: str, holder: str, ttl_ms: int) -> Reservation:
         k = InstanceKeys.of(self.hot_state, runtime_instance_id)
-        reply = await self.hot_state.scripts["reserve_capacity"](
+        # Coalesced: a pump cycle reserves for the runs it dispatches together in one round trip.
+        reply = await self.hot_state.coalesced("reserve_capacity")(
             keys=[k.capacity, k.reservations], args=[holder, ttl_ms, self.stale_after_ms]
         )
         outcome = ReservationOutcome(int(reply[0]))

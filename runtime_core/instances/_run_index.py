@@ -110,11 +110,15 @@ class RunExecutionIndex:
         (`ABANDONED_ATTEMPT`, or an earlier LocalRunId). One round trip: the record is written
         before the settlement in the same pipeline, so a holder LocalRunId has its record.
         """
-        assert record.shared_run_id, "a dispatch attempt belongs to a shared run"
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        self._queue_put(pipe, record, point_shared=True)
-        self._queue_settle(pipe, record.shared_run_id, attempt_id, record.local_run_id)
-        replies = await pipe.execute()
+        shared_run_id = record.shared_run_id
+        assert shared_run_id, "a dispatch attempt belongs to a shared run"
+
+        def queue(pipe: Pipeline) -> None:
+            self._queue_put(pipe, record, point_shared=True)
+            self._queue_settle(pipe, shared_run_id, attempt_id, record.local_run_id)
+
+        # Coalesced: the runs of a claim batch are accepted together.
+        replies = await self.hot_state.coalescer.commands(queue)
         return str(replies[-1])
 
     async def abandon_attempt(self, shared_run_id: str, attempt_id: str) -> str:
@@ -224,19 +228,31 @@ class RunExecutionIndex:
     async def _swap_pointing(
         self, expected: RunIndexRecord, updated: RunIndexRecord, introduced: str | None
     ) -> list[Any]:
-        """The `run_index_swap` reply, with the pointer of `introduced` written first (one round trip)."""
+        """The `run_index_swap` reply, with the pointer of `introduced` written first in the
+        same round trip (coalesced: the runs of a batch start together)."""
         script = self.hot_state.scripts["run_index_swap"]
         keys, args = [self._local_key(expected.local_run_id)], [expected.revision, updated.model_dump_json()]
         if introduced is None:
-            return list(await script(keys=keys, args=args))
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        pipe.set(self._pointer_key("execution", introduced), updated.local_run_id)
-        script.queue(pipe, keys, args)
-        pointed, swapped = await pipe.execute(raise_on_error=False)
-        reply = list(await script.settle(keys, args, swapped))
-        if isinstance(pointed, BaseException):  # a retried swap (reply 2) writes the pointer again
-            raise store_unavailable("run index pointer", pointed) if is_outage(pointed) else pointed
-        return reply
+            return list(await self.hot_state.coalesced("run_index_swap")(keys, args))
+        pointer = self._pointer_key("execution", introduced)
+
+        def queue(pipe: Pipeline) -> None:
+            pipe.set(pointer, updated.local_run_id)
+            script.queue(pipe, keys, args)
+
+        async def read(replies: list[Any]) -> list[Any]:
+            pointed, swapped = replies
+            reply = list(await script.settle(keys, args, swapped))
+            if isinstance(pointed, BaseException):  # a retried swap (reply 2) writes it again
+                raise store_unavailable("run index pointer", pointed) if is_outage(pointed) else pointed
+            return reply
+
+        async def alone() -> list[Any]:
+            pipe = self.hot_state.redis.pipeline(transaction=False)
+            queue(pipe)
+            return await read(await pipe.execute(raise_on_error=False))
+
+        return await self.hot_state.coalescer.call(queue, read, alone)
 
     async def seal(self, record: RunIndexRecord, reconciler_id: str) -> RunIndexRecord | None:
         """Take a dead incarnation's record over; None when it changed since it was read."""

@@ -17,6 +17,7 @@ run again. Must not execute steps or touch DAG state.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -100,20 +101,53 @@ class SharedQueueDispatcher:
         up to that many at once (see `DispatchCycle.claim_size`) and keeps the rest in the
         cycle for the next calls."""
         cycle = cycle or DispatchCycle()
-        while True:
-            if not cycle.claimed and not await self._claim(pump, cycle, wanted):
-                return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
+        batch = await self._next_claimed(pump, cycle, wanted, 1)
+        if not batch:
+            return DispatchResult(outcome=DispatchOutcome.EMPTY, reason="no pending shared run")
+        return await self._dispatch_or_requeue(*batch[0], cycle)
+
+    async def dispatch_batch(
+        self, pump: PumpIdentity, cycle: DispatchCycle, *, wanted: int, together: int
+    ) -> list[DispatchResult]:
+        """Dispatch up to `together` claimed runs concurrently (claims sized by `wanted`, as in
+        `dispatch_next`), so their reservations, instance acceptances and marks share round
+        trips; their results in claim order, [] when no run is pending outside the saturated
+        groups. When one raises, the others still finish, and the first error is raised (every
+        failed run is requeued)."""
+        batch = await self._next_claimed(pump, cycle, wanted, together)
+        outcomes = await asyncio.gather(
+            *(self._dispatch_or_requeue(claim, run, cycle) for claim, run in batch), return_exceptions=True
+        )
+        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        if errors:
+            raise errors[0]
+        return [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
+
+    async def _next_claimed(
+        self, pump: PumpIdentity, cycle: DispatchCycle, wanted: int, most: int
+    ) -> list[tuple[QueueClaim, SharedRunRecord | None]]:
+        """Up to `most` claimed runs outside the saturated groups, claiming when none is left;
+        claimed runs of a group that found no capacity meanwhile go back in place."""
+        batch: list[tuple[QueueClaim, SharedRunRecord | None]] = []
+        while len(batch) < most:
+            if not cycle.claimed and (batch or not await self._claim(pump, cycle, wanted)):
+                break
             claim, run = cycle.claimed.popleft()
             if run is not None and run.snapshot is not None:
                 if admission_group(run.snapshot) in cycle.saturated_groups:
-                    # Claimed with others before its group found no capacity: passed over.
                     await self.queue.requeue_in_place(claim, "its admission group has no capacity now")
                     continue
-            try:
-                return await self._dispatch_claimed(claim, run, cycle)
-            except Exception as exc:
-                await self._requeue_after_error(claim, exc)
-                raise
+            batch.append((claim, run))
+        return batch
+
+    async def _dispatch_or_requeue(
+        self, claim: QueueClaim, run: SharedRunRecord | None, cycle: DispatchCycle
+    ) -> DispatchResult:
+        try:
+            return await self._dispatch_claimed(claim, run, cycle)
+        except Exception as exc:
+            await self._requeue_after_error(claim, exc)
+            raise
 
     async def _claim(self, pump: PumpIdentity, cycle: DispatchCycle, wanted: int) -> bool:
         """Claim the next runs and read their records (one call each); False: none left."""

@@ -7,8 +7,9 @@ run of its admission group would get the same answer in this cycle, so the rest 
 cycle passes over that group's items (they stay Pending in place, never claimed and
 requeued one by one) while other tenants' runs still dispatch; the registry is read once
 per cycle (see DispatchCycle), and runs the cycle claimed several at a time but did not get
-to dispatch go back to Pending at their own place when it stops. Reports each attempt to an
-optional progress callback.
+to dispatch go back to Pending at their own place when it stops. The runs of one claim are
+dispatched concurrently (their round trips shared), one at a time when the cycle stops at
+the first failure. Reports each attempt to an optional progress callback.
 Must not schedule itself (the background pump does) and must not claim or dispatch on its
 own.
 """
@@ -64,18 +65,38 @@ class SharedQueuePump:
             if len(attempts) >= request.max_dispatch_count:
                 return PumpResult(attempts=attempts, stop_reason=PumpStopReason.MAX_COUNT)
             wanted = request.max_dispatch_count - len(attempts)
-            result = await self.dispatcher.dispatch_next(request.pump, cycle, wanted=wanted)
-            if result.outcome is DispatchOutcome.EMPTY:
+            # Stopping at the first failure: nothing may leave after it, so one run at a time.
+            together = 1 if request.stop_on_failure else wanted
+            results = await self.dispatcher.dispatch_batch(
+                request.pump, cycle, wanted=wanted, together=together
+            )
+            if not results:
                 stop = PumpStopReason.NO_CAPACITY if cycle.saturated_groups else PumpStopReason.EMPTY
                 return PumpResult(attempts=attempts, stop_reason=stop)
-            attempts.append(result)
-            if progress is not None:
-                await progress(len(attempts), result)
-            if result.outcome is DispatchOutcome.NO_CAPACITY and result.admission_group is not None:
-                cycle.saturated_groups.add(result.admission_group)
-            stop = self._stop_reason(result, request, not_dispatched)
+            stops = [
+                await self._record(result, attempts, cycle, request, not_dispatched, progress)
+                for result in results
+            ]
+            stop = next((reason for reason in stops if reason is not None), None)
             if stop is not None:
                 return PumpResult(attempts=attempts, stop_reason=stop)
+
+    async def _record(
+        self,
+        result: DispatchResult,
+        attempts: list[DispatchResult],
+        cycle: DispatchCycle,
+        request: PumpRequest,
+        not_dispatched: set[str],
+        progress: PumpProgress | None,
+    ) -> PumpStopReason | None:
+        """Count one attempt of the cycle; why the cycle stops after it, if it does."""
+        attempts.append(result)
+        if progress is not None:
+            await progress(len(attempts), result)
+        if result.outcome is DispatchOutcome.NO_CAPACITY and result.admission_group is not None:
+            cycle.saturated_groups.add(result.admission_group)
+        return self._stop_reason(result, request, not_dispatched)
 
     @staticmethod
     def _stop_reason(

@@ -205,7 +205,8 @@ class SharedQueue:
     ) -> QueueTransition:
         """After provider success only; token "" marks a DirectDispatch run (no queue item)."""
         k = self.keys.of_run(shared_run_id)
-        reply = await self._scripts["shared_mark_dispatched"](
+        # Coalesced: a pump cycle marks the runs it dispatches together in one round trip.
+        reply = await self.hot_state.coalesced("shared_mark_dispatched")(
             keys=[k.items, k.claimed, k.run(shared_run_id)], args=[shared_run_id, token, json.dumps(fields)]
         )
         return _transition(reply)

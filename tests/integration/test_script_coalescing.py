@@ -1,4 +1,5 @@
-"""Concurrent calls of one hot script share pipelined round trips, and stay correct."""
+"""Concurrent independent calls (hot scripts, plain command groups) share pipelined round
+trips, and stay correct: each caller gets its own reply or its own error."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 from redis.asyncio.connection import Connection
+from redis.exceptions import ResponseError
 
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
@@ -47,6 +49,43 @@ async def test_calls_made_while_one_is_in_flight_go_out_together(redis_target: E
         assert await command_calls(state, "cmdstat_evalsha") - before_runs == 40
     finally:
         await state.close()
+
+
+@pytest.mark.redis_kinds("single")
+async def test_calls_of_different_scripts_and_command_groups_go_out_together(
+    redis_target: EmbeddedRedis,
+) -> None:
+    state = connect_hot_state(
+        redis_target.url, prefix="coalesce-mixed:", connection_class=_CountingConnection
+    )
+    keys = [state.key(f"plain{n}") for n in range(5)]
+
+    def write_then_read(key: str) -> Any:
+        return state.coalescer.commands(lambda pipe: (pipe.set(key, key), pipe.get(key)))
+
+    try:
+        await asyncio.gather(*_time_calls(state, 1))  # connect and load the script
+        before_sends = _CountingConnection.sends
+        replies = await asyncio.gather(*_time_calls(state, 5), *(write_then_read(key) for key in keys))
+        assert _CountingConnection.sends - before_sends <= 2  # at most the first alone, then the others
+        assert all(len(reply) == 2 for reply in replies[:5])
+        assert replies[5:] == [[True, key] for key in keys]
+    finally:
+        await state.close()
+
+
+async def test_a_failing_call_fails_only_its_own_caller(hot_state: HotState) -> None:
+    text = hot_state.tagged("coalesce-text", "x")
+    await hot_state.redis.set(text, "not a hash")
+    outcomes = await asyncio.gather(
+        *_time_calls(hot_state, 3),
+        hot_state.coalescer.commands(lambda pipe: pipe.hget(text, "field")),
+        hot_state.coalescer.commands(lambda pipe: pipe.get(text)),
+        return_exceptions=True,
+    )
+    assert all(len(reply) == 2 for reply in outcomes[:3])
+    assert isinstance(outcomes[3], ResponseError) and "WRONGTYPE" in str(outcomes[3])
+    assert outcomes[4] == ["not a hash"]
 
 
 async def test_a_flushed_script_cache_is_reloaded_and_every_call_still_runs(hot_state: HotState) -> None:
