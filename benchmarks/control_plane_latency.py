@@ -35,6 +35,7 @@ from mcp_runtime import (
 )
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlaneSettings
+from runtime_core.events import TERMINAL_EVENTS, RunEvent, RunEventType
 from runtime_core.hot_state import find_free_port
 from runtime_core.pipeline import PipelineCatalog
 
@@ -112,6 +113,14 @@ def _settings(
 async def _in_memory_client(
     redis_url: str, data_dir: Path, *, background_pump: bool, max_concurrent_runs: int = 16
 ) -> AsyncIterator[Client]:
+    async with _in_memory_stack(redis_url, data_dir, background_pump, max_concurrent_runs) as (client, _):
+        yield client
+
+
+@asynccontextmanager
+async def _in_memory_stack(
+    redis_url: str, data_dir: Path, background_pump: bool, max_concurrent_runs: int
+) -> AsyncIterator[tuple[Client, RuntimeServices]]:
     settings = _settings(
         redis_url, data_dir, background_pump=background_pump, max_concurrent_runs=max_concurrent_runs
     )
@@ -119,7 +128,7 @@ async def _in_memory_client(
         backend = ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
         guard = ToolGuard(FixedPrincipal(ADMIN), Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY))
         async with Client(build_server(backend, guard)) as client:
-            yield client
+            yield client, services
 
 
 @asynccontextmanager
@@ -167,10 +176,12 @@ async def _http_client(redis_url: str, data_dir: Path) -> AsyncIterator[Client]:
 async def _drain(
     redis_url: str, data_dir: Path, runs: int, pipeline: dict[str, Any], max_concurrent_runs: int
 ) -> tuple[float, float]:
-    """Seconds until `runs` queued runs were dispatched by queue.drain calls; round trips per run."""
-    async with _in_memory_client(
-        redis_url, data_dir, background_pump=False, max_concurrent_runs=max_concurrent_runs
-    ) as client:
+    """Seconds until `runs` queued runs were dispatched by queue.drain calls; round trips per
+    run, counted until every run ended or parked (its start and end or park included)."""
+    async with _in_memory_stack(redis_url, data_dir, False, max_concurrent_runs) as (client, services):
+        settled = _RunsSettled(runs)
+        services.run_events.listen(settled.hear)
+        await services.run_events.wait_subscribed()
         for _ in range(runs):
             await _call(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
         sends_before = RoundTripCounter.sends
@@ -180,8 +191,23 @@ async def _drain(
             while dispatched < runs:
                 drained = await _call(client, "queue.drain", {"max_count": runs})
                 dispatched += drained["dispatched"]
-        seconds = time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            await asyncio.wait_for(settled.all.wait(), timeout=600)
     return seconds, (RoundTripCounter.sends - sends_before) / runs
+
+
+class _RunsSettled:
+    """Set once `runs` runs ended or parked (heard on the run-event channel: no round trips)."""
+
+    def __init__(self, runs: int) -> None:
+        self.left = runs
+        self.all = asyncio.Event()
+
+    def hear(self, event: RunEvent) -> None:
+        if event.type in TERMINAL_EVENTS or event.type is RunEventType.WAITING_FOR_INPUT:
+            self.left -= 1
+            if self.left <= 0:
+                self.all.set()
 
 
 async def _drain_rows(redis_url: str, data_dir: Path, runs: int) -> list[Row]:
