@@ -3,7 +3,8 @@
 Owns the order claim (passing over the cycle's saturated admission groups; one call claims
 as many runs as the cycle can still dispatch into free slots, up to CLAIM_BATCH) -> load
 the runs (one pipelined read) -> restore each one's ExecutionContextSnapshot -> re-admit at
-dispatch time (against the cycle's registry listing) -> deliver (reserve, provider, mark)
+dispatch time (against the cycle's registry listing) -> deliver (reserve, provider, mark;
+the runs of one claim concurrently, so their calls share round trips: `dispatch_batch`)
 and the item's fate when it does not dispatch (back to Pending at its own place when there
 is no capacity, at the tail when delivery failed, or Failed when its run / snapshot is
 missing). The previous context is restored, or cleared, after every attempt. An item whose

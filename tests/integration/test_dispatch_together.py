@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -53,19 +52,23 @@ async def paused_instance(hot_state: HotState, **settings: Any) -> RuntimeInstan
     return instance
 
 
-def counting(calls: list[int], publish: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def counted_publications(instance: RuntimeInstance) -> list[int]:
+    """One entry per capacity publication the instance makes from now on."""
+    publications: list[int] = []
+    registry = instance.deps.registry
+    publish = registry.heartbeat
+
     async def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
+        publications.append(1)
         return await publish(*args, **kwargs)
 
-    return counted
+    registry.heartbeat = counted  # type: ignore[method-assign]
+    return publications
 
 
 async def test_publications_asked_for_at_once_are_one_publication(hot_state: HotState) -> None:
     instance = await paused_instance(hot_state, heartbeat_interval_ms=60_000)
-    publications: list[int] = []
-    registry = instance.deps.registry
-    registry.heartbeat = counting(publications, registry.heartbeat)  # type: ignore[method-assign]
+    publications = counted_publications(instance)
     try:
         await asyncio.gather(*(instance.publish() for _ in range(8)))
         # One publication describes the instance for all of them (plus, at most, one that a
@@ -77,15 +80,13 @@ async def test_publications_asked_for_at_once_are_one_publication(hot_state: Hot
 
 async def test_runs_accepted_at_once_share_capacity_publications(hot_state: HotState) -> None:
     instance = await paused_instance(hot_state, heartbeat_interval_ms=60_000)
-    publications: list[int] = []
-    registry = instance.deps.registry
-    registry.heartbeat = counting(publications, registry.heartbeat)  # type: ignore[method-assign]
+    publications = counted_publications(instance)
     try:
         views = await asyncio.gather(*(instance.enqueue(attempt(f"att-{n}")) for n in range(8)))
         assert len({view.local_run_id for view in views}) == 8
         # Accepts finishing while a publication is on its way share the next one.
         assert 1 <= len(publications) < 8
-        entries = await registry.entries()
+        entries = await instance.deps.registry.entries()
         [entry] = [e for e in entries if e.runtime_instance_id == instance.runtime_instance_id]
         assert entry.capacity.queued == 8 and entry.reserved_slots == 0
     finally:
