@@ -13,7 +13,7 @@ encode any workflow state transition itself: those live in `lua/` and their owne
 
 from runtime_core.hot_state._client import HotState, connect_hot_state, time_reply_ms
 from runtime_core.hot_state._clock import ServerClock
-from runtime_core.hot_state._coalescing import Coalescer, read_outcome
+from runtime_core.hot_state._coalescing import MAX_COALESCED_CALLS, Coalescer, read_outcome
 from runtime_core.hot_state._data_dir_lock import DataDirLock
 from runtime_core.hot_state._durability import PERSISTENCE_SETTING, PersistenceReport, check_persistence
 from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
@@ -36,6 +36,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "LuaScripts",
     "LUA_DIR",
     "Coalescer",
+    "MAX_COALESCED_CALLS",
     "read_outcome",
     # Outages
     "GuardedRedis",

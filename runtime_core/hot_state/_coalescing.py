@@ -11,8 +11,12 @@ own replies; calls of one batch may be of different scripts. `CoalescedScript` i
 called that way. Each call stays what it was alone (a script atomic by itself, a command
 group not a transaction); calls of different slots are split per node on a Redis Cluster. A
 NOSCRIPT reply (Redis restarted: the script did not run) is retried through the reloading
-script. Must not be used where a caller needs calls of one batch applied together (they are
-not), nor for calls whose callers are not independent of each other.
+script. A batch carries at most MAX_COALESCED_CALLS calls (the rest go in the next round
+trip), so a burst (thousands of parked runs re-reading at once) never becomes one unbounded
+pipeline.
+Must not be used where a caller needs calls of one batch applied together (they are not),
+nor for calls whose callers are not independent of each other; a call's `read` must not
+make a coalesced call itself (the sender would wait for itself).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import Any
 from runtime_core.hot_state._guard import is_outage, store_unavailable
 from runtime_core.hot_state._scripts import ReloadingScript
 
+MAX_COALESCED_CALLS = 1000
+"""Most calls one round trip carries."""
 QueueCommands = Callable[[Any], None]
 """Adds a call's commands to a (non-transactional) pipeline."""
 ReadReplies = Callable[[list[Any]], Awaitable[Any]]
@@ -67,7 +73,8 @@ class Coalescer:
     async def _send_while_waiting(self) -> None:
         """Send everything waiting; what arrived meanwhile goes in the next round trip."""
         while self._waiting:
-            batch, self._waiting = self._waiting, []
+            batch = self._waiting[:MAX_COALESCED_CALLS]
+            del self._waiting[:MAX_COALESCED_CALLS]
             await self._send(batch)
 
     async def _send(self, batch: list[_Call]) -> None:

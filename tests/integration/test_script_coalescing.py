@@ -12,7 +12,7 @@ from redis.asyncio.connection import Connection
 from redis.exceptions import ResponseError
 
 from runtime_core.errors import StoreUnavailableError
-from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.hot_state import MAX_COALESCED_CALLS, EmbeddedRedis, HotState, connect_hot_state
 from tests.helpers import command_calls
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
@@ -70,6 +70,25 @@ async def test_calls_of_different_scripts_and_command_groups_go_out_together(
         assert _CountingConnection.sends - before_sends <= 2  # at most the first alone, then the others
         assert all(len(reply) == 2 for reply in replies[:5])
         assert replies[5:] == [[True, key] for key in keys]
+    finally:
+        await state.close()
+
+
+@pytest.mark.redis_kinds("single")
+async def test_a_burst_larger_than_one_batch_goes_out_in_bounded_round_trips(
+    redis_target: EmbeddedRedis,
+) -> None:
+    state = connect_hot_state(
+        redis_target.url, prefix="coalesce-burst:", connection_class=_CountingConnection
+    )
+    try:
+        await asyncio.gather(*_time_calls(state, 1))  # connect and load the script
+        before_sends = _CountingConnection.sends
+        calls = 2 * MAX_COALESCED_CALLS + 10
+        replies = await asyncio.gather(*_time_calls(state, calls))
+        assert len(replies) == calls and all(len(reply) == 2 for reply in replies)
+        sends = _CountingConnection.sends - before_sends
+        assert 3 <= sends <= 4  # MAX_COALESCED_CALLS calls at most per round trip (the first may go alone)
     finally:
         await state.close()
 
