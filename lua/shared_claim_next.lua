@@ -35,14 +35,17 @@
 --         groups that already found no capacity in its cycle, so their items stay Pending
 --         in place instead of being claimed and requeued one by one.
 -- ARGV[6] most items to claim (default 1), oldest first; claim n's token is ARGV[1] .. n
--- ARGV[7] claim a second or later item only while its sequence is below this ("": no
---         bound): the head of the next partition in line, so claims stay FIFO across them
+-- ARGV[7] claim only while the item's sequence is below this (the first one: not above it;
+--         "": no bound): the head of the next partition in line, so claims stay FIFO across
+--         them
 -- Returns: {1, now, next head, shared_run_id, attempts, unsettled, ...}  claimed: one
 --                                             triple per item (Claimed, attempts counted;
 --                                             unsettled: JSON array of its expired claims'
 --                                             attempt ids, "{}" when empty); next head: the
 --                                             sequence of the partition's oldest Pending
 --                                             item now, "" when none
+--          {2, now, seq}                      nothing claimed: the oldest claimable item
+--                                             (its sequence: seq) is newer than ARGV[7]
 --          {0, now, passed_over}              nothing claimable: no Pending item outside
 --                                             the passed-over groups (passed_over: how
 --                                             many of those groups have Pending items)
@@ -170,9 +173,14 @@ for n = 1, limit do
     if n == 1 then return {0, now, passed_over} end
     break
   end
-  -- The first claim is the partition's oldest item (the caller chose the partition for it);
-  -- later ones only while older than the next partition's head, so claims stay FIFO.
-  if n > 1 and below and found.seq >= below then break end
+  -- Claims only while older than the next partition's head, so claims stay FIFO across
+  -- partitions. The first may tie with it (the caller chose this partition on a tie); when it
+  -- is newer, the caller's view of the heads was stale (another pump claimed meanwhile):
+  -- nothing is claimed and its sequence returned, so the caller looks again.
+  if below and (found.seq > below or (n > 1 and found.seq == below)) then
+    if n == 1 then return {2, now, found.seq} end
+    break
+  end
   claim(found, ARGV[1] .. n)
   table.insert(reply, found.srun)
   table.insert(reply, found.item.attempts)

@@ -124,21 +124,28 @@ class SharedQueue:
     ) -> list[QueueClaim]:
         """Up to `limit` of the oldest Pending items outside `skip_groups`, in queue order, in
         one call: from the partition whose head is oldest (`turns`: the cycle's view of the
-        heads, read again when stale), and only while older than the next partition's head."""
+        heads, read again when stale), and only while older than the next partition's head (a
+        partition whose real head turns out newer than that claims nothing and the view
+        learns its head: other pumps' claims make a view stale)."""
         partitions = self.keys.partitions
         if len(partitions) == 1:
             return (await self._claim_in(partitions[0], pump, skip_groups, limit, None))[0]
         turns = turns or PartitionTurns()
         if turns.stale:
             await self._read_turns(turns)
+        looked_again = 0
         while (index := turns.next()) is not None:
-            claims, next_head = await self._claim_in(
-                partitions[index], pump, skip_groups, limit, turns.runner_up(index)
-            )
+            # Bounded by the runner-up's head, unless views kept going stale under other pumps'
+            # claims as often as there are partitions (then progress comes first).
+            below = turns.runner_up(index) if looked_again <= len(partitions) else None
+            claims, next_head = await self._claim_in(partitions[index], pump, skip_groups, limit, below)
+            if not claims and next_head is None:
+                turns.exhausted(index)
+                continue
+            turns.claimed(index, next_head)
             if claims:
-                turns.claimed(index, next_head)
                 return claims
-            turns.exhausted(index)
+            looked_again += 1  # its head is newer than the view said: look again
         return []
 
     async def _read_turns(self, turns: PartitionTurns) -> None:
@@ -160,7 +167,9 @@ class SharedQueue:
         limit: int,
         below: float | None,
     ) -> tuple[list[QueueClaim], float | None]:
-        """The claims made in partition `k` (none: nothing claimable there) and its next head."""
+        """The claims made in partition `k` and its next head; no claims and a head: its oldest
+        claimable item is newer than `below` (the first claim may tie with it); no claims and
+        no head: nothing claimable there."""
         token = secrets.token_hex(12)
         reply = await self._scripts["shared_claim_next"](
             keys=[k.items, k.pending, k.claimed, k.pending_by_group, k.group_heads, k.pending_indexed],
@@ -174,6 +183,8 @@ class SharedQueue:
                 "" if below is None else f"{below:.0f}",
             ],
         )
+        if int(reply[0]) == 2:  # its oldest claimable item is newer than `below`
+            return [], float(reply[2])
         if int(reply[0]) != 1:
             return [], None
         claimed_at_ms = int(reply[1])

@@ -7,8 +7,9 @@ partitions to the millisecond (tenants hashed to different partitions wait alike
 many runs each partition holds). A partition with claims in flight but nothing Pending is
 still visited last (an expired claim goes back to Pending inside the claim); one with
 neither is left out. Heads move as this cycle claims (the claim returns its partition's next
-head); other writers' enqueues are seen when the view is read again (`REFRESH_S`). Must not
-run scripts or read Redis.
+head) and as claims find a head newer than the view said (another pump claimed there: the
+claim takes nothing and returns the real head); other writers' enqueues are seen when the
+view is read again (`REFRESH_S`). Must not run scripts or read Redis.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ but did not dispatch go back to Pending at their own place."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from runtime_core.control_plane import ControlPlane
@@ -24,6 +26,7 @@ from tests.integration.control_plane_support import DEFAULT_TENANT, ONE_STEP, co
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 PUMP = PumpIdentity(pump_runtime_instance_id="rt_batch_test", pump_worker_id="pump")
+OTHER_PUMP = PumpIdentity(pump_runtime_instance_id="rt_batch_other", pump_worker_id="pump")
 
 
 class FailingSecondDispatch(LocalRuntimeProvider):
@@ -83,6 +86,42 @@ async def test_a_batch_stops_before_an_older_run_of_another_partition(hot_state:
         while claims := await plane.parts.queue.claim_batch(PUMP, turns=turns, limit=10):
             batches.append([c.shared_run_id for c in claims])
         assert batches == [[a1, a2], [b1], [a3, a4]]
+    finally:
+        await plane.stop()
+
+
+async def test_a_claim_from_a_stale_view_takes_the_older_run_of_the_other_partition(
+    hot_state: HotState,
+) -> None:
+    """A pump's view of the heads is stale once another pump claimed: the partition it picks
+    by that view may now start after another partition's head. Then it claims nothing there,
+    learns the real head, and takes the older run of the other partition instead."""
+    if hot_state.partition_count == 1:
+        hot_state.partitions = 4
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    keys = plane.parts.queue.keys
+    queue = plane.parts.queue
+    try:
+        b = "stale-tenant-b"
+        names = (f"stale-tenant-{n}" for n in range(100))
+        a = next(n for n in names if keys.of_tenant(n).index != keys.of_tenant(b).index)
+        tenant_a = ExecutionContextSnapshot(user_id="a", tenant_id=a)
+        tenant_b = ExecutionContextSnapshot(user_id="b", tenant_id=b)
+        a0 = await submit(plane, tenant_a)
+        await queue_clock_passed(hot_state, keys.of_tenant(a).seq)
+        b1 = await submit(plane, tenant_b)
+        await queue_clock_passed(hot_state, keys.of_tenant(b).seq)
+        a2 = await submit(plane, tenant_a)
+        stale = PartitionTurns()
+        # `stale` saw a0 as its partition's head; another pump claims a0 meanwhile.
+        [taken] = await queue.claim_batch(OTHER_PUMP, turns=PartitionTurns(), limit=1)
+        assert taken.shared_run_id == a0
+        items = {run: await queue.item(run) for run in (a0, b1)}
+        stale.reset({keys.of_tenant(a).index: items[a0].seq, keys.of_tenant(b).index: items[b1].seq}, set())
+        stale.read_at = math.inf  # never read again here: the test is about the stale view
+        claims = await queue.claim_batch(PUMP, turns=stale, limit=10)
+        assert [claim.shared_run_id for claim in claims] == [b1]
+        assert [claim.shared_run_id for claim in await queue.claim_batch(PUMP, turns=stale, limit=10)] == [a2]
     finally:
         await plane.stop()
 
