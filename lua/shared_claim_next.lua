@@ -87,8 +87,8 @@ for _, srun in ipairs(expired) do
     item.lease_until_ms = nil
     item.last_requeue_reason = 'claim lease expired'
     redis.call('HSET', KEYS[1], srun, cjson.encode(item))
-    redis.call('ZADD', KEYS[2], item.seq, srun)
-    index_pending(srun, item.seq, item.group)
+    redis.call('ZADD', KEYS[2], tonumber(item.seq), srun)
+    index_pending(srun, tonumber(item.seq), item.group)
   end
 end
 
@@ -108,7 +108,7 @@ local function live_head(group)
     local srun = string.sub(first, #group + 23)
     local raw = redis.call('HGET', KEYS[1], srun)
     local item = raw and cjson.decode(raw)
-    if item and item.status == 'Pending' and item.seq == seq then return first, seq, srun, item end
+    if item and item.status == 'Pending' and tonumber(item.seq) == seq then return first, seq, srun, item end
     redis.call('ZREM', KEYS[4], first)
   end
 end

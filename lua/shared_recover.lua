@@ -9,7 +9,7 @@
 -- KEYS[1] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence
--- KEYS[4] seq         STRING the partition's queue clock (ms, max(last + 1, now))
+-- KEYS[4] seq         STRING the partition's queue clock (microseconds, max(last + 1, now))
 -- KEYS[5] by group    ZSET  the per-admission-group pending index (all scores 0):
 --                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
 -- KEYS[6] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
@@ -48,9 +48,12 @@ end
 local attempts = 0
 local raw = redis.call('HGET', KEYS[2], srun)
 if raw then attempts = cjson.decode(raw).attempts or 0 end
-local seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now)
-redis.call('SET', KEYS[4], seq)
-local item = {status = 'Pending', seq = seq, attempts = attempts, enqueued_at_ms = now,
+-- The partition's queue clock in microseconds, strictly increasing: partitions' heads compare
+-- by time (a burst drifts it ahead only past one run per microsecond). Written as integer
+-- text: cjson keeps 14 digits of a number, a microsecond clock has 16.
+local seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('SET', KEYS[4], string.format('%d', seq))
+local item = {status = 'Pending', seq = string.format('%d', seq), attempts = attempts, enqueued_at_ms = now,
   last_requeue_reason = fields.last_requeue_reason,
   group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))

@@ -10,7 +10,7 @@
 -- KEYS[1] items       HASH  shared run id -> JSON item
 -- KEYS[2] pending     ZSET  shared run id -> queue sequence
 -- KEYS[3] claimed     ZSET  shared run id -> claim lease-until ms
--- KEYS[4] seq         STRING the partition's queue clock (ms, max(last + 1, now))
+-- KEYS[4] seq         STRING the partition's queue clock (microseconds, max(last + 1, now))
 -- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[6] ended       ZSET  shared run id -> ended-at ms (a Failed run; the lifecycle sweeper
 --                           retires it)
@@ -43,13 +43,14 @@ if ARGV[3] == 'Failed' then
   redis.call('ZADD', KEYS[6], now, srun)
   return {1, now, 0}
 end
-local seq = item.seq
+local seq = tonumber(item.seq)
 if ARGV[3] == 'Pending' then
-  seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now)
-  redis.call('SET', KEYS[4], seq)
+  -- The partition's queue clock (microseconds, strictly increasing; integer text: see shared_enqueue).
+  seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  redis.call('SET', KEYS[4], string.format('%d', seq))
 end
 item.status = 'Pending'
-item.seq = seq
+item.seq = string.format('%d', seq)
 redis.call('HSET', KEYS[1], srun, cjson.encode(item))
 redis.call('ZADD', KEYS[2], seq, srun)
 local group = item.group or ''

@@ -29,11 +29,11 @@ async def wait_until(
 
 async def queue_clock_passed(hot_state: HotState, queue_clock_key: str) -> None:
     """Until the server clock is past the last sequence a shared-queue partition's clock gave
-    (queue clocks count milliseconds: runs queued after this are ordered after that one)."""
+    (queue clocks count microseconds: runs queued after this are ordered after that one)."""
     last = int(await hot_state.redis.get(queue_clock_key) or 0)
 
     async def passed() -> bool:
-        return await hot_state.server_time_ms() > last
+        return await hot_state.server_time_ms() * 1000 > last
 
     await wait_until(passed, interval=0.001)
 

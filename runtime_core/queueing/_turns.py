@@ -1,10 +1,10 @@
 """Which shared-queue partition a pump claims from next: the fairness rule across partitions.
 
 Owns `PartitionTurns`, one pump cycle's view of the partitions' heads (the queue sequence of
-each partition's oldest Pending item, a clock in ms comparable across partitions) and the
-choice it makes: the partition whose head is oldest, so the queue stays FIFO across
-partitions to the millisecond (tenants hashed to different partitions wait alike, however
-many runs each partition holds). A partition with claims in flight but nothing Pending is
+each partition's oldest Pending item, a clock in microseconds comparable across partitions)
+and the choice it makes: the partition whose head is oldest, so the queue stays FIFO across
+partitions (tenants hashed to different partitions wait alike, however many runs each
+partition holds). A partition with claims in flight but nothing Pending is
 still visited last (an expired claim goes back to Pending inside the claim); one with
 neither is left out. Heads move as this cycle claims (the claim returns its partition's next
 head) and as claims find a head newer than the view said (another pump claimed there: the

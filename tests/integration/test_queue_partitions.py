@@ -241,3 +241,34 @@ async def test_a_queue_written_before_counts_were_recorded_stays_one_partition(
     await partitioned.redis.set(keys.partition(0).seq, "7")  # an unpartitioned queue's counter
     assert await adopt_recorded_partitions(keys) == 1
     assert partitioned.partition_count == 1
+
+
+async def test_a_burst_into_one_partition_never_pushes_back_a_run_queued_after_it_elsewhere(
+    hot_state: HotState,
+) -> None:
+    """Queue clocks count microseconds: a partition taking a burst of runs (faster than one per
+    millisecond) keeps its clock at the time they were queued, so a run queued in another
+    partition after the burst is claimed after every run of it."""
+    if hot_state.partition_count == 1:
+        hot_state.partitions = 4
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    keys = plane.parts.queue.keys
+    try:
+        late = "burst-tenant-late"
+        names = (f"burst-tenant-{n}" for n in range(100))
+        bursty = next(n for n in names if keys.of_tenant(n).index != keys.of_tenant(late).index)
+        snapshot = ExecutionContextSnapshot(user_id="u", tenant_id=bursty)
+        burst = await asyncio.gather(
+            *(plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, snapshot) for _ in range(200))
+        )
+        last = await plane.submit(
+            ONE_STEP, {}, SubmitMode.QUEUE_FIRST, ExecutionContextSnapshot(user_id="u", tenant_id=late)
+        )
+        turns = PartitionTurns()
+        claimed: list[str] = []
+        while claims := await plane.parts.queue.claim_batch(pump(0), turns=turns, limit=16):
+            claimed += [claim.shared_run_id for claim in claims]
+        assert claimed[-1] == last.shared_run_id
+        assert sorted(claimed[:-1]) == sorted(run.shared_run_id for run in burst)
+    finally:
+        await plane.stop()
