@@ -66,7 +66,7 @@ class Incarnation:
         if join_in_flight and in_flight is not None:
             return await asyncio.shield(in_flight)
         following = self._following
-        if following is None:
+        if following is None or following.done():  # done: ended before it described anything
             following = self._following = asyncio.ensure_future(self._publish_following())
             # Its outcome is read by every caller; all of them cancelled meanwhile must not
             # leave an unread exception behind.
