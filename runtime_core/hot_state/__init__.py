@@ -18,7 +18,7 @@ from runtime_core.hot_state._data_dir_lock import DataDirLock
 from runtime_core.hot_state._durability import PERSISTENCE_SETTING, PersistenceReport, check_persistence
 from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
 from runtime_core.hot_state._epoch import dataset_epoch, epoch_key
-from runtime_core.hot_state._guard import GuardedRedis, is_outage, store_unavailable
+from runtime_core.hot_state._guard import GuardedRedis, reply_error, store_unavailable
 from runtime_core.hot_state._retry import (
     DEFAULT_STORE_RETRY,
     StoreOutage,
@@ -41,7 +41,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Outages
     "GuardedRedis",
     "store_unavailable",
-    "is_outage",
+    "reply_error",
     "StoreOutage",
     "StoreRetryPolicy",
     "DEFAULT_STORE_RETRY",

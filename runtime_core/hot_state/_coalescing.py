@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime_core.hot_state._guard import is_outage, store_unavailable
+from runtime_core.hot_state._guard import reply_error
 from runtime_core.hot_state._scripts import ReloadingScript
 
 MAX_COALESCED_CALLS = 1000
@@ -46,16 +46,19 @@ class _Call:
 
 
 class Coalescer:
-    """`await coalescer.call(queue, read, alone)`: the call's reply; `alone` sends it by
-    itself when it is the only one waiting."""
+    """`await coalescer.call(queue, read, alone)`: the call's reply. When it is the only one
+    waiting it goes by itself: `alone` (a cheaper form, such as a bare EVALSHA), or by
+    default its own commands in a pipeline of their own."""
 
     def __init__(self, redis: Any) -> None:
         self._redis = redis
         self._waiting: list[_Call] = []
         self._sender: asyncio.Task[None] | None = None
 
-    async def call(self, queue: QueueCommands, read: ReadReplies, alone: Callable[[], Awaitable[Any]]) -> Any:
-        call = _Call(queue, read, alone)
+    async def call(
+        self, queue: QueueCommands, read: ReadReplies, alone: Callable[[], Awaitable[Any]] | None = None
+    ) -> Any:
+        call = _Call(queue, read, alone or (lambda: self._alone(queue, read)))
         self._waiting.append(call)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send_while_waiting())
@@ -63,12 +66,12 @@ class Coalescer:
 
     async def commands(self, queue: QueueCommands) -> list[Any]:
         """A group of plain commands (no scripts): their replies; the first error is raised."""
-        return await self.call(queue, _all_replies, lambda: self._alone(queue))
+        return await self.call(queue, _all_replies)
 
-    async def _alone(self, queue: QueueCommands) -> list[Any]:
+    async def _alone(self, queue: QueueCommands, read: ReadReplies) -> Any:
         pipe = self._redis.pipeline(transaction=False)
         queue(pipe)
-        return await _all_replies(await pipe.execute(raise_on_error=False))
+        return await read(await pipe.execute(raise_on_error=False))
 
     async def _send_while_waiting(self) -> None:
         """Send everything waiting; what arrived meanwhile goes in the next round trip."""
@@ -123,10 +126,10 @@ class CoalescedScript:
 
 
 async def _all_replies(replies: list[Any]) -> list[Any]:
-    """A cluster pipeline returns a failed node's error in place of its replies."""
+    """The replies of a group of plain commands; the first error is raised (see `reply_error`)."""
     for reply in replies:
         if isinstance(reply, BaseException):
-            raise store_unavailable("pipelined commands", reply) if is_outage(reply) else reply
+            raise reply_error("pipelined commands", reply)
     return replies
 
 

@@ -59,6 +59,12 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, RedisClusterException) and _NO_CLUSTER_NODE_REACHABLE in str(exc)
 
 
+def reply_error(operation: str, exc: BaseException) -> BaseException:
+    """What a caller gets for a failed pipelined reply (a cluster pipeline returns a failed
+    node's error in place of its replies): StoreUnavailableError for an outage, else `exc`."""
+    return store_unavailable(operation, exc) if is_outage(exc) else exc
+
+
 async def guarded_call(
     operation: str,
     call: Callable[[], Awaitable[_T]],

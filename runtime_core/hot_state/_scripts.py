@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
-from runtime_core.hot_state._guard import is_outage, store_unavailable
+from runtime_core.hot_state._guard import reply_error
 from runtime_core.package_data import shipped_folder
 
 LUA_DIR = shipped_folder("lua", "runtime_core.hot_state.lua")
@@ -54,13 +54,12 @@ class ReloadingScript:
     async def settle(self, keys: Sequence[Any], args: Sequence[Any], reply: Any) -> Any:
         """The reply of a queued call (its pipeline executed with `raise_on_error=False`).
 
-        NOSCRIPT (Redis restarted: the script did not run) calls it again, directly; an outage
-        (a cluster pipeline returns a failed node's error in place of its replies) raises
-        StoreUnavailableError; any other error is raised as it is."""
+        NOSCRIPT (Redis restarted: the script did not run) calls it again, directly; any other
+        error is raised (see `reply_error`)."""
         if isinstance(reply, NoScriptError):
             return await self(keys=keys, args=args)
         if isinstance(reply, BaseException):
-            raise store_unavailable("pipelined EVALSHA", reply) if is_outage(reply) else reply
+            raise reply_error("pipelined EVALSHA", reply)
         return reply
 
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from redis.asyncio.client import Pipeline
 
 from runtime_core.errors import NotFoundError
-from runtime_core.hot_state import HotState, is_outage, store_unavailable
+from runtime_core.hot_state import HotState, reply_error
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._models import LocalRunStatus
 
@@ -244,15 +244,10 @@ class RunExecutionIndex:
             pointed, swapped = replies
             reply = list(await script.settle(keys, args, swapped))
             if isinstance(pointed, BaseException):  # a retried swap (reply 2) writes it again
-                raise store_unavailable("run index pointer", pointed) if is_outage(pointed) else pointed
+                raise reply_error("run index pointer", pointed)
             return reply
 
-        async def alone() -> list[Any]:
-            pipe = self.hot_state.redis.pipeline(transaction=False)
-            queue(pipe)
-            return await read(await pipe.execute(raise_on_error=False))
-
-        return await self.hot_state.coalescer.call(queue, read, alone)
+        return await self.hot_state.coalescer.call(queue, read)
 
     async def seal(self, record: RunIndexRecord, reconciler_id: str) -> RunIndexRecord | None:
         """Take a dead incarnation's record over; None when it changed since it was read."""

@@ -7,8 +7,8 @@ live in one partition (a stable hash of the tenant id), and a shared run id name
 partition (`shared_run_partition`), so every shared-queue script touches one Cluster slot:
 a partition holds its run records, item table, pending and claimed ZSETs, per-admission-
 group pending index (a lexicographic ZSET of "<group>\x1f<sequence>\x1f<run>" members, the
-ZSET of each group's head sequence and the marker that the index was built), sequence
-counter, per-tenant listing ZSETs, the ZSET of runs that ended before dispatch (which the
+ZSET of each group's head sequence and the marker that the index was built), queue
+clock, per-tenant listing ZSETs, the ZSET of runs that ended before dispatch (which the
 lifecycle sweeper retires) and the idempotency keys of its tenants' submits (creating a run
 and claiming its key stay one script). Claims stay exactly once (per partition, in Lua);
 which partition a pump claims from next is the shared queue's business.
