@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the project needs on a fresh machine: redis-server (apt) and the package.
+# Installs what the project needs on a fresh machine: redis-server (apt) and the package, into the
+# project-local virtual environment `.venv/` (created when missing; `uv` does the installing, so a
+# second run takes a second). Nothing goes into the interpreter's global site-packages.
 # Usage: bash scripts/ensure-deps.sh [pip extras, e.g. "[dev]"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,5 +11,12 @@ if ! command -v redis-server >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
-python3 -m pip install -q --disable-pip-version-check -e ".${1:-}" 2>&1 | grep -v -E "^WARNING|Running pip as the 'root'" || true
-python3 -c "import runtime_core, mcp_runtime" # fail loudly if the install did not work
+if [ ! -x .venv/bin/python ]; then
+  echo "creating the virtual environment .venv/" >&2
+  python3 -m venv .venv
+fi
+if [ ! -x .venv/bin/uv ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check uv 2>&1 | grep -v -E "^WARNING" || true
+fi
+.venv/bin/uv pip install -q --python .venv/bin/python -e ".${1:-}"
+.venv/bin/python -c "import runtime_core, mcp_runtime" # fail loudly if the install did not work

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is needed, lint, then run every test against a real
+# The whole test suite: install what is needed into .venv/, lint, then run every test against a real
 # redis-server that the tests start themselves on a free loopback port and the PostgreSQL server
 # on 127.0.0.1:5432 (started, or installed from Debian's packages, when none answers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh "[dev]"
+# Every command below (and every process the tests start: `mcp-runtime`, `python`) is the venv's.
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"
 # The example step plug-in (its entry points register example.* steps); tests run its steps.
-python3 -m pip install -q --disable-pip-version-check --no-deps -e examples/step-plugin 2>&1 \
-  | grep -v -E "^WARNING|Running pip as the 'root'" || true
+uv pip install -q --python .venv/bin/python --no-deps -e examples/step-plugin
 bash scripts/ensure-postgres.sh
 # `install_missing PACKAGE COMMAND...`: apt-get install PACKAGE when one of its commands is missing.
 install_missing() {
@@ -26,5 +27,5 @@ install_missing() {
 install_missing prometheus prometheus promtool
 # The dashboard's browser tests drive Debian's Chromium through Playwright (never `playwright install`).
 install_missing chromium chromium
-python3 -m ruff check .
-python3 -m pytest -q -p no:cacheprovider "$@"
+python -m ruff check .
+python -m pytest -q -p no:cacheprovider "$@"

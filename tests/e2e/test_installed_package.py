@@ -1,8 +1,9 @@
 """Issue 13.9: a non-editable install runs from any directory.
 
 Builds the wheel from a copy of the repository's build inputs, installs it (no dependencies,
-no index: they come from the already-populated interpreter through `--system-site-packages`)
-into a fresh venv, and from an empty temporary directory, with no PYTHONPATH and a private
+no index: they come from the test runner's own environment, named by a `.pth` file after the
+fresh venv's site-packages, so the wheel's copy comes first) into a fresh venv, and from an
+empty temporary directory, with no PYTHONPATH and a private
 HOME, runs `mcp-runtime run` on a pipeline shipped inside the wheel and a stdio `serve`
 session that submits the catalog's RAG pipeline and sees it complete. The Lua scripts, the
 RBAC model / policy and the pipeline catalog must all come from the installed package, and
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,10 +96,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     _copy_build_inputs(source)
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", dist, source)
     [wheel] = dist.glob("mcp_runtime-*.whl")
-    _run(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv)
+    _run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
     _run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel)
     site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    # The dependencies: the runner's site-packages, as a plain path (its own .pth files, such as
+    # the checkout's editable-install finder, are not processed there).
+    (Path(site) / "runner-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     workdir, home = root / "work", root / "home"
     workdir.mkdir()
     home.mkdir()
