@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import importlib.metadata
 import json
 import logging
 import os
@@ -69,7 +70,7 @@ environment:
 
 exit codes: 0 completed, 1 run failed or cancelled, 2 bad arguments or error,
 3 run waits for input (see `mcp-runtime input`), 130 interrupted.
-See README.md and docs/mcp.md for the MCP tools, configuration and deployment."""
+Documentation: docs/ in the repository (README.md links every page)."""
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -216,12 +217,12 @@ async def _runtime_instance(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_providers_file(command: argparse.ArgumentParser) -> None:
+def _add_providers_file(command: argparse.ArgumentParser, default_help: str) -> None:
     command.add_argument(
         "--providers-file",
         type=Path,
         default=None,
-        help="LLM / retrieval providers JSON (default: the server config's, or $MCP_RUNTIME_PROVIDERS_FILE)",
+        help=f"LLM / retrieval providers JSON (default: {default_help})",
     )
 
 
@@ -240,7 +241,7 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
         "--user", default=DEFAULT_USER, help=f"user recorded as its submitter (default {DEFAULT_USER})"
     )
     _add_steps_option(command)
-    _add_providers_file(command)
+    _add_providers_file(command, "$MCP_RUNTIME_PROVIDERS_FILE, else the offline template and demo database")
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -312,7 +313,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="also serve Prometheus /metrics on this port (stdio has no other way; http has /metrics)",
     )
     _add_steps_option(serve_cmd)
-    _add_providers_file(serve_cmd)
+    _add_providers_file(serve_cmd, "the config's providers_file, else $MCP_RUNTIME_PROVIDERS_FILE")
     serve_cmd.set_defaults(handler=_serve)
 
 
@@ -329,6 +330,13 @@ def _add_steps(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     steps_cmd.set_defaults(handler=_list_steps)
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mcp-runtime")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-runtime",
@@ -336,6 +344,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(commands)
     _add_input(commands)

@@ -16,7 +16,12 @@ from runtime_core.hot_state._clock import ServerClock
 from runtime_core.hot_state._coalescing import MAX_COALESCED_CALLS, Coalescer, read_outcome
 from runtime_core.hot_state._data_dir_lock import DataDirLock
 from runtime_core.hot_state._durability import PERSISTENCE_SETTING, PersistenceReport, check_persistence
-from runtime_core.hot_state._embedded import EmbeddedRedis, find_free_port
+from runtime_core.hot_state._embedded import (
+    REDIS_SERVER_ENV,
+    EmbeddedRedis,
+    find_free_port,
+    find_redis_server,
+)
 from runtime_core.hot_state._epoch import dataset_epoch, epoch_key
 from runtime_core.hot_state._guard import GuardedRedis, reply_error, store_unavailable
 from runtime_core.hot_state._retry import (
@@ -54,6 +59,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "PERSISTENCE_SETTING",
     # Embedded redis-server
     "EmbeddedRedis",
+    "REDIS_SERVER_ENV",
+    "find_redis_server",
     "DataDirLock",
     "find_free_port",
 ]

@@ -29,6 +29,37 @@ from pathlib import Path
 from runtime_core.errors import StoreUnavailableError
 
 STATE_FILE = "embedded-redis.json"
+REDIS_SERVER_ENV = "MCP_RUNTIME_REDIS_SERVER"
+# Where package managers put redis-server; a desktop MCP host often starts its servers with a PATH
+# that holds none of these folders.
+WELL_KNOWN_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/homebrew/bin", "/usr/sbin", "/snap/bin")
+
+
+def find_redis_server(environ: dict[str, str] | None = None) -> str:
+    """The redis-server to start: $MCP_RUNTIME_REDIS_SERVER, else the one on PATH, else one in a
+    well-known folder. Raises StoreUnavailableError saying which of these to fix."""
+    environ = dict(os.environ) if environ is None else environ
+    named = environ.get(REDIS_SERVER_ENV)
+    if named:
+        if os.path.isfile(named) and os.access(named, os.X_OK):
+            return named
+        raise StoreUnavailableError(
+            f"{REDIS_SERVER_ENV}={named} is not an executable file.",
+            hint=f"Point {REDIS_SERVER_ENV} at the redis-server binary (`command -v redis-server`), "
+            "or set REDIS_URL to use a running Redis.",
+        )
+    found = shutil.which("redis-server", path=environ.get("PATH")) or shutil.which(
+        "redis-server", path=os.pathsep.join(WELL_KNOWN_DIRS)
+    )
+    if found is None:
+        raise StoreUnavailableError(
+            f"redis-server was not found on PATH ({environ.get('PATH', '')}) nor in "
+            f"{', '.join(WELL_KNOWN_DIRS)}.",
+            hint="Install it (apt-get install -y redis-server, brew install redis); if it is installed "
+            f"elsewhere, set {REDIS_SERVER_ENV}=/path/to/redis-server (an MCP host: in the server "
+            "entry's `env`), or set REDIS_URL to use a running Redis.",
+        )
+    return found
 
 
 def find_free_port() -> int:
@@ -77,12 +108,7 @@ class EmbeddedRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout_s: float = 10.0) -> EmbeddedRedis:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise StoreUnavailableError(
-                "redis-server is not installed.",
-                hint="Install it (apt-get install -y redis-server) or set REDIS_URL.",
-            )
+        binary = find_redis_server()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._adopt_survivor():
             return self

@@ -54,7 +54,7 @@ def load_provider_settings(path: Path) -> StepProviderSettings:
     except ValidationError as error:
         raise ConfigurationError(
             f"The providers file {path} is invalid: {validation_problems(error)}",
-            hint="See README 'Configuring an OpenAI-compatible or Anthropic provider'.",
+            hint="See docs/providers.md, 'Configuring an OpenAI-compatible or Anthropic provider'.",
         ) from None
 
 
