@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is needed into .venv/, lint, then run every test against a real
+# The whole test suite: install what is needed into .venv/, lint, build the docs strictly, then run every test against a real
 # redis-server that the tests start themselves on a free loopback port and the PostgreSQL server
 # on 127.0.0.1:5432 (started, or installed from Debian's packages, when none answers).
 set -euo pipefail
@@ -28,4 +28,9 @@ install_missing prometheus prometheus promtool
 # The dashboard's browser tests drive Debian's Chromium through Playwright (never `playwright install`).
 install_missing chromium chromium
 python -m ruff check .
+# The documentation site, strictly: a broken link or anchor, or a page missing from mkdocs.yml's nav,
+# fails the suite. Built into a scratch directory (nothing is left in the checkout).
+site_dir=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet --site-dir "$site_dir"
+rm -rf "$site_dir"
 python -m pytest -q -p no:cacheprovider "$@"
