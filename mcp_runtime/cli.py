@@ -61,7 +61,10 @@ examples:
 
 environment:
   REDIS_URL                  a Redis to use instead of the embedded redis-server
-  MONGODB_URI                MongoDB as the durable store instead of SQLite
+  MCP_RUNTIME_DURABLE_URL    the durable store shared by every host instead of the data
+                             directory's SQLite file: postgresql://user@host/db?sslmode=...
+                             (password: MCP_RUNTIME_DURABLE_PASSWORD or PGPASSWORD)
+  MONGODB_URI                MongoDB as the durable store (when MCP_RUNTIME_DURABLE_URL is unset)
   MCP_RUNTIME_DATA_DIR       the data directory (--data-dir wins)
   MCP_RUNTIME_CONFIG         serve: the server config file (--config wins)
   MCP_RUNTIME_REDIS_PREFIX   the prefix of every Redis key (default mcprt:)

@@ -1,5 +1,6 @@
 """Session fixtures: a real redis-server on a free loopback port, a real 3-master Redis
-Cluster (started only when a test asks for it), and a fresh HotState per test.
+Cluster (started only when a test asks for it), a fresh HotState per test, and the PostgreSQL
+server on 127.0.0.1:5432 (made sure to answer once, when a test asks for it).
 
 `redis_target` is the Redis a test runs against: the single node by default; a module or
 test marked `@pytest.mark.redis_kinds("single", "cluster")` runs once on each.
@@ -15,6 +16,7 @@ from typing import Protocol
 import pytest
 
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
+from tests.postgres import ensure_server
 from tests.redis_cluster import RedisClusterServer
 
 REDIS_KINDS = ("single", "cluster")
@@ -53,6 +55,12 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
     cluster = RedisClusterServer(Path(tmp_path_factory.mktemp("redis-cluster"))).start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> None:
+    """The shared PostgreSQL server answers (tests make their own databases on it: tests.postgres)."""
+    ensure_server()
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.queueing import SharedQueueKeys, SharedRunStore, adopt_recorded_partitions
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
-from runtime_core.storage import DurableStore, DurableStoreSettings, open_durable_store
+from runtime_core.storage import DurableStore, open_durable_store
 from runtime_core.webhooks import WebhookService
 
 log = logging.getLogger("runtime_core.bootstrap")
@@ -155,15 +155,9 @@ class EngineServices:
 
     async def _attach_audit(self) -> None:
         """Durable store, payload externalization, retention, snapshots, ledger, trace, metrics."""
-        if self.settings.mongodb_uri:
-            durable = DurableStoreSettings(
-                backend="mongodb",
-                mongodb_uri=self.settings.mongodb_uri,
-                mongodb_database=self.settings.mongodb_database,
-            )
-        else:
-            durable = DurableStoreSettings.embedded(self.settings.data_dir)
+        durable = self.settings.durable_store()
         self.durable_store = await open_durable_store(durable)
+        log.info("durable_store.opened store=%s", durable.describe())
         self._opened.push_async_callback(self.durable_store.close)
         self.audit = build_audit_services(
             self.durable_store, self.dag_store, instance_id=self.engine.instance_id

@@ -13,6 +13,7 @@ from runtime_core.dag import EngineSettings
 from runtime_core.observability import ObservabilitySettings
 from runtime_core.plugins import StepPluginSettings
 from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
+from runtime_core.storage import DurableStoreSettings
 
 APP_NAME = "mcp-runtime"
 
@@ -28,15 +29,16 @@ class RuntimeSettings(BaseModel):
     `require_redis_persistence`: refuse to start on a Redis without `appendonly yes` (by
     default such a Redis only produces a warning at start). `queue_partitions`: how many
     partitions a new shared queue spreads over (`MCP_RUNTIME_QUEUE_PARTITIONS`; default 1 on a
-    single Redis, 16 on a cluster); a Redis whose queue recorded a count keeps it."""
+    single Redis, 16 on a cluster); a Redis whose queue recorded a count keeps it. `durable`: the
+    durable store (`MCP_RUNTIME_DURABLE_URL`, else `MONGODB_URI`), None for the data directory's
+    SQLite file."""
 
     data_dir: Path = Field(default_factory=default_data_dir)
     redis_url: str | None = None
     require_redis_persistence: bool = False
     redis_prefix: str = "mcprt:"
     queue_partitions: int | None = Field(default=None, ge=1, le=1024)
-    mongodb_uri: str | None = None
-    mongodb_database: str = "mcp_runtime"
+    durable: DurableStoreSettings | None = None
     workers: int = 4
     plugins: StepPluginSettings = Field(default_factory=StepPluginSettings.from_env)
     providers_file: Path | None = None
@@ -53,14 +55,17 @@ class RuntimeSettings(BaseModel):
             "redis_url": os.environ.get("REDIS_URL"),
             "redis_prefix": os.environ.get("MCP_RUNTIME_REDIS_PREFIX"),
             "queue_partitions": os.environ.get("MCP_RUNTIME_QUEUE_PARTITIONS"),
-            "mongodb_uri": os.environ.get("MONGODB_URI"),
-            "mongodb_database": os.environ.get("MONGODB_DATABASE"),
+            "durable": DurableStoreSettings.from_env(),
             "require_redis_persistence": os.environ.get("MCP_RUNTIME_REQUIRE_REDIS_PERSISTENCE"),
             "providers_file": os.environ.get(PROVIDERS_FILE_ENV),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    def durable_store(self) -> DurableStoreSettings:
+        """The configured durable store, else the embedded `<data_dir>/runtime.db`."""
+        return self.durable or DurableStoreSettings.embedded(self.data_dir)
 
     def step_providers(self) -> StepProviderSettings:
         """The named LLM / retrieval provider entries (none without a providers file)."""

@@ -42,6 +42,7 @@ from runtime_core.instances import (
 )
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.steps import PROVIDERS_FILE_ENV
+from runtime_core.storage import DurableStoreSettings
 
 log = logging.getLogger("runtime_core.hosting")
 
@@ -144,6 +145,7 @@ async def run_runtime_instance_process(
         redis_prefix=options.redis_prefix,
         plugins=options.step_plugins(),
         providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
+        durable=DurableStoreSettings.from_env(),  # the same store as the control plane's
     )
     traced = configure_tracing(PROCESS_SERVICE_NAME)
     try:

@@ -26,3 +26,10 @@ def shared_run_of_another_tenant(noun: str, shared_run_id: str) -> ConflictError
         f"{noun} {shared_run_id} already belongs to another tenant",
         hint="A SharedRunId names one tenant's run; check where this record came from.",
     )
+
+
+class SchemaVersionError(RuntimeCoreError):
+    """The database's schema does not match this code: a newer release migrated it, or an applied
+    migration differs from the one this code carries. The process refuses to start."""
+
+    code = "durable_schema_mismatch"

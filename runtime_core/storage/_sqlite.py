@@ -38,6 +38,7 @@ from runtime_core.storage._models import (
     utc_now,
 )
 from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, READINESS_PROBE_ID
+from runtime_core.storage._query import SQLITE
 from runtime_core.storage._sqlite_schema import (
     ARCHIVED_STEPS,
     FORENSICS,
@@ -76,37 +77,6 @@ def _unavailable(path: Path, exc: BaseException) -> StoreUnavailableError:
         f"SQLite durable store {path} is unavailable: {exc}",
         hint="Check the data directory exists, is writable and is not on a network filesystem.",
     )
-
-
-def _filters(tenant_id: str, **optional: str | None) -> tuple[str, list[Any]]:
-    clauses, params = ["tenant_id = ?"], [tenant_id]
-    for column, value in optional.items():
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    return " AND ".join(clauses), params
-
-
-def _run_record_filters(tenant_id: str, query: RunRecordQuery) -> tuple[str, list[Any]]:
-    where, params = _filters(
-        tenant_id,
-        shared_status=query.shared_status,
-        status=query.status,
-        pipeline_name=query.pipeline_name,
-        submitted_by=query.submitted_by,
-    )
-    clauses = [where]
-    if query.created_after is not None:
-        clauses.append("created_at >= ?")
-        params.append(sortable_timestamp(query.created_after))
-    if query.created_before is not None:
-        clauses.append("created_at < ?")
-        params.append(sortable_timestamp(query.created_before))
-    if query.before is not None:
-        at = sortable_timestamp(query.before.created_at)
-        clauses.append("(created_at < ? OR (created_at = ? AND shared_run_id < ?))")
-        params += [at, at, query.before.shared_run_id]
-    return " AND ".join(clauses), params
 
 
 def _oldest_rows(table: str, row_key: str, age_column: str) -> str:
@@ -229,7 +199,7 @@ class SqliteDurableStore:
         return await self._write(SNAPSHOTS.insert_sql("IGNORE"), SNAPSHOTS.to_row(snapshot)) == 1
 
     async def get_snapshot(self, execution_id: str, tenant_id: str) -> TerminalSnapshot | None:
-        where, params = _filters(tenant_id, execution_id=execution_id)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id)
         row = await self._fetch_one(SNAPSHOTS.select_sql(where, "execution_id"), params)
         return SNAPSHOTS.from_row(row) if row else None
 
@@ -264,14 +234,14 @@ class SqliteDurableStore:
         return ref
 
     async def get_payload(self, payload_id: str, tenant_id: str) -> bytes | None:
-        where, params = _filters(tenant_id, payload_id=payload_id)
+        where, params = SQLITE.where(tenant_id, payload_id=payload_id)
         row = await self._fetch_one(f"SELECT body, sha256 FROM payloads WHERE {where}", params)
         if row is None:
             return None
         return verified_body(payload_id, bytes(row["body"]), row["sha256"])
 
     async def delete_payloads_for_execution(self, execution_id: str, tenant_id: str) -> int:
-        where, params = _filters(tenant_id, execution_id=execution_id)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id)
         return await self._write(f"DELETE FROM payloads WHERE {where}", params)
 
     # Archived steps
@@ -282,12 +252,12 @@ class SqliteDurableStore:
     async def get_archived_step(
         self, execution_id: str, step_name: str, tenant_id: str
     ) -> ArchivedStep | None:
-        where, params = _filters(tenant_id, execution_id=execution_id, step_name=step_name)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id, step_name=step_name)
         row = await self._fetch_one(ARCHIVED_STEPS.select_sql(where, "step_name"), params)
         return ARCHIVED_STEPS.from_row(row) if row else None
 
     async def list_archived_steps(self, execution_id: str, tenant_id: str) -> list[ArchivedStep]:
-        where, params = _filters(tenant_id, execution_id=execution_id)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id)
         rows = await self._fetch_all(ARCHIVED_STEPS.select_sql(where, "step_name"), params)
         return [ARCHIVED_STEPS.from_row(row) for row in rows]
 
@@ -304,13 +274,13 @@ class SqliteDurableStore:
         shared_run_id: str | None = None,
         limit: int = DEFAULT_LEDGER_LIMIT,
     ) -> list[LedgerEntry]:
-        where, params = _filters(tenant_id, execution_id=execution_id, shared_run_id=shared_run_id)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id, shared_run_id=shared_run_id)
         sql = LEDGER.select_sql(where, "recorded_at, sequence, row_id") + " LIMIT ?"
         rows = await self._fetch_all(sql, [*params, limit])
         return [LEDGER.from_row(row) for row in rows]
 
     async def has_ledger_event(self, tenant_id: str, execution_id: str, event: str) -> bool:
-        where, params = _filters(tenant_id, execution_id=execution_id, event=event)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id, event=event)
         return await self._fetch_one(f"SELECT 1 FROM ledger WHERE {where} LIMIT 1", params) is not None
 
     # Trace spans
@@ -320,12 +290,12 @@ class SqliteDurableStore:
             await self._write_many(TRACE_SPANS.insert_sql("IGNORE"), [TRACE_SPANS.to_row(s) for s in spans])
 
     async def list_spans(self, tenant_id: str, execution_id: str) -> list[TraceSpan]:
-        where, params = _filters(tenant_id, execution_id=execution_id)
+        where, params = SQLITE.where(tenant_id, execution_id=execution_id)
         rows = await self._fetch_all(TRACE_SPANS.select_sql(where, "start_ns, span_id"), params)
         return [TRACE_SPANS.from_row(row) for row in rows]
 
     async def has_span(self, tenant_id: str, trace_id: str, span_id: str) -> bool:
-        where, params = _filters(tenant_id, trace_id=trace_id, span_id=span_id)
+        where, params = SQLITE.where(tenant_id, trace_id=trace_id, span_id=span_id)
         return await self._fetch_one(f"SELECT 1 FROM trace_spans WHERE {where}", params) is not None
 
     # Recovery forensics
@@ -339,7 +309,7 @@ class SqliteDurableStore:
         runtime_instance_id: str | None = None,
         execution_id: str | None = None,
     ) -> list[ForensicsRecord]:
-        where, params = _filters(
+        where, params = SQLITE.where(
             tenant_id, runtime_instance_id=runtime_instance_id, execution_id=execution_id
         )
         rows = await self._fetch_all(FORENSICS.select_sql(where, "recorded_at, row_id"), params)
@@ -356,7 +326,7 @@ class SqliteDurableStore:
         shared_run_id: str | None = None,
         execution_id: str | None = None,
     ) -> list[RunIndexEvent]:
-        where, params = _filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
+        where, params = SQLITE.where(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
         rows = await self._fetch_all(RUN_INDEX_HISTORY.select_sql(where, "recorded_at, row_id"), params)
         return [RUN_INDEX_HISTORY.from_row(row) for row in rows]
 
@@ -378,14 +348,14 @@ class SqliteDurableStore:
         local_run_id: str | None = None,
         execution_id: str | None = None,
     ) -> RunRecord | None:
-        where, params = _filters(
+        where, params = SQLITE.where(
             tenant_id, shared_run_id=shared_run_id, local_run_id=local_run_id, execution_id=execution_id
         )
         row = await self._fetch_one(RUN_RECORDS.select_sql(where, "created_at DESC") + " LIMIT 1", params)
         return RUN_RECORDS.from_row(row) if row else None
 
     async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
-        where, params = _run_record_filters(tenant_id, query)
+        where, params = SQLITE.run_record_where(tenant_id, query)
         sql = RUN_RECORDS.select_sql(where, "created_at DESC, shared_run_id DESC") + " LIMIT ?"
         rows = await self._fetch_all(sql, [*params, query.limit])
         return [RUN_RECORDS.from_row(row) for row in rows]

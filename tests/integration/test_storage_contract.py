@@ -1,6 +1,8 @@
-"""One contract for every DurableStore backend: SQLite always, MongoDB when MONGODB_URI is set.
+"""One contract for every DurableStore backend: SQLite and PostgreSQL always, MongoDB when
+MONGODB_URI is set.
 
-The MongoDB run is reported as skipped (never as passed) when MONGODB_URI is absent.
+PostgreSQL runs on the shared server (one scratch database for this module, emptied before each
+test). The MongoDB run is reported as skipped (never as passed) when MONGODB_URI is absent.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import os
 import secrets
 import sqlite3
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import psycopg
 import pytest
 from pydantic import ValidationError
 from pymongo import AsyncMongoClient
@@ -43,6 +46,7 @@ from runtime_core.storage import (
     TraceSpan,
     open_durable_store,
 )
+from tests.postgres import ADMIN_CONNINFO, database_url, empty_tables, scratch_database
 
 TENANT = "tenant-a"
 FOREIGN = "tenant-b"
@@ -88,10 +92,33 @@ async def _mongodb_backend(uri: str) -> AsyncIterator[Backend]:
     await admin.close()
 
 
-@pytest.fixture(params=["sqlite", "mongodb"])
+@pytest.fixture(scope="module")
+def contract_database(postgres_server: None) -> Iterator[str]:
+    with scratch_database("mcprt_contract") as name:
+        yield name
+
+
+async def _postgresql_backend(name: str) -> AsyncIterator[Backend]:
+    store = await open_durable_store(DurableStoreSettings.from_url(database_url(name)))
+    await empty_tables(name)
+
+    async def corrupt(payload_id: str) -> None:
+        conninfo = ADMIN_CONNINFO.replace("dbname=postgres", f"dbname={name}")
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as db:
+            await db.execute("UPDATE payloads SET body = %s WHERE payload_id = %s", (b"tampered", payload_id))
+
+    yield Backend("postgresql", store, corrupt)
+    await store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mongodb"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     if request.param == "sqlite":
         async for opened in _sqlite_backend(tmp_path):
+            yield opened
+        return
+    if request.param == "postgresql":
+        async for opened in _postgresql_backend(request.getfixturevalue("contract_database")):
             yield opened
         return
     uri = os.environ.get("MONGODB_URI")
@@ -715,6 +742,8 @@ def test_settings_require_the_selected_backends_location() -> None:
         DurableStoreSettings(backend="sqlite")
     with pytest.raises(ValidationError, match="mongodb_uri"):
         DurableStoreSettings(backend="mongodb")
+    with pytest.raises(ValidationError, match="postgresql_conninfo"):
+        DurableStoreSettings(backend="postgresql")
 
 
 def test_naive_datetimes_are_rejected() -> None:

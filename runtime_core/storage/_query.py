@@ -1,0 +1,57 @@
+"""WHERE clauses shared by the SQL backends (SQLite, PostgreSQL): tenant scope, optional id
+filters and the run listing's filters and cursor, in each backend's placeholder style.
+
+Must not perform any I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runtime_core.storage._codec import sortable_timestamp
+from runtime_core.storage._models import RunRecordQuery
+
+
+@dataclass(frozen=True)
+class SqlDialect:
+    """How a backend spells a parameter and stores a datetime."""
+
+    placeholder: str
+    timestamp: Callable[[datetime], Any]
+
+    def where(self, tenant_id: str, **optional: str | None) -> tuple[str, list[Any]]:
+        """`tenant_id = ?` AND `column = ?` for every optional filter that is given."""
+        clauses, params = [f"tenant_id = {self.placeholder}"], [tenant_id]
+        for column, value in optional.items():
+            if value is not None:
+                clauses.append(f"{column} = {self.placeholder}")
+                params.append(value)
+        return " AND ".join(clauses), params
+
+    def run_record_where(self, tenant_id: str, query: RunRecordQuery) -> tuple[str, list[Any]]:
+        """The listing's filters, and rows strictly after its cursor in newest-first order."""
+        where, params = self.where(
+            tenant_id,
+            shared_status=query.shared_status,
+            status=query.status,
+            pipeline_name=query.pipeline_name,
+            submitted_by=query.submitted_by,
+        )
+        clauses, p = [where], self.placeholder
+        if query.created_after is not None:
+            clauses.append(f"created_at >= {p}")
+            params.append(self.timestamp(query.created_after))
+        if query.created_before is not None:
+            clauses.append(f"created_at < {p}")
+            params.append(self.timestamp(query.created_before))
+        if query.before is not None:
+            clauses.append(f"(created_at, shared_run_id) < ({p}, {p})")
+            params += [self.timestamp(query.before.created_at), query.before.shared_run_id]
+        return " AND ".join(clauses), params
+
+
+SQLITE = SqlDialect("?", sortable_timestamp)
+POSTGRES = SqlDialect("%s", lambda at: at)
