@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import json
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from runtime_core.dag._store import ExecutionView
-
-
-def canonical_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+from runtime_core.dag._store import ExecutionView
+from runtime_core.steps import canonical_json
 
 
 def execution_fingerprint(view: ExecutionView) -> str:

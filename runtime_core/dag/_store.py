@@ -14,12 +14,12 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step
-from runtime_core.dag._fingerprint import canonical_json
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
 from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_stored_pipeline, steps_read_by
+from runtime_core.steps import canonical_json
 
 
 class StepStatus(StrEnum):

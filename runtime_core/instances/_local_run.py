@@ -56,6 +56,12 @@ class LocalRun:
         holds and a retried creation never makes a second DAG."""
         return self.request.resume_execution_id or self.fresh_execution_id
 
+    def mark_taken_over(self, reason: str) -> None:
+        """Show the run as failed here: it continues elsewhere (nothing is written)."""
+        self.record = self.record.model_copy(
+            update={"status": LocalRunStatus.FAILED, "failure_reason": f"taken over: {reason}"}
+        )
+
     def view(self) -> LocalRunView:
         r = self.record
         return LocalRunView(

@@ -17,6 +17,7 @@ from runtime_core.dag import (
     TransitionOutcome,
     execution_fingerprint,
 )
+from runtime_core.dag._step_runner import StepRunner
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot
@@ -146,7 +147,8 @@ async def test_flaky_step_waits_for_its_retry_window_then_succeeds(hot_state: Ho
     batch = await store.claim_ready_steps(
         execution_id, max_steps=1, lease_ms=5000, worker_id="w", token_prefix="t"
     )
-    await engine._execute(await engine._load(execution_id), batch.claims[0], "w")
+    run = await engine._load(execution_id)
+    await StepRunner(engine.worker_context(), run, "w", "t").execute(batch.claims[0])
     early = await store.claim_step(execution_id, "f", lease_ms=5000, worker_id="w", token_prefix="t")
     assert early.outcome is ClaimOutcome.RETRY_WINDOW_CLOSED
     assert await engine.run(execution_id, workers=2) == "Completed"

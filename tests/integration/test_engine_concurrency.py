@@ -10,6 +10,8 @@ import pytest
 
 from runtime_core.concurrency import CONCURRENCY_HASH_TAG, ConcurrencyGate, LeaseGrant
 from runtime_core.dag import ClaimOutcome
+from runtime_core.dag._gated_path import GatedPath
+from runtime_core.dag._step_runner import StepRunner
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import HotState
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
@@ -143,7 +145,8 @@ async def test_lease_acquired_for_a_claim_another_worker_won_is_released_at_once
     )
     assert winner.outcome is ClaimOutcome.CLAIMED
 
-    attempted = await runtime.engine._claim_gated(run, "s00", winner.now_ms, "loser", "lose")
+    loser = StepRunner(runtime.engine.worker_context(), run, "loser", "lose")
+    attempted = await GatedPath(loser).claim("s00", winner.now_ms)
 
     assert attempted is False
     [released] = runtime.observer.named("step.lease_released")

@@ -1,0 +1,242 @@
+"""StepRunner: one worker's hands on one execution, from a claimed step to its transition.
+
+Owns running a claimed step (its event and span, the invoker call, the result's encoding),
+the transition after it ran (completion reported with the next claim, failure -> retry or
+Failed, parking for human input, a step handed back), waking this process's idle workers
+for what became claimable, settling execution control (Pausing -> Paused, Resuming ->
+Running), and finalization once the execution converged. A completion, failure or release
+is retried with the same claim token while Redis is unavailable (accepted at most once)
+instead of being dropped. Must not choose which steps to claim (the batch and gated paths
+do) and must not write state a Lua script guards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from runtime_core.dag._engine_settings import PARKED_CONTROL_STATUSES
+from runtime_core.dag._store import AdvanceResult, ClaimBatch, FinalizeOutcome, StepClaim, TransitionOutcome
+from runtime_core.dag._worker_context import WorkerContext
+from runtime_core.dag._worker_state import Completion, ExecutionRun
+from runtime_core.errors import ConflictError
+from runtime_core.identity import restored_snapshot
+from runtime_core.pipeline import StepDefinition
+from runtime_core.steps import StepFailure, StepParked, result_usage, usage_attributes
+
+
+class StepRunner:
+    def __init__(self, context: WorkerContext, run: ExecutionRun, worker_id: str, token_prefix: str) -> None:
+        self.context = context
+        self.run = run
+        self.worker_id = worker_id
+        self.token_prefix = token_prefix  # of the claim tokens this worker's claims get
+
+    async def execute(self, claim: StepClaim) -> Completion | None:
+        """Run one claimed step; its completion to report, or None when it failed or parked
+        (those transitions are made at once)."""
+        started = time.perf_counter()
+        try:
+            return await self._execute_claimed(claim)
+        finally:
+            self.run.sizer.record_step((time.perf_counter() - started) * 1000)
+
+    async def _execute_claimed(self, claim: StepClaim) -> Completion | None:
+        context, run = self.context, self.run
+        step = run.steps[claim.step_name]
+        await context.emit(
+            "step.claimed",
+            run,
+            step=step.name,
+            worker_id=self.worker_id,
+            retry_count=claim.retry_count,
+            step_key=step.step_key,
+        )
+        tracing = context.step_tracing.step_span(run.meta, step, claim.retry_count, self.worker_id)
+        invoker = context.invoker
+        try:
+            with restored_snapshot(run.snapshot), tracing:
+                async with invoker.lease_kept(claim):
+                    result = await invoker.invoke(run, step, claim)
+            invoker.check_result(step, result)
+        except StepParked as parked:
+            await self._park(step, claim, parked)
+            return None
+        except StepFailure as failure:
+            await self._fail(step, claim, failure)
+            return None
+        stored = await context.until_available(
+            lambda: invoker.results.encode(run.execution_id, step.name, result, run.snapshot),
+            "step.encode",
+            run.execution_id,
+            step=step.name,
+        )
+        return Completion(claim, stored, usage_attributes(result_usage(result)))
+
+    async def _fail(self, step: StepDefinition, claim: StepClaim, failure: StepFailure) -> None:
+        context, run = self.context, self.run
+        seed = f"{run.execution_id}:{step.name}:{claim.retry_count}"
+        decision = context.retry.decide(
+            step.config, failure.code, claim.retry_count, seed, retry_after_ms=failure.retry_after_ms
+        )
+        error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
+        result = await context.until_available(
+            lambda: context.store.fail_step(
+                claim, retry=decision.retry, delay_ms=decision.delay_ms, error=error
+            ),
+            "step.fail",
+            run.execution_id,
+            step=step.name,
+        )
+        event = "step.retry_scheduled" if decision.retry else "step.failed"
+        await self._after_transition(
+            claim,
+            result.outcome,
+            result.converged,
+            event,
+            code=failure.code,
+            error=failure.message,
+            retry_count=result.retry_count,
+            retries_exhausted=decision.exhausted,
+            next_retry_at_ms=result.next_retry_at_ms,
+            **usage_attributes(failure.usage),
+        )
+
+    async def _park(self, step: StepDefinition, claim: StepClaim, parked: StepParked) -> None:
+        """Mark the execution WaitingForInput first, then hand the step back (Ready, no retry used)."""
+        context, run = self.context, self.run
+        on_park = context.on_park
+        if on_park is None:
+            failure = StepFailure(
+                f"Step '{step.name}' waits for input under key '{parked.waiting_key}', but no execution "
+                "control is attached to this engine to receive it.",
+                code="permanent",
+            )
+            await self._fail(step, claim, failure)
+            return
+        try:
+            await context.until_available(
+                lambda: on_park(claim, parked, run.snapshot), "step.park", run.execution_id, step=step.name
+            )
+        except ConflictError as refused:  # paused/cancelled meanwhile: it parks again after resume
+            await context.emit("step.park_refused", run, step=step.name, reason=refused.message)
+        await self.release(claim)
+        run.idle.wake()
+        await context.emit(
+            "step.parked",
+            run,
+            step=claim.step_name,
+            worker_id=self.worker_id,
+            waiting_key=parked.waiting_key,
+            prompt=parked.prompt,
+        )
+
+    async def release(self, claim: StepClaim) -> None:
+        """Hand a claimed step back: Ready again, no retry used (a parked or handed-back step)."""
+        await self.context.until_available(
+            lambda: self.context.store.release_step(claim),
+            "step.release",
+            self.run.execution_id,
+            step=claim.step_name,
+        )
+
+    async def advance(self, done: list[Completion], claim_count: int) -> AdvanceResult:
+        """One `advance_steps` call. Steps that ran are reported with the same tokens until
+        Redis answers (accepted at most once); a bare claim fails over to the worker loop."""
+        context, run = self.context, self.run
+        started = time.perf_counter()
+
+        def call() -> Awaitable[AdvanceResult]:
+            return context.store.advance(
+                run.execution_id,
+                [(completion.claim, completion.stored) for completion in done],
+                max_claim=claim_count,
+                lease_ms=context.settings.lease_ms,
+                token_prefix=self.token_prefix,
+                owner=context.owner,
+            )
+
+        if done:
+            advanced = await context.until_available(call, "step.advance", run.execution_id, steps=len(done))
+        else:
+            advanced = await call()
+        run.sizer.record_call((time.perf_counter() - started) * 1000)
+        return advanced
+
+    async def report(self, done: list[Completion], advanced: AdvanceResult) -> None:
+        """Emit each completion's event, wake idle workers for what became claimable, and
+        finalize once the execution converged with nothing left to run."""
+        released = 0
+        for completion, result in zip(done, advanced.completed, strict=True):
+            released += result.released
+            await self._after_transition(
+                completion.claim, result.outcome, False, "step.completed", wake=0, **completion.attributes
+            )
+        others = released - len(advanced.claims.claims)
+        if others > 0:
+            self.run.idle.wake(others)
+        if advanced.converged:
+            await self.try_finalize()
+
+    async def _after_transition(
+        self,
+        claim: StepClaim,
+        outcome: TransitionOutcome,
+        converged: bool,
+        event: str,
+        *,
+        wake: int | None = None,
+        **attributes: Any,
+    ) -> None:
+        """Emit the event, wake `wake` idle workers (None: all), finalize once converged."""
+        context, run = self.context, self.run
+        if outcome is not TransitionOutcome.APPLIED:
+            await context.emit(
+                "step.transition_rejected",
+                run,
+                step=claim.step_name,
+                worker_id=self.worker_id,
+                outcome=outcome.name,
+                attempted=event,
+            )
+            return
+        await context.emit(event, run, step=claim.step_name, worker_id=self.worker_id, **attributes)
+        run.idle.wake(wake)
+        if converged:
+            await self.try_finalize()
+
+    async def try_finalize(self) -> bool:
+        """Finalize the execution once it converged; True when it is final (now or before)."""
+        run = self.run
+        outcome, status = await self.context.store.finalize(run.execution_id)
+        if outcome is FinalizeOutcome.NOT_CONVERGED:
+            return False
+        run.stop(final_status=status)
+        if outcome is FinalizeOutcome.FINALIZED:
+            await self.context.emit("execution.finalized", run, status=status)
+        return True
+
+    async def on_blocked(self, control_status: str) -> None:
+        """Claims are blocked: stop when parked, settle Pausing -> Paused once drained."""
+        context, run = self.context, self.run
+        if control_status in PARKED_CONTROL_STATUSES:
+            run.stop(parked_status=control_status)
+            return
+        if control_status != "Pausing" or context.settle_control is None:
+            return  # Cancelling: the caller's finalize attempt applies it once drained
+        if await context.settle_control(run.execution_id, control_status) == "Paused":
+            await context.emit("execution.paused", run, worker_id=self.worker_id)
+            run.stop(parked_status="Paused")
+
+    async def settle_resuming(self, batch: ClaimBatch) -> None:
+        """Work advanced while control said Resuming: it is Running again."""
+        context, run = self.context, self.run
+        if batch.control_status != "Resuming" or context.settle_control is None or run.settling:
+            return
+        run.settling = True
+        try:
+            if await context.settle_control(run.execution_id, "Resuming") == "Running":
+                await context.emit("execution.resumed", run, worker_id=self.worker_id)
+        finally:
+            run.settling = False

@@ -1,0 +1,66 @@
+"""What the workers of one `DagEngine.run` work with, fixed when the run begins.
+
+Owns `WorkerContext`: the engine's store, settings, collaborators and hooks as they stood
+when `run` was called (a runtime instance sets `owner` and `worker_permits` on its copy of
+the engine first), the events its workers emit, and the retry of an idempotent store call
+while Redis is unavailable. Must not decide anything about steps or claims.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from runtime_core.concurrency import ConcurrencyGate
+from runtime_core.dag._engine_settings import ControlSettler, EngineSettings, ParkHandler, RetryDecider
+from runtime_core.dag._events import EngineEvent, ExecutionObserver
+from runtime_core.dag._invocation import StepInvoker
+from runtime_core.dag._step_tracing import StepTracing
+from runtime_core.dag._store import DagStore
+from runtime_core.dag._worker_permits import WorkerPermits
+from runtime_core.dag._worker_state import ExecutionRun
+from runtime_core.hot_state import retry_while_unavailable
+
+log = logging.getLogger("runtime_core.dag")
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    store: DagStore
+    settings: EngineSettings
+    retry: RetryDecider
+    invoker: StepInvoker
+    gate: ConcurrencyGate
+    observer: ExecutionObserver
+    step_tracing: StepTracing
+    on_park: ParkHandler | None
+    settle_control: ControlSettler | None
+    # The process's worker permits (a runtime instance sets them); None: unbounded by others.
+    worker_permits: WorkerPermits | None
+    # The local run the workers claim for ("" outside runtime instances, see DagEngine.owner).
+    owner: str
+
+    async def emit(
+        self,
+        name: str,
+        run: ExecutionRun,
+        *,
+        step: str | None = None,
+        worker_id: str | None = None,
+        **attributes: Any,
+    ) -> None:
+        await self.observer.on_event(
+            EngineEvent(name, run.execution_id, run.snapshot, step, worker_id, attributes=attributes)
+        )
+
+    async def until_available(
+        self, operation: Callable[[], Awaitable[_T]], what: str, execution_id: str, **context: Any
+    ) -> _T:
+        """Retry one idempotent store call while Redis is unavailable (capped backoff, logged)."""
+        return await retry_while_unavailable(
+            operation, what, self.settings.store_retry, logger=log, execution_id=execution_id, **context
+        )
