@@ -1,17 +1,21 @@
 -- shared_cancel: cancel a shared run that has not been dispatched yet.
 -- Cancellable statuses: Submitted, QueuedGlobally, ScaleOutRequested. A Pending item leaves
--- the queue; a Claimed item means a pump is dispatching it right now (retry shortly).
+-- the queue and its group's indexes (lib/pending_index); a Claimed item means a pump is
+-- dispatching it right now (retry shortly).
 -- Key layout: every key lives under the hash tag of the run's shared-queue partition
 -- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence
 -- KEYS[4] ended       ZSET  shared run id -> ended-at ms (the lifecycle sweeper retires it)
+-- KEYS[5] by group    ZSET  each admission group's turns (see lib/pending_index)
+-- KEYS[6] by priority ZSET  each admission group's items by priority, then arrival
 -- ARGV[1] shared run id   ARGV[2] reason   ARGV[3] requested by
 -- Returns: {1, now, previous_status}  cancelled (run Cancelled, item Cancelled)
 --          {0, now, status}           not cancellable here (Dispatched or terminal)
 --          {-2, now, 'Claimed'}       a pump holds the item; nothing changed
 --          {-1, now}                  run missing
+-- include: pending_members
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
@@ -26,6 +30,8 @@ if raw then
   if item.status == 'Claimed' then return {-2, now, 'Claimed'} end
   if item.status == 'Pending' then
     redis.call('ZREM', KEYS[3], srun)
+    redis.call('ZREM', KEYS[5], turn_member(srun, item.group or '', tonumber(item.seq)))
+    redis.call('ZREM', KEYS[6], priority_member(srun, item))
     item.status = 'Cancelled'
     redis.call('HSET', KEYS[2], srun, cjson.encode(item))
   end

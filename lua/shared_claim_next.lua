@@ -9,24 +9,27 @@
 -- created) instead of dispatching the run a second time. The claim token proves ownership
 -- to shared_mark_dispatched / shared_requeue.
 -- Passing over saturated groups costs O(skipped groups), not O(queue): Pending items are
--- indexed per admission group (`by group`, one lexicographic range per group in queue
--- order) and each group's head sequence is kept in `group heads`. Fairness across groups:
--- the claim takes the item with the lowest sequence among the groups not passed over, so
--- the partition stays FIFO for every group that can dispatch (the caller takes the
--- partitions in turn). The index is kept lazily: scripts that make an item Pending add
--- it; an entry whose item was claimed, cancelled, requeued elsewhere or retired is dropped
--- here when it reaches its group's head, and a head sequence is only a lower bound,
--- corrected here before it is trusted.
--- A queue written before the index existed is indexed once (`indexed` marker).
+-- indexed per admission group (lib/pending_index: `by group`, each group's turns in queue
+-- order, and `group heads`, each group's oldest turn). Fairness across groups: the claim
+-- takes the lowest turn among the groups not passed over, so the partition stays FIFO for
+-- every group that can dispatch (the caller takes the partitions in turn). Priorities
+-- within a group: the turn goes to the group's best item (`by priority`: highest priority,
+-- then oldest arrival); when that is not the turn's holder, the two swap turns (the holder
+-- takes the best item's later one), so a group never gets more or earlier turns than its
+-- runs' queue times give it, whatever their priorities. The indexes are kept lazily:
+-- scripts that make an item Pending add it; an entry whose item was claimed, cancelled,
+-- requeued elsewhere or retired is dropped here when it reaches its group's front, and a
+-- head sequence is only a lower bound, corrected here before it is trusted.
+-- A queue written before the indexes existed (`indexed` not '2') is indexed once.
 -- Key layout: every key lives under the hash tag of one shared-queue partition
 -- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items        HASH  shared run id -> JSON item
 -- KEYS[2] pending      ZSET  shared run id -> queue sequence
 -- KEYS[3] claimed      ZSET  shared run id -> claim lease-until ms
--- KEYS[4] by group     ZSET  the per-admission-group pending index (all scores 0):
---                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[4] by group     ZSET  each admission group's turns (see lib/pending_index)
 -- KEYS[5] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
--- KEYS[6] indexed      STRING set once the pending items were indexed by group
+-- KEYS[6] indexed      STRING '2' once the pending items were indexed by group and priority
+-- KEYS[7] by priority  ZSET  each admission group's items by priority, then arrival
 -- ARGV[1] claim token (random, from the caller)
 -- ARGV[2] claimer: "<pump runtime instance id>/<pump worker id>"
 -- ARGV[3] claim lease ms
@@ -39,7 +42,8 @@
 --         "": no bound): the head of the next partition in line, so claims stay FIFO across
 --         them
 -- Returns: {1, now, next head, shared_run_id, attempts, unsettled, ...}  claimed: one
---                                             triple per item (Claimed, attempts counted;
+--                                             triple per item, in claim order (Claimed,
+--                                             holding the turn it took; attempts counted;
 --                                             unsettled: JSON array of its expired claims'
 --                                             attempt ids, "{}" when empty); next head: the
 --                                             sequence of the partition's oldest Pending
@@ -49,26 +53,27 @@
 --          {0, now, passed_over}              nothing claimable: no Pending item outside
 --                                             the passed-over groups (passed_over: how
 --                                             many of those groups have Pending items)
+local PENDING, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 2, 4, 5, 7
+-- include: pending_members
+-- include: pending_index
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local function index_pending(srun, seq, group)
-  group = group or ''
-  redis.call('ZADD', KEYS[4], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
-  redis.call('ZADD', KEYS[5], 'LT', seq, group)
+local function first_turn(group)
+  return redis.call('ZRANGEBYLEX', KEYS[BY_GROUP], '[' .. group .. '\31', '(' .. group .. '\32', 'LIMIT', 0, 1)[1]
 end
 
-local function first_of_group(group)
-  return redis.call('ZRANGEBYLEX', KEYS[4], '[' .. group .. '\31', '(' .. group .. '\32', 'LIMIT', 0, 1)[1]
+local function first_by_priority(group)
+  return redis.call('ZRANGEBYLEX', KEYS[BY_PRIORITY], '[' .. group .. '\31', '(' .. group .. '\32', 'LIMIT', 0, 1)[1]
 end
 
-if redis.call('EXISTS', KEYS[6]) == 0 then
-  local all = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
-  for i = 1, #all, 2 do
-    local raw = redis.call('HGET', KEYS[1], all[i])
-    if raw then index_pending(all[i], tonumber(all[i + 1]), cjson.decode(raw).group) end
+if redis.call('GET', KEYS[6]) ~= '2' then
+  local all = redis.call('ZRANGE', KEYS[PENDING], 0, -1)
+  for _, srun in ipairs(all) do
+    local raw = redis.call('HGET', KEYS[1], srun)
+    if raw then index_pending(srun, cjson.decode(raw)) end
   end
-  redis.call('SET', KEYS[6], '1')
+  redis.call('SET', KEYS[6], '2')
 end
 
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
@@ -87,8 +92,7 @@ for _, srun in ipairs(expired) do
     item.lease_until_ms = nil
     item.last_requeue_reason = 'claim lease expired'
     redis.call('HSET', KEYS[1], srun, cjson.encode(item))
-    redis.call('ZADD', KEYS[2], tonumber(item.seq), srun)
-    index_pending(srun, tonumber(item.seq), item.group)
+    index_pending(srun, item)
   end
 end
 
@@ -98,27 +102,27 @@ for _, group in ipairs(cjson.decode(ARGV[5])) do
   skipped_count = skipped_count + 1
 end
 
--- The live head of `group`: its first indexed item that is still Pending at that sequence
+-- The live head of `group`: its oldest turn whose item is still Pending with that sequence
 -- (stale entries are dropped on the way); nil when the group has none.
 local function live_head(group)
   while true do
-    local first = first_of_group(group)
+    local first = first_turn(group)
     if not first then return nil end
     local seq = tonumber(string.sub(first, #group + 2, #group + 21))
     local srun = string.sub(first, #group + 23)
     local raw = redis.call('HGET', KEYS[1], srun)
     local item = raw and cjson.decode(raw)
     if item and item.status == 'Pending' and tonumber(item.seq) == seq then return first, seq, srun, item end
-    redis.call('ZREM', KEYS[4], first)
+    redis.call('ZREM', KEYS[BY_GROUP], first)
   end
 end
 
--- The oldest claimable item: member, its sequence, run id, item and group; or nil and how
--- many passed-over groups have Pending items.
+-- The oldest claimable turn: its member, sequence, holder (run id, item) and group; or nil and
+-- how many passed-over groups have Pending items.
 local function oldest_claimable()
   while true do
     -- The first skipped_count + 1 heads hold at least one group that is not passed over.
-    local heads = redis.call('ZRANGE', KEYS[5], 0, skipped_count, 'WITHSCORES')
+    local heads = redis.call('ZRANGE', KEYS[GROUP_HEADS], 0, skipped_count, 'WITHSCORES')
     local corrected, passed_over = false, 0
     for i = 1, #heads, 2 do
       local group, head = heads[i], tonumber(heads[i + 1])
@@ -127,13 +131,14 @@ local function oldest_claimable()
       else
         local member, seq, srun, item = live_head(group)
         if not member then
-          redis.call('ZREM', KEYS[5], group)
+          redis.call('ZREM', KEYS[GROUP_HEADS], group)
+          redis.call('ZREMRANGEBYLEX', KEYS[BY_PRIORITY], '[' .. group .. '\31', '(' .. group .. '\32')
           corrected = true
           break
         end
         if seq ~= head then
           -- Only a lower bound: another group's head may come first. Correct it, look again.
-          redis.call('ZADD', KEYS[5], seq, group)
+          redis.call('ZADD', KEYS[GROUP_HEADS], seq, group)
           corrected = true
           break
         end
@@ -144,15 +149,50 @@ local function oldest_claimable()
   end
 end
 
-local function claim(found, token)
-  local group, item = found.group, found.item
-  redis.call('ZREM', KEYS[4], found.member)
-  redis.call('ZREM', KEYS[2], found.srun)
-  local following = first_of_group(group)
+-- The group's best Pending item (highest priority, then oldest arrival): `turn` itself when
+-- its holder comes first (no further read), else that item (stale entries dropped).
+local function best_of_group(turn)
+  local group = turn.group
+  while true do
+    local first = first_by_priority(group)
+    if not first then return turn end
+    local arrival = tonumber(string.sub(first, #group + 4, #group + 23))
+    local srun = string.sub(first, #group + 25)
+    local item = turn.item
+    if srun ~= turn.srun then
+      local raw = redis.call('HGET', KEYS[1], srun)
+      item = raw and cjson.decode(raw)
+    end
+    if item and item.status == 'Pending' and tonumber(item.arrival or item.seq) == arrival then
+      if srun == turn.srun then return turn end
+      return {srun = srun, item = item, group = group}
+    end
+    redis.call('ZREM', KEYS[BY_PRIORITY], first)
+  end
+end
+
+-- Claim the group's best item with the turn `turn`; the turn's holder, when another item,
+-- takes the claimed item's turn instead.
+local function claim(turn, token)
+  local group, chosen = turn.group, best_of_group(turn)
+  local item = chosen.item
+  redis.call('ZREM', KEYS[BY_GROUP], turn.member)
+  redis.call('ZREM', KEYS[BY_PRIORITY], priority_member(chosen.srun, item))
+  redis.call('ZREM', KEYS[PENDING], chosen.srun)
+  if chosen ~= turn then
+    local later = tonumber(item.seq)
+    redis.call('ZREM', KEYS[BY_GROUP], turn_member(chosen.srun, group, later))
+    turn.item.seq = item.seq
+    redis.call('HSET', KEYS[1], turn.srun, cjson.encode(turn.item))
+    redis.call('ZADD', KEYS[PENDING], later, turn.srun)
+    redis.call('ZADD', KEYS[BY_GROUP], 0, turn_member(turn.srun, group, later))
+    item.seq = string.format('%d', turn.seq)
+  end
+  local following = first_turn(group)
   if following then
-    redis.call('ZADD', KEYS[5], tonumber(string.sub(following, #group + 2, #group + 21)), group)
+    redis.call('ZADD', KEYS[GROUP_HEADS], tonumber(string.sub(following, #group + 2, #group + 21)), group)
   else
-    redis.call('ZREM', KEYS[5], group)
+    redis.call('ZREM', KEYS[GROUP_HEADS], group)
   end
   item.status = 'Claimed'
   item.token = token
@@ -160,8 +200,9 @@ local function claim(found, token)
   item.claimed_at_ms = now
   item.lease_until_ms = now + tonumber(ARGV[3])
   item.attempts = (item.attempts or 0) + 1
-  redis.call('HSET', KEYS[1], found.srun, cjson.encode(item))
-  redis.call('ZADD', KEYS[3], item.lease_until_ms, found.srun)
+  redis.call('HSET', KEYS[1], chosen.srun, cjson.encode(item))
+  redis.call('ZADD', KEYS[3], item.lease_until_ms, chosen.srun)
+  return chosen.srun, item
 end
 
 local limit = tonumber(ARGV[6] or '1')
@@ -181,10 +222,10 @@ for n = 1, limit do
     if n == 1 then return {2, now, found.seq} end
     break
   end
-  claim(found, ARGV[1] .. n)
-  table.insert(reply, found.srun)
-  table.insert(reply, found.item.attempts)
-  table.insert(reply, cjson.encode(found.item.unsettled or {}))
+  local srun, item = claim(found, ARGV[1] .. n)
+  table.insert(reply, srun)
+  table.insert(reply, item.attempts)
+  table.insert(reply, cjson.encode(item.unsettled or {}))
 end
-reply[3] = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2] or ''
+reply[3] = redis.call('ZRANGE', KEYS[PENDING], 0, 0, 'WITHSCORES')[2] or ''
 return reply

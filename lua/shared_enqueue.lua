@@ -5,22 +5,23 @@
 -- Key layout: every key lives under the hash tag of the run's shared-queue partition
 -- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
--- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, attempts, group, ...}
---                            (group: the run's `admission_group`, which claims may pass over)
--- KEYS[3] pending      ZSET  shared run id -> queue sequence (claim order)
+-- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, arrival, priority,
+--                            attempts, group, ...} (group: the run's `admission_group`, which
+--                            claims may pass over; priority: the run's `priority` field)
+-- KEYS[3] pending      ZSET  shared run id -> queue sequence (the partition's turns)
 -- KEYS[4] seq          STRING the partition's queue clock: the last sequence given, in microseconds
 --                            (max(last + 1, now): increasing, and comparable across partitions)
 -- KEYS[5] tenant runs  ZSET  shared run id -> created-at ms (tenant listing index)
--- KEYS[6] by group    ZSET  the per-admission-group pending index (all scores 0):
---                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[6] by group     ZSET  each admission group's turns (see lib/pending_index)
 -- KEYS[7] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
--- KEYS[8] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
+-- KEYS[8] by priority  ZSET  each admission group's items by priority, then arrival
+-- KEYS[9] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
 --         created_at_ms} {squeue}:idem:<tenant>:<sha256 of the key>, expires after ARGV[5]
 -- ARGV[1] shared run id
 -- ARGV[2] JSON object of string fields to create the run with ("" = run must exist)
 -- ARGV[3] comma separated statuses an existing run may be enqueued from
--- ARGV[4] (with KEYS[8]) fingerprint of the request (pipeline + input)
--- ARGV[5] (with KEYS[8]) idempotency window, ms
+-- ARGV[4] (with KEYS[9]) fingerprint of the request (pipeline + input)
+-- ARGV[5] (with KEYS[9]) idempotency window, ms
 -- Returns: {1, now, seq}     enqueued (run QueuedGlobally, item Pending)
 --          {0, now, status}  refused: run exists in a status not allowed, or its item is
 --                            already Pending/Claimed (status 'Queued'); nothing changed
@@ -29,11 +30,15 @@
 --                            fingerprint; nothing changed
 --          {3, now, srun}    the idempotency key made run srun for another request; nothing
 --                            changed
+local PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 3, 4, 6, 7, 8
+-- include: queue_clock
+-- include: pending_members
+-- include: pending_index
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
-if KEYS[8] then
-  local held = redis.call('HMGET', KEYS[8], 'shared_run_id', 'fingerprint')
+if KEYS[9] then
+  local held = redis.call('HMGET', KEYS[9], 'shared_run_id', 'fingerprint')
   if held[1] then
     if held[2] == ARGV[4] then return {2, now, held[1]} end
     return {3, now, held[1]}
@@ -63,22 +68,16 @@ if ARGV[2] ~= '' then
   end
   redis.call('HSET', KEYS[1], 'created_at_ms', now)
   redis.call('ZADD', KEYS[5], now, srun)
-  if KEYS[8] then
-    redis.call('HSET', KEYS[8], 'shared_run_id', srun, 'fingerprint', ARGV[4], 'created_at_ms', now)
-    redis.call('PEXPIRE', KEYS[8], ARGV[5])
+  if KEYS[9] then
+    redis.call('HSET', KEYS[9], 'shared_run_id', srun, 'fingerprint', ARGV[4], 'created_at_ms', now)
+    redis.call('PEXPIRE', KEYS[9], ARGV[5])
   end
 end
--- The partition's queue clock in microseconds, strictly increasing: partitions' heads compare
--- by time (a burst drifts it ahead only past one run per microsecond). Written as integer
--- text: cjson keeps 14 digits of a number, a microsecond clock has 16.
-local seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('SET', KEYS[4], string.format('%d', seq))
-local item = {status = 'Pending', seq = string.format('%d', seq), attempts = attempts, enqueued_at_ms = now,
-  group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
+local seq = string.format('%d', next_queue_seq(t))
+local run = redis.call('HMGET', KEYS[1], 'admission_group', 'priority')
+local item = {status = 'Pending', seq = seq, arrival = seq, attempts = attempts, enqueued_at_ms = now,
+  group = run[1] or nil, priority = tonumber(run[2])}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
-redis.call('ZADD', KEYS[3], seq, srun)
-local group = item.group or ''
-redis.call('ZADD', KEYS[6], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
-redis.call('ZADD', KEYS[7], 'LT', seq, group)
+index_pending(srun, item)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally', 'updated_at_ms', now)
-return {1, now, seq}
+return {1, now, tonumber(seq)}

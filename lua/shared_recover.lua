@@ -10,9 +10,9 @@
 -- KEYS[2] items       HASH  shared run id -> JSON item
 -- KEYS[3] pending     ZSET  shared run id -> queue sequence
 -- KEYS[4] seq         STRING the partition's queue clock (microseconds, max(last + 1, now))
--- KEYS[5] by group    ZSET  the per-admission-group pending index (all scores 0):
---                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[5] by group     ZSET  each admission group's turns (see lib/pending_index)
 -- KEYS[6] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
+-- KEYS[7] by priority  ZSET  each admission group's items by priority, then arrival
 -- ARGV[1] shared run id   ARGV[2] unsafe runtime instance id   ARGV[3] its local run id
 -- ARGV[4] target status: QueuedGlobally | ScaleOutRequested
 -- ARGV[5] resume execution id ("" for a local-queued run)
@@ -21,6 +21,10 @@
 --          {2, now}          already recovered from this local run; nothing changed
 --          {0, now, status}  not Dispatched to that instance as that local run; unchanged
 --          {-1, now}         run missing; nothing changed
+local PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 3, 4, 5, 6, 7
+-- include: queue_clock
+-- include: pending_members
+-- include: pending_index
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
@@ -48,18 +52,11 @@ end
 local attempts = 0
 local raw = redis.call('HGET', KEYS[2], srun)
 if raw then attempts = cjson.decode(raw).attempts or 0 end
--- The partition's queue clock in microseconds, strictly increasing: partitions' heads compare
--- by time (a burst drifts it ahead only past one run per microsecond). Written as integer
--- text: cjson keeps 14 digits of a number, a microsecond clock has 16.
-local seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('SET', KEYS[4], string.format('%d', seq))
-local item = {status = 'Pending', seq = string.format('%d', seq), attempts = attempts, enqueued_at_ms = now,
-  last_requeue_reason = fields.last_requeue_reason,
-  group = redis.call('HGET', KEYS[1], 'admission_group') or nil}
+local seq = string.format('%d', next_queue_seq(t))
+local run = redis.call('HMGET', KEYS[1], 'admission_group', 'priority')
+local item = {status = 'Pending', seq = seq, arrival = seq, attempts = attempts, enqueued_at_ms = now,
+  last_requeue_reason = fields.last_requeue_reason, group = run[1] or nil, priority = tonumber(run[2])}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
-redis.call('ZADD', KEYS[3], seq, srun)
-local group = item.group or ''
-redis.call('ZADD', KEYS[5], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
-redis.call('ZADD', KEYS[6], 'LT', seq, group)
+index_pending(srun, item)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally')
-return {1, now, seq}
+return {1, now, tonumber(seq)}

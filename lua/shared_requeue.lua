@@ -1,8 +1,8 @@
 -- shared_requeue: give a claimed shared queue item back after a dispatch attempt that did
 -- not dispatch. Target Pending: the item goes to the queue tail with a new sequence (a
 -- delivery failure: it must not block the runs behind it). Target Waiting: the item goes
--- back to Pending at its own place, keeping its sequence (no capacity for its tenant yet:
--- the tenant's runs keep their order). Either way the run stays QueuedGlobally (no
+-- back to Pending at its own place, keeping its sequence (the turn it was claimed with) and
+-- its arrival (no capacity for its tenant yet: the tenant's runs keep their order). Either way the run stays QueuedGlobally (no
 -- LocalRunId, no ExecutionId). Target Failed: the item leaves the queue for good and the
 -- run (when it exists) becomes Failed (missing run/snapshot).
 -- Key layout: every key lives under the hash tag of the run's shared-queue partition
@@ -14,13 +14,17 @@
 -- KEYS[5] run record  HASH  {squeue}:run:<shared run id>
 -- KEYS[6] ended       ZSET  shared run id -> ended-at ms (a Failed run; the lifecycle sweeper
 --                           retires it)
--- KEYS[7] by group    ZSET  the per-admission-group pending index (all scores 0):
---                            "<group>\31<queue sequence, 20 digits>\31<shared run id>"
+-- KEYS[7] by group     ZSET  each admission group's turns (see lib/pending_index)
 -- KEYS[8] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
+-- KEYS[9] by priority  ZSET  each admission group's items by priority, then arrival
 -- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Waiting | Failed
 -- ARGV[4] reason
 -- Returns: {1, now, seq}  requeued (seq 0 for Failed)
 --          {0, now}       claim lost (not Claimed by this token); nothing changed
+local PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 2, 4, 7, 8, 9
+-- include: queue_clock
+-- include: pending_members
+-- include: pending_index
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
@@ -43,20 +47,15 @@ if ARGV[3] == 'Failed' then
   redis.call('ZADD', KEYS[6], now, srun)
   return {1, now, 0}
 end
-local seq = tonumber(item.seq)
 if ARGV[3] == 'Pending' then
-  -- The partition's queue clock (microseconds, strictly increasing; integer text: see shared_enqueue).
-  seq = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('SET', KEYS[4], string.format('%d', seq))
+  -- At the tail: a new turn, and it arrives again.
+  item.seq = string.format('%d', next_queue_seq(t))
+  item.arrival = item.seq
 end
 item.status = 'Pending'
-item.seq = string.format('%d', seq)
 redis.call('HSET', KEYS[1], srun, cjson.encode(item))
-redis.call('ZADD', KEYS[2], seq, srun)
-local group = item.group or ''
-redis.call('ZADD', KEYS[7], 0, group .. '\31' .. string.format('%020d', seq) .. '\31' .. srun)
-redis.call('ZADD', KEYS[8], 'LT', seq, group)
+index_pending(srun, item)
 if run_exists then
   redis.call('HSET', KEYS[5], 'last_requeue_reason', ARGV[4], 'updated_at_ms', now)
 end
-return {1, now, seq}
+return {1, now, tonumber(item.seq)}

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runtime_core.flow import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
 from runtime_core.queueing import MAX_IDEMPOTENCY_KEY_LENGTH
 from runtime_core.webhooks import MAX_CALLBACK_URL_LENGTH
 
@@ -73,6 +74,14 @@ class SubmitInput(ToolInput):
         description="A webhook for this run: an http(s) URL on a host your tenant allow-lists "
         "(webhooks.callbackHosts) receives a signed JSON event when the run completes, fails, is "
         "cancelled or waits for input.",
+    )
+    priority: int | None = Field(
+        None,
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
+        description=f"{MIN_PRIORITY} (lowest) to {MAX_PRIORITY} (highest), default {DEFAULT_PRIORITY}: "
+        "among your tenant's queued runs, a higher priority is dispatched first (oldest first among "
+        "equals). It never takes turns from other tenants (see docs/flow-control.md).",
     )
 
     @model_validator(mode="after")

@@ -104,6 +104,7 @@ class RunTools:
             call.snapshot,
             idempotency_key=request.idempotency_key,
             callback_url=request.callback_url,
+            priority=request.priority,
         )
         answer = self._submit_output(result, pipeline, call)
         if self._progress is None or not _wants_progress(call.ctx):

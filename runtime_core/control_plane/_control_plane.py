@@ -40,6 +40,7 @@ from runtime_core.control_plane._views import (
 from runtime_core.dag import DagEngine
 from runtime_core.errors import MissingSnapshotError, NotFoundError
 from runtime_core.events import RunEventPublisher
+from runtime_core.flow import checked_priority
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -241,12 +242,15 @@ class ControlPlane:
         provider_hint: str | None = None,
         idempotency_key: str | None = None,
         callback_url: str | None = None,
+        priority: int | None = None,
     ) -> SubmitResult:
-        """Refuses an oversized or non-JSON input, or a `callback_url` the tenant does not
-        allow-list, before anything is queued. An `idempotency_key` the caller's tenant used
-        within `idempotency_window_ms` returns the run it made (same pipeline and input) or an
-        `idempotency_conflict` (another request); nothing new is submitted."""
+        """Refuses an oversized or non-JSON input, a `callback_url` the tenant does not
+        allow-list, or a priority outside 1-9, before anything is queued. An `idempotency_key`
+        the caller's tenant used within `idempotency_window_ms` returns the run it made (same
+        pipeline and input) or an `idempotency_conflict` (another request); nothing new is
+        submitted. `priority` (1-9, default 5) orders the run among its tenant's queued runs."""
         caller = _require(snapshot)
+        priority = checked_priority(priority)
         self.parts.engine.check_input(input)
         if callback_url is not None:
             check_callback(self.parts.webhooks, caller.tenant_id, callback_url)
@@ -266,6 +270,7 @@ class ControlPlane:
                 provider_hint=provider_hint,
                 idempotency=idempotency,
                 callback_url=callback_url,
+                priority=priority,
             )
         except IdempotentRunGoneError as gone:  # finished and retired: its durable record answers
             try:

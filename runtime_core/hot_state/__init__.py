@@ -30,7 +30,7 @@ from runtime_core.hot_state._retry import (
     StoreRetryPolicy,
     retry_while_unavailable,
 )
-from runtime_core.hot_state._scripts import LUA_DIR, LuaScripts
+from runtime_core.hot_state._scripts import LUA_DIR, LuaScripts, script_source
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Client, keys and scripts
@@ -40,6 +40,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "ServerClock",
     "LuaScripts",
     "LUA_DIR",
+    "script_source",
     "Coalescer",
     "MAX_COALESCED_CALLS",
     "read_outcome",

@@ -1,11 +1,16 @@
 """Loads every `lua/*.lua` file once and exposes it as a registered redis-py Script.
 
 `lua/` is the repository's top-level folder of scripts; a wheel ships it as the data package
-`runtime_core.hot_state.lua` (see `runtime_core.package_data`).
+`runtime_core.hot_state.lua` (see `runtime_core.package_data`). A line `-- include: <name>`
+is replaced by `lua/lib/<name>.lua` before the script is registered (`script_source`): Lua
+shared by several transitions (the queue clock, the pending-item index) is written once. A
+library names the keys it touches as `KEYS[NAME]`; the including script binds each NAME to
+its position (`local NAME = 6`) before the include line.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,18 @@ from runtime_core.package_data import shipped_folder
 
 LUA_DIR = shipped_folder("lua", "runtime_core.hot_state.lua")
 SCRIPT_CALL_ATTEMPTS = 3
+_INCLUDE = re.compile(r"^-- include: (\w+)$", re.MULTILINE)
+
+
+def script_source(path: Path) -> str:
+    """The text Redis runs for the script at `path`: its `-- include: <name>` lines replaced by
+    `lib/<name>.lua` of the same folder (one level: a library includes nothing)."""
+    library = path.parent / "lib"
+
+    def included(match: re.Match[str]) -> str:
+        return (library / f"{match.group(1)}.lua").read_text(encoding="utf-8").rstrip("\n")
+
+    return _INCLUDE.sub(included, path.read_text(encoding="utf-8"))
 
 
 class ReloadingScript:
@@ -71,7 +88,7 @@ class LuaScripts:
         self._scripts: dict[str, ReloadingScript] = {}
         self._sources: dict[str, str] = {}
         for path in sorted(lua_dir.glob("*.lua")):
-            source = path.read_text(encoding="utf-8")
+            source = script_source(path)
             self._sources[path.stem] = source
             self._scripts[path.stem] = ReloadingScript(redis.register_script(source))
 

@@ -120,9 +120,11 @@ class SharedRuntimeController:
         provider_hint: str | None = None,
         idempotency: IdempotencyKey | None = None,
         callback_url: str | None = None,
+        priority: int | None = None,
     ) -> SubmitResult:
         """With `idempotency`, a key the tenant already used returns the run it made (or a
-        conflict for another request) and submits nothing; the claim is atomic with creation."""
+        conflict for another request) and submits nothing; the claim is atomic with creation.
+        `priority` orders the run among its admission group's queued runs (None: the default)."""
         if snapshot is None:
             raise MissingSnapshotError(
                 "A shared run needs the caller's ExecutionContextSnapshot.",
@@ -143,6 +145,7 @@ class SharedRuntimeController:
             input=input,
             trace_context=run_trace.encode() if run_trace is not None else None,
             callback_url=callback_url,
+            priority=priority,
         )
         with restored_snapshot(snapshot):
             if mode is SubmitMode.QUEUE_FIRST:

@@ -6,8 +6,9 @@ of an unpartitioned queue, unchanged), partition k is `{squeue:k}`. A tenant's r
 live in one partition (a stable hash of the tenant id), and a shared run id names its
 partition (`shared_run_partition`), so every shared-queue script touches one Cluster slot:
 a partition holds its run records, item table, pending and claimed ZSETs, per-admission-
-group pending index (a lexicographic ZSET of "<group>\x1f<sequence>\x1f<run>" members, the
-ZSET of each group's head sequence and the marker that the index was built), queue
+group pending indexes (lexicographic ZSETs of each group's turns and of its items by
+priority, the ZSET of each group's head sequence and the marker that the indexes were
+built: `lua/lib/pending_index.lua`), queue
 clock, per-tenant listing ZSETs, the ZSET of runs that ended before dispatch (which the
 lifecycle sweeper retires) and the idempotency keys of its tenants' submits (creating a run
 and claiming its key stay one script). Claims stay exactly once (per partition, in Lua);
@@ -75,6 +76,10 @@ class QueuePartition:
     @property
     def group_heads(self) -> str:
         return self._key("pending", "heads")
+
+    @property
+    def pending_by_priority(self) -> str:
+        return self._key("pending", "bypriority")
 
     @property
     def pending_indexed(self) -> str:

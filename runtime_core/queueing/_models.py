@@ -60,7 +60,13 @@ _OPTIONAL_TEXT_FIELDS = (
     "queue_status",
     "callback_url",
 )
-_OPTIONAL_INT_FIELDS = ("updated_at_ms", "dispatched_at_ms", "reservation_expires_at_ms", "archived_at_ms")
+_OPTIONAL_INT_FIELDS = (
+    "updated_at_ms",
+    "dispatched_at_ms",
+    "reservation_expires_at_ms",
+    "archived_at_ms",
+    "priority",
+)
 
 
 class SharedRunRecord(BaseModel):
@@ -70,6 +76,7 @@ class SharedRunRecord(BaseModel):
     continue after its runtime instance became unsafe. `callback_url` is the submit's webhook
     URL (already allow-listed for the tenant), if any. `trace_context` is the run's encoded
     `RunTraceContext` (its `invoke_workflow` span), set at submit when there is a trace to continue.
+    `priority`: the submit's priority (None: the default), read by the queue scripts.
     """
 
     shared_run_id: str
@@ -101,6 +108,7 @@ class SharedRunRecord(BaseModel):
     archived_at_ms: int | None = None
     queue_status: str | None = None
     callback_url: str | None = None
+    priority: int | None = None
 
     @property
     def submitted_by(self) -> str:
@@ -120,7 +128,11 @@ class SharedRunRecord(BaseModel):
             "pipeline_name": self.pipeline.name,
             "submitted_by": self.submitted_by,
         }
-        optional = {"callback_url": self.callback_url, "trace_context": self.trace_context}
+        optional = {
+            "callback_url": self.callback_url,
+            "trace_context": self.trace_context,
+            "priority": None if self.priority is None else str(self.priority),
+        }
         return fields | {name: value for name, value in optional.items() if value}
 
     @classmethod
@@ -186,6 +198,9 @@ class QueueItem(BaseModel):
     lease_until_ms: int | None = None
     dispatched_at_ms: int | None = None
     last_requeue_reason: str | None = None
+    priority: int | None = None
+    arrival: int | None = None
+    """The sequence it was queued with (`seq` is the turn it holds; see lib/pending_index)."""
 
 
 class PumpIdentity(BaseModel):

@@ -97,6 +97,7 @@ class SharedQueue:
             k.tenant_runs(record.tenant_id),
             k.pending_by_group,
             k.group_heads,
+            k.pending_by_priority,
         ]
         args = [record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)]
         if idempotency is not None:
@@ -172,7 +173,15 @@ class SharedQueue:
         no head: nothing claimable there."""
         token = secrets.token_hex(12)
         reply = await self._scripts["shared_claim_next"](
-            keys=[k.items, k.pending, k.claimed, k.pending_by_group, k.group_heads, k.pending_indexed],
+            keys=[
+                k.items,
+                k.pending,
+                k.claimed,
+                k.pending_by_group,
+                k.group_heads,
+                k.pending_indexed,
+                k.pending_by_priority,
+            ],
             args=[
                 token,
                 pump.claimer,
@@ -246,6 +255,7 @@ class SharedQueue:
                 k.ended,
                 k.pending_by_group,
                 k.group_heads,
+                k.pending_by_priority,
             ],
             args=[claim.shared_run_id, claim.token, target, reason],
         )
@@ -254,7 +264,14 @@ class SharedQueue:
     async def cancel(self, shared_run_id: str, *, reason: str, requested_by: str) -> QueueTransition:
         k = self.keys.of_run(shared_run_id)
         reply = await self._scripts["shared_cancel"](
-            keys=[k.run(shared_run_id), k.items, k.pending, k.ended],
+            keys=[
+                k.run(shared_run_id),
+                k.items,
+                k.pending,
+                k.ended,
+                k.pending_by_group,
+                k.pending_by_priority,
+            ],
             args=[shared_run_id, reason, requested_by],
         )
         return _transition(reply)

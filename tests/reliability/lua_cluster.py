@@ -50,6 +50,7 @@ FIRST_ARG_IS_KEY = frozenset(
         "ZRANGEBYSCORE",
         "ZRANGEBYLEX",
         "ZREMRANGEBYSCORE",
+        "ZREMRANGEBYLEX",
         "ZPOPMIN",
         "LPUSH",
         "RPUSH",
@@ -168,6 +169,19 @@ def key_loop_variables(source: str) -> tuple[set[str], set[str]]:
     return indexes, values
 
 
+def key_position_names(source: str) -> set[str]:
+    """Names bound to a KEYS position by `local NAME = 3` or `local A, B = 2, 4` (upper case):
+    the way a script tells an included library where its keys are."""
+    code = _strip_comments(source)
+    names: set[str] = set()
+    pattern = r"local\s+([A-Z_][A-Z0-9_]*(?:\s*,\s*[A-Z_][A-Z0-9_]*)*)\s*=\s*(\d+(?:\s*,\s*\d+)*)\s*$"
+    for bound, positions in re.findall(pattern, code, re.MULTILINE):
+        bound_names = [name.strip() for name in bound.split(",")]
+        if len(bound_names) == len(positions.split(",")):
+            names.update(bound_names)
+    return names
+
+
 def key_arguments(call: RedisCall) -> list[str]:
     """The arguments of `call` that Redis treats as key names."""
     if call.command in KEYLESS_COMMANDS:
@@ -177,9 +191,13 @@ def key_arguments(call: RedisCall) -> list[str]:
     return call.args[:1]
 
 
-def is_declared_key(argument: str, index_vars: set[str], value_vars: set[str]) -> bool:
-    """`KEYS[3]`, `KEYS[i]` for a loop over #KEYS, or the value variable of `ipairs(KEYS)`."""
+def is_declared_key(
+    argument: str, index_vars: set[str], value_vars: set[str], position_names: frozenset[str] = frozenset()
+) -> bool:
+    """`KEYS[3]`, `KEYS[NAME]` for a name bound to a position (`key_position_names`), `KEYS[i]`
+    for a loop over #KEYS, or the value variable of `ipairs(KEYS)`."""
     indexed = re.fullmatch(r"KEYS\[\s*(\w+)\s*\]", argument)
     if indexed:
-        return indexed.group(1).isdigit() or indexed.group(1) in index_vars
+        position = indexed.group(1)
+        return position.isdigit() or position in index_vars or position in position_names
     return argument in value_vars

@@ -29,7 +29,7 @@ from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolv
 from runtime_core.control import ExecutionControlService
 from runtime_core.dag import DagStore, DropOutcome
 from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventType
-from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state
+from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state, script_source
 from runtime_core.instances import InstanceRegistry, RuntimeInstance
 from runtime_core.lifecycle import LifecycleSchedule
 from runtime_core.pipeline import parse_pipeline
@@ -70,6 +70,7 @@ from tests.reliability.lua_cluster import (
     is_declared_key,
     key_arguments,
     key_loop_variables,
+    key_position_names,
     key_slot,
     redis_calls,
 )
@@ -87,7 +88,7 @@ class ScriptCall:
 
 
 def _sha_to_script() -> dict[str, str]:
-    return {hashlib.sha1(p.read_bytes()).hexdigest(): p.stem for p in SCRIPTS}
+    return {hashlib.sha1(script_source(p).encode()).hexdigest(): p.stem for p in SCRIPTS}
 
 
 def _as_monitor_shows(text: str) -> str:
@@ -102,10 +103,11 @@ def _eval_as_evalsha(command: str) -> list[str]:
     comparing with each script's text rather than by splitting.
     """
     for path in SCRIPTS:
-        text = _as_monitor_shows(path.read_text(encoding="utf-8"))
+        source = script_source(path)
+        text = _as_monitor_shows(source)
         if command.startswith(f"EVAL {text} "):
             rest = command[len(f"EVAL {text} ") :].split(" ")
-            return ["EVALSHA", hashlib.sha1(path.read_bytes()).hexdigest(), *rest]
+            return ["EVALSHA", hashlib.sha1(source.encode()).hexdigest(), *rest]
     return command.split(" ")
 
 
@@ -416,8 +418,9 @@ def test_keyslot_matches_the_cluster_spec_crc16_and_hash_tag_rules() -> None:
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=SCRIPT_NAMES)
 def test_script_passes_only_declared_keys_to_redis_calls(path: Path) -> None:
-    source = path.read_text(encoding="utf-8")
+    source = script_source(path)  # with its included libraries
     index_vars, value_vars = key_loop_variables(source)
+    position_names = frozenset(key_position_names(source))
     calls = redis_calls(source)
     assert calls, f"{path.name} makes no redis.call"
     known = KEYLESS_COMMANDS | ALL_ARGS_ARE_KEYS | FIRST_ARG_IS_KEY
@@ -425,7 +428,7 @@ def test_script_passes_only_declared_keys_to_redis_calls(path: Path) -> None:
         assert call.command is not None, f"{path.name}:{call.line} builds its command name dynamically"
         assert call.command in known, f"{path.name}:{call.line}: add {call.command} to the key table"
         for argument in key_arguments(call):
-            assert is_declared_key(argument, index_vars, value_vars), (
+            assert is_declared_key(argument, index_vars, value_vars, position_names), (
                 f"{path.name}:{call.line}: {call.command} key {argument!r} is not one of KEYS"
             )
 
