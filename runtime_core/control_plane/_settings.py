@@ -71,6 +71,13 @@ class ControlPlaneSettings(BaseModel):
             "default_submit_mode": os.environ.get("MCP_RUNTIME_SUBMIT_MODE"),
             "idempotency_window_ms": os.environ.get("MCP_RUNTIME_IDEMPOTENCY_WINDOW_MS"),
             "lost_run_requeue_grace_ms": os.environ.get("MCP_RUNTIME_LOST_RUN_REQUEUE_GRACE_MS"),
+            # Several hosts: control planes that must not start runtime-instance processes on their
+            # own host (instances run on hosts of their own) set MCP_RUNTIME_SCALE_OUT=false.
+            "scale_out_enabled": os.environ.get("MCP_RUNTIME_SCALE_OUT"),
+            "heartbeat_interval_ms": os.environ.get("MCP_RUNTIME_HEARTBEAT_MS"),
+            "health_window_ms": os.environ.get("MCP_RUNTIME_HEALTH_WINDOW_MS"),
+            "health_check_interval_ms": os.environ.get("MCP_RUNTIME_HEALTH_CHECK_INTERVAL_MS"),
+            "recovery_interval_ms": os.environ.get("MCP_RUNTIME_RECOVERY_INTERVAL_MS"),
         }
         values: dict[str, object] = {key: value for key, value in env.items() if value}
         values["lifecycle"] = LifecycleSettings.from_env()
