@@ -1,0 +1,124 @@
+"""Issue 27.2: several hosts and the network between them failing, proven in network namespaces.
+
+One data centre for the module (see `datacentre.py`): two control planes (`serve`), two
+runtime-instance hosts (HTTP and gRPC), a Redis Cluster host and a PostgreSQL host, and the
+client host this test process joins. Each scenario submits a few hundred runs of three
+tenants over MCP (streamable HTTP) to both control planes, does what it names to the hosts
+or the links between them, and prints what it did and the counts (completed, duplicates,
+lost); it asserts zero duplicates and zero lost, and what the scenario is about. The `dc`
+fixture heals whatever a scenario left before the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from pathlib import Path
+
+from runtime_core.instances import InstanceHealth, LocalRunStatus, RunIndexRecord
+from runtime_core.storage import LedgerEntry
+from tests.hosts import faults, workload
+from tests.hosts.datacentre import CONTROL_PLANES, RUNTIME_HOSTS, DataCentre
+from tests.hosts.workload import Tally
+
+RUNS = 240
+DRAIN_TIMEOUT_S = 120.0
+LOCAL_QUEUED = 4  # runs placed in the killed host's local queue
+
+
+def report(tally: Tally, did: str) -> None:
+    print(f"\n{did}\n{tally.line()}")
+
+
+def assert_exactly_once(tally: Tally) -> None:
+    assert tally.duplicates == {}, f"{len(tally.duplicates)} runs did something twice: {tally.duplicates}"
+    missing = tally.submitted - len(tally.records)
+    failed = Counter(r.status for r in tally.records.values() if r.status != "Completed")
+    assert tally.lost == 0, (
+        f"{tally.lost} acknowledged runs did not complete ({missing} never ended, {failed})"
+    )
+
+
+async def test_runs_submitted_to_either_control_plane_complete_once(dc: DataCentre) -> None:
+    async def scenario() -> tuple[Tally, Counter[str]]:
+        started = time.monotonic()
+        async with workload.clients(dc) as opened:
+            acknowledged = await workload.submit_runs(opened, "either", RUNS)
+        return await workload.tally(dc, "either", acknowledged, started, DRAIN_TIMEOUT_S), Counter(
+            a.plane for a in acknowledged
+        )
+
+    tally, planes = await dc.on_client(scenario())
+    hosts = Counter((r.assigned_runtime_instance_id or "?").split(":")[0] for r in tally.records.values())
+    report(tally, f"{RUNS} runs of 3 tenants, acknowledged by {dict(planes)}, ran on {dict(hosts)}")
+    print(tally.figures())
+    assert_exactly_once(tally)
+    assert set(planes) == set(CONTROL_PLANES)
+    assert set(hosts) == {f"rt_{name}" for name in RUNTIME_HOSTS}
+
+
+async def test_a_killed_runtime_host_s_runs_resume_on_the_other_host_once(
+    dc: DataCentre, tmp_path: Path
+) -> None:
+    gate, victim, survivor = faults.Gate(tmp_path / "gate"), "rt1", "rt2"
+
+    async def scenario() -> tuple[Tally, dict[str, RunIndexRecord], list[str], dict[str, list[LedgerEntry]]]:
+        started = time.monotonic()
+        async with workload.clients(dc) as opened:
+            acknowledged = await workload.submit_runs(opened, "kill", RUNS, workload.gated(), gate.input())
+        held = (await faults.running_at_capacity(dc, acknowledged))[victim]
+        queued = await faults.place_in_local_queue(dc, victim, LOCAL_QUEUED)
+        running = {s: r for s, r in held.items() if r.status is LocalRunStatus.RUNNING}
+        await faults.wait_for(
+            lambda: fetched_durably(dc, acknowledged, running), "the victim's steps in the ledger"
+        )
+        await asyncio.to_thread(dc.kill_host, victim)
+        await faults.wait_for(lambda: health_is(dc, victim, InstanceHealth.RECOVERED), "the victim recovered")
+        gate.open()
+        tally = await workload.tally(dc, "kill", acknowledged, started, DRAIN_TIMEOUT_S)
+        return (
+            tally,
+            running,
+            queued,
+            await workload.ledger_of(dc, [a for a in acknowledged if a.shared_run_id in running]),
+        )
+
+    tally, running, queued, ledger = await dc.on_client(scenario())
+    report(
+        tally,
+        f"{RUNS} gated runs; {victim} (HTTP) held {len(running)} at the gate and {len(queued)} in its local "
+        f"queue when it lost power; the gate opened once it was recovered",
+    )
+    assert_exactly_once(tally)
+    for shared_run_id, before in running.items():
+        after = tally.records[shared_run_id]
+        assert after.execution_id == before.execution_id, "a resumed execution keeps its ExecutionId"
+        assert after.local_run_id != before.local_run_id
+        assert after.assigned_runtime_instance_id == faults.instance_id(survivor)
+        completed_by = {
+            e.step_name: e.attributes.get("worker_id", "")
+            for e in ledger[shared_run_id]
+            if e.event == "step.completed"
+        }
+        assert completed_by["fetch"].startswith(faults.instance_id(victim)), completed_by
+        assert completed_by["finish"].startswith(faults.instance_id(survivor)), completed_by
+    for shared_run_id in queued:
+        assert tally.records[shared_run_id].assigned_runtime_instance_id == faults.instance_id(survivor)
+
+
+async def fetched_durably(
+    dc: DataCentre, runs: list[workload.Acknowledged], held: dict[str, RunIndexRecord]
+) -> bool:
+    """Every held run's first step is in the durable ledger (a SIGKILL loses unflushed entries)."""
+    assert dc.store is not None
+    tenants = {a.shared_run_id: a.tenant_id for a in runs}
+    for shared_run_id, record in held.items():
+        assert record.execution_id is not None
+        if not await dc.store.has_ledger_event(tenants[shared_run_id], record.execution_id, "step.completed"):
+            return False
+    return True
+
+
+async def health_is(dc: DataCentre, host: str, health: InstanceHealth) -> bool:
+    return (await faults.health_of(dc, host))[0] is health

@@ -1,0 +1,257 @@
+"""What the data centre's clients do: submit runs of several tenants over MCP, and count outcomes.
+
+Owns the pipelines the scenarios submit, the client side of a submit (an MCP session over
+streamable HTTP per control plane and tenant; a failed call is sent again to the other
+control plane with the same idempotency key, as a load balancer retries, so a run is
+acknowledged once whatever failed), waiting for the acknowledged runs' durable records, and
+the tally read from the durable store: completed, lost (acknowledged and never completed) and
+duplicates (a run with two executions, two accepted dispatches, a step completed twice, an
+execution finalized twice), with the figures (runs/s, p50 / p99 submit -> Completed).
+Must not inject faults. Runs on the client host's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp import Client
+
+from runtime_core.storage import LedgerEntry, RunRecord
+from tests.e2e.mcp_support import BearerClient
+from tests.hosts.datacentre import CONTROL_PLANES, DataCentre, Tenant
+
+SUBMIT_CONCURRENCY = 24
+SUBMIT_ATTEMPTS = 8
+CALL_TIMEOUT_S = 30.0
+LEDGER_LIMIT = 1_000_000
+TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
+
+WORK = {
+    "name": "dc-work",
+    "steps": [
+        {"name": "fetch", "stepKey": "test.noop"},
+        {"name": "left", "stepKey": "test.noop", "dependsOn": ["fetch"]},
+        {"name": "right", "stepKey": "test.noop", "dependsOn": ["fetch"]},
+        {"name": "merge", "stepKey": "test.noop", "dependsOn": ["left", "right"]},
+    ],
+}
+
+
+def gated(name: str = "dc-gated") -> dict[str, Any]:
+    """`fetch -> gate -> finish`: `gate` holds the run until the file named by input `gate` exists."""
+    gate = {"name": "gate", "stepKey": "test.wait_for_file", "dependsOn": ["fetch"]}
+    gate["config"] = {"pathFromState": "gate", "maxPollMs": 50}
+    finish = {"name": "finish", "stepKey": "test.noop", "dependsOn": ["gate"]}
+    return {"name": name, "steps": [{"name": "fetch", "stepKey": "test.noop"}, gate, finish]}
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    shared_run_id: str
+    tenant_id: str
+    plane: str  # the control plane whose answer acknowledged it
+    attempts: int
+
+
+@dataclass
+class Clients:
+    """One MCP session per (control plane, tenant), opened on first use and reopened after failing."""
+
+    dc: DataCentre
+    sessions: dict[tuple[str, str], Client] = field(default_factory=dict)
+    stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    failures: Counter[str] = field(default_factory=Counter)
+
+    async def session(self, plane: str, tenant: Tenant) -> Client:
+        key = (plane, tenant.tenant_id)
+        if key not in self.sessions:
+            client = BearerClient(f"{self.dc.plane_url(plane)}/mcp", tenant.token)
+            self.sessions[key] = await asyncio.wait_for(
+                self.stack.enter_async_context(client), CALL_TIMEOUT_S
+            )
+        return self.sessions[key]
+
+    async def call(self, plane: str, tenant: Tenant, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The tool's structured answer; raises (and drops the session) on any failure."""
+        try:
+            session = await self.session(plane, tenant)
+            result = await asyncio.wait_for(session.call_tool(tool, arguments), CALL_TIMEOUT_S)
+        except Exception:
+            self.sessions.pop((plane, tenant.tenant_id), None)
+            raise
+        if result.is_error or result.structured_content is None:
+            text = " ".join(getattr(block, "text", "") for block in result.content)
+            raise ToolError(text[:300])
+        return result.structured_content
+
+    async def submit(
+        self, n: int, tenant: Tenant, key: str, definition: dict[str, Any], run_input: dict[str, Any]
+    ) -> Acknowledged:
+        """Submit run `n` to control plane n % 2; each failure sends it again to the other one."""
+        arguments = {"definition": definition, "input": run_input, "idempotency_key": key}
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+            plane = CONTROL_PLANES[(n + attempt - 1) % len(CONTROL_PLANES)]
+            try:
+                answer = await self.call(plane, tenant, "submit", arguments)
+            except Exception as exc:
+                self.failures[f"{plane}: {type(exc).__name__}: {str(exc)[:80]}"] += 1
+                if attempt == SUBMIT_ATTEMPTS:
+                    raise
+                await asyncio.sleep(0.2 * attempt)  # a client's backoff before it sends again
+                continue
+            return Acknowledged(answer["shared_run_id"], tenant.tenant_id, plane, attempt)
+        raise AssertionError("unreachable")
+
+
+class ToolError(Exception):
+    """A tool answered with an error result."""
+
+
+@asynccontextmanager
+async def clients(dc: DataCentre) -> AsyncIterator[Clients]:
+    opened = Clients(dc)
+    try:
+        yield opened
+    finally:
+        try:
+            await asyncio.wait_for(opened.stack.aclose(), CALL_TIMEOUT_S)
+        except Exception:  # a session to a host that was partitioned may not close cleanly
+            pass
+
+
+async def submit_runs(
+    opened: Clients,
+    label: str,
+    count: int,
+    definition: dict[str, Any] | None = None,
+    run_input: dict[str, Any] | None = None,
+) -> list[Acknowledged]:
+    """`count` runs, tenants interleaved, SUBMIT_CONCURRENCY at a time; the acknowledged ones."""
+    gate = asyncio.Semaphore(SUBMIT_CONCURRENCY)
+    tenants = opened.dc.tenants
+
+    async def one(n: int) -> Acknowledged:
+        async with gate:
+            tenant = tenants[n % len(tenants)]
+            return await opened.submit(n, tenant, f"{label}-{n}", definition or WORK, run_input or {})
+
+    return list(await asyncio.gather(*(one(n) for n in range(count))))
+
+
+@dataclass
+class Tally:
+    label: str
+    submitted: int
+    records: dict[str, RunRecord]
+    duplicates: dict[str, list[str]]  # shared run id -> what happened twice
+    seconds: float
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for r in self.records.values() if r.status == "Completed")
+
+    @property
+    def lost(self) -> int:
+        return self.submitted - self.completed
+
+    def latencies_s(self) -> list[float]:
+        return sorted((r.ended_at - r.created_at).total_seconds() for r in self.records.values())
+
+    def figures(self) -> str:
+        latencies = self.latencies_s()
+        if len(latencies) < 2:
+            return "no figures"
+        p99 = statistics.quantiles(latencies, n=100)[98]
+        return (
+            f"{self.completed / self.seconds:.1f} runs/s, submit -> Completed p50 "
+            f"{statistics.median(latencies) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+        )
+
+    def line(self) -> str:
+        return (
+            f"[{self.label}] submitted {self.submitted}, completed {self.completed}, "
+            f"duplicates {len(self.duplicates)}, lost {self.lost} ({self.seconds:.1f} s)"
+        )
+
+
+async def wait_for_records(
+    dc: DataCentre, acknowledged: list[Acknowledged], timeout_s: float
+) -> dict[str, RunRecord]:
+    """The durable run record of every acknowledged run, once each one ended (or at the deadline)."""
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for run in acknowledged:
+        wanted[run.tenant_id].add(run.shared_run_id)
+    found: dict[str, RunRecord] = {}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for tenant_id, ids in wanted.items():
+            missing = ids - set(found)
+            if missing:
+                found.update(await _records(dc, tenant_id, missing))
+        if len(found) == len(acknowledged) or time.monotonic() > deadline:
+            return found
+        await asyncio.sleep(0.25)  # polling the records other processes write
+
+
+async def _records(dc: DataCentre, tenant_id: str, ids: set[str]) -> dict[str, RunRecord]:
+    assert dc.store is not None
+    found = {}
+    for shared_run_id in ids:
+        record = await dc.store.find_run_record(tenant_id, shared_run_id=shared_run_id)
+        if record is not None and record.status in TERMINAL:
+            found[shared_run_id] = record
+    return found
+
+
+async def ledger_of(dc: DataCentre, acknowledged: list[Acknowledged]) -> dict[str, list[LedgerEntry]]:
+    """Every ledger entry of the runs (by shared run id) and of their executions."""
+    assert dc.store is not None
+    by_run: dict[str, list[LedgerEntry]] = defaultdict(list)
+    for run in acknowledged:
+        seen: dict[str, LedgerEntry] = {}
+        for entry in await dc.store.list_ledger(
+            run.tenant_id, shared_run_id=run.shared_run_id, limit=LEDGER_LIMIT
+        ):
+            seen[entry.entry_id] = entry
+        executions = {e.execution_id for e in seen.values() if e.execution_id}
+        for execution_id in executions:
+            for entry in await dc.store.list_ledger(
+                run.tenant_id, execution_id=execution_id, limit=LEDGER_LIMIT
+            ):
+                seen[entry.entry_id] = entry
+        by_run[run.shared_run_id] = sorted(seen.values(), key=lambda e: (e.recorded_at, e.sequence))
+    return dict(by_run)
+
+
+def duplicates_in(ledger: dict[str, list[LedgerEntry]]) -> dict[str, list[str]]:
+    """Per run, what happened more than once: executions created, dispatches accepted (distinct
+    local runs that started its execution), a step completed, its execution finalized."""
+    found: dict[str, list[str]] = {}
+    for shared_run_id, entries in ledger.items():
+        twice = []
+        executions = {e.execution_id for e in entries if e.event == "execution.created"}
+        if len(executions) > 1:
+            twice.append(f"{len(executions)} executions")
+        steps = Counter((e.execution_id, e.step_name) for e in entries if e.event == "step.completed")
+        twice += [f"step {step} completed {n} times" for (_, step), n in steps.items() if n > 1]
+        finalized = Counter(e.execution_id for e in entries if e.event == "execution.finalized")
+        twice += [f"finalized {n} times" for n in finalized.values() if n > 1]
+        if twice:
+            found[shared_run_id] = twice
+    return found
+
+
+async def tally(
+    dc: DataCentre, label: str, acknowledged: list[Acknowledged], started: float, timeout_s: float
+) -> Tally:
+    records = await wait_for_records(dc, acknowledged, timeout_s)
+    seconds = time.monotonic() - started
+    ledger = await ledger_of(dc, acknowledged)
+    return Tally(label, len(acknowledged), records, duplicates_in(ledger), seconds)
