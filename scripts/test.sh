@@ -27,6 +27,8 @@ install_missing() {
 install_missing prometheus prometheus promtool
 # The dashboard's browser tests drive Debian's Chromium through Playwright (never `playwright install`).
 install_missing chromium chromium
+# The data-centre suite (tests/hosts) partitions hosts with nftables rules inside their namespaces.
+install_missing nftables nft
 python -m ruff check .
 # The documentation site, strictly: a broken link or anchor, or a page missing from mkdocs.yml's nav,
 # fails the suite. Built into a scratch directory (nothing is left in the checkout).
