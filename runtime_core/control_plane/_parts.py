@@ -208,6 +208,7 @@ def build_parts(
         claim_lease_ms=settings.claim_lease_ms,
         # A dispatch reserved before a takeover is delivered within the reservation TTL.
         predecessor_grace_ms=settings.reservation_ttl_ms,
+        fence_retention_ms=settings.fence_retention_ms,
         reconciler_id=f"{settings.control_plane_id}/recovery",
     )
     health = RuntimeHealthReconciler(InstanceHealthStore(registry), window_ms=settings.health_window_ms)

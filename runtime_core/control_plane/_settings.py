@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.lifecycle import LifecycleSettings
 from runtime_core.queueing import DEFAULT_IDEMPOTENCY_WINDOW_MS, SubmitMode
-from runtime_core.recovery import DEFAULT_HEALTH_WINDOW_MS
+from runtime_core.recovery import DEFAULT_FENCE_RETENTION_MS, DEFAULT_HEALTH_WINDOW_MS
 
 
 def _default_host() -> str:
@@ -26,6 +26,8 @@ class ControlPlaneSettings(BaseModel):
     `idempotency_window_ms`: how long a submit's idempotency key returns the run it made.
     `lost_run_requeue_grace_ms`: after Redis lost its dataset, how long runtime instances have
     to restore the runs they hold before the runs that were only queued are queued again.
+    `fence_retention_ms`: how long recovery refuses an ExecutionId it gave up before its DAG
+    existed (a zombie instance waking later could otherwise still create it).
     """
 
     host: str = Field(default_factory=_default_host)
@@ -52,6 +54,7 @@ class ControlPlaneSettings(BaseModel):
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     idempotency_window_ms: int = Field(default=DEFAULT_IDEMPOTENCY_WINDOW_MS, ge=1)
     lost_run_requeue_grace_ms: int = Field(default=10_000, ge=0)
+    fence_retention_ms: int = Field(default=DEFAULT_FENCE_RETENTION_MS, ge=1)
 
     @property
     def control_plane_id(self) -> str:
@@ -78,6 +81,7 @@ class ControlPlaneSettings(BaseModel):
             "health_window_ms": os.environ.get("MCP_RUNTIME_HEALTH_WINDOW_MS"),
             "health_check_interval_ms": os.environ.get("MCP_RUNTIME_HEALTH_CHECK_INTERVAL_MS"),
             "recovery_interval_ms": os.environ.get("MCP_RUNTIME_RECOVERY_INTERVAL_MS"),
+            "fence_retention_ms": os.environ.get("MCP_RUNTIME_FENCE_RETENTION_MS"),
         }
         values: dict[str, object] = {key: value for key, value in env.items() if value}
         values["lifecycle"] = LifecycleSettings.from_env()

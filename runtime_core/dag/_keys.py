@@ -4,7 +4,7 @@
 with every claim and read only for steps in `running` (a finished claim's entry is left for
 the next claim to overwrite), so recovery can tell a dead owner's claims from later ones
 without knowing the lease they were made with. `fenced` exists only for an ExecutionId that
-recovery gave up before its DAG was created: `create_execution` then refuses it.
+recovery gave up before its DAG was created: `create_execution` refuses it until it expires.
 """
 
 from __future__ import annotations

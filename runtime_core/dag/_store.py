@@ -276,10 +276,11 @@ class DagStore:
         }
         return ExecutionMeta(execution_id, pipeline, state, snapshot, "Running", created_at_ms, None, stored)
 
-    async def fence_execution(self, execution_id: str, reason: str) -> str | None:
-        """Give up an ExecutionId whose DAG does not exist; the DAG's status when it does."""
+    async def fence_execution(self, execution_id: str, reason: str, *, retention_ms: int) -> str | None:
+        """Give up an ExecutionId whose DAG does not exist (refused by `create_execution` for
+        `retention_ms`); the DAG's status when it does."""
         k = self.keys(execution_id)
-        reply = await self._scripts["fence_execution"](keys=[k.meta, k.fenced], args=[reason])
+        reply = await self._scripts["fence_execution"](keys=[k.meta, k.fenced], args=[reason, retention_ms])
         return None if int(reply[0]) == 1 else str(reply[2])
 
     async def advance(

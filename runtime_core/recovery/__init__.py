@@ -25,6 +25,7 @@ from runtime_core.recovery._health_store import (
 )
 from runtime_core.recovery._loops import RecoveryLoops
 from runtime_core.recovery._models import (
+    DEFAULT_FENCE_RETENTION_MS,
     DEFAULT_HEALTH_WINDOW_MS,
     RecoveredItem,
     RecoveryAction,
@@ -41,6 +42,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RecoveryDependencies",
     "RecoverySettings",
     "RecoveryLoops",
+    "DEFAULT_FENCE_RETENTION_MS",
     "DEFAULT_HEALTH_WINDOW_MS",
     # Results and evidence
     "RecoveredItem",

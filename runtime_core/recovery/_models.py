@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 DEFAULT_HEALTH_WINDOW_MS = 10_000
 DEFAULT_RECOVERY_CLAIM_LEASE_MS = 30_000
 DEFAULT_RECOVERED_RETENTION_MS = 3_600_000
+DEFAULT_FENCE_RETENTION_MS = 86_400_000
 
 
 class RecoverySettings(BaseModel):
@@ -21,7 +22,8 @@ class RecoverySettings(BaseModel):
 
     `predecessor_grace_ms`: how long a superseded incarnation stays recorded after its work was
     taken over, so a dispatch it accepted in flight (reserved before it was superseded) is
-    still found and recovered.
+    still found and recovered. `fence_retention_ms`: how long an ExecutionId given up before its
+    DAG existed stays refused (a zombie frozen between recording it and creating the DAG).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -30,6 +32,7 @@ class RecoverySettings(BaseModel):
     claim_lease_ms: int = Field(default=DEFAULT_RECOVERY_CLAIM_LEASE_MS, ge=100)
     predecessor_grace_ms: int = Field(default=DEFAULT_RECOVERY_CLAIM_LEASE_MS, ge=0)
     recovered_retention_ms: int = Field(default=DEFAULT_RECOVERED_RETENTION_MS, ge=1_000)
+    fence_retention_ms: int = Field(default=DEFAULT_FENCE_RETENTION_MS, ge=1)
     reconciler_id: str = "recovery-reconciler"
 
 

@@ -168,12 +168,14 @@ class ExecutionRecoveryReconciler:
         return await self._requeue(dead, record, shared, kind)
 
     async def _execution_status(self, execution_id: str) -> str | None:
-        """The DAG's status; None when it does not exist (its ExecutionId is then fenced for good)."""
+        """The DAG's status; None when it does not exist (its ExecutionId is then fenced)."""
         status = await self.deps.dag_store.execution_status(execution_id)
         if status is not None:
             return status
         return await self.deps.dag_store.fence_execution(
-            execution_id, f"recovered by {self.settings.reconciler_id} before its DAG existed"
+            execution_id,
+            f"recovered by {self.settings.reconciler_id} before its DAG existed",
+            retention_ms=self.settings.fence_retention_ms,
         )
 
     async def _never_created(

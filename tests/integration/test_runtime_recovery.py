@@ -15,7 +15,9 @@ import pytest
 
 from runtime_core.audit import fingerprint_view
 from runtime_core.dag import execution_fingerprint
+from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, connect_hot_state
+from runtime_core.identity import new_execution_id
 from runtime_core.instances import AdmissionKind, InstanceHealth, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import ScaleOutStatus, SharedRunStatus, SubmitMode
@@ -255,6 +257,35 @@ async def test_local_queued_run_is_redispatched_with_the_same_shared_run_id_and_
     assert new.runtime_instance_id.endswith(":tenant-a-runtime-2")
     closed = await rig.plane.parts.index.get_local(old.local_run_id)
     assert closed is not None and closed.status is LocalRunStatus.FAILED
+
+
+async def test_an_execution_id_given_up_before_its_dag_existed_stays_refused_only_for_the_fence_retention(
+    hot_state: HotState, durable: SqliteDurableStore
+) -> None:
+    fence_retention_ms = 60_000
+    rig = recovery_rig(hot_state, durable, fence_retention_ms=fence_retention_ms)
+    try:
+        dead = await tenant_instance(rig, TENANT_A, n=1)
+        await dead.pause_queue()
+        shared_run_id = await queue_locally(rig, dead, TENANT_A)
+        # What the instance records when it starts the run, before creating its DAG; it dies there.
+        execution_id = new_execution_id()
+        started = await latest_record(rig, shared_run_id)
+        await rig.plane.parts.index.update(started, status=LocalRunStatus.RUNNING, execution_id=execution_id)
+        await crash(dead)
+        await mark_unsafe(rig, dead)
+        await tenant_instance(rig, TENANT_A, n=2)
+
+        [item] = await rig.plane.parts.recovery.reconcile_once()
+
+        assert item.action is RecoveryAction.REQUEUED_FOR_REDISPATCH
+        with pytest.raises(FencedError):  # the dead instance's late creation, were it a zombie
+            await rig.plane.parts.engine.create_execution(ONE_STEP, {}, TENANT_A, execution_id=execution_id)
+        tombstone = rig.plane.parts.dag_store.keys(execution_id).fenced
+        assert 0 < await hot_state.redis.pttl(tombstone) <= fence_retention_ms
+        await wait_completed(rig, [shared_run_id])
+    finally:
+        await rig.plane.stop()
 
 
 # Tenant scope

@@ -216,7 +216,9 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     assert await rig.engine.run(execution_id, workers=2) == "Completed"
     assert await store.drop_finished(execution_id) is DropOutcome.DROPPED
     assert (await rig.audit.replay.replay(execution_id, TENANT_A)).restored
-    assert await store.fence_execution("exec_lua_never_created", "lua safety test") is None
+    assert (
+        await store.fence_execution("exec_lua_never_created", "lua safety test", retention_ms=60_000) is None
+    )
 
 
 async def _lease_scenario(hot_state: HotState) -> None:
