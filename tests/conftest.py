@@ -16,7 +16,7 @@ from typing import Protocol
 import pytest
 
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
-from tests.postgres import ensure_server
+from tests.postgres import ensure_server, scratch_database
 from tests.redis_cluster import RedisClusterServer
 
 REDIS_KINDS = ("single", "cluster")
@@ -61,6 +61,13 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
 def postgres_server() -> None:
     """The shared PostgreSQL server answers (tests make their own databases on it: tests.postgres)."""
     ensure_server()
+
+
+@pytest.fixture(scope="module")
+def postgres_module_database(postgres_server: None) -> Iterator[str]:
+    """One scratch database for a test module (tests.durable_backends empties it per test)."""
+    with scratch_database("mcprt_module") as name:
+        yield name
 
 
 @pytest.fixture

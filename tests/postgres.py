@@ -23,6 +23,11 @@ def ensure_server() -> None:
     subprocess.run(["bash", str(_ENSURE_SCRIPT)], check=True)
 
 
+def conninfo_of(name: str) -> str:
+    """The superuser conninfo of database `name` (for a test's own reads and writes)."""
+    return ADMIN_CONNINFO.replace("dbname=postgres", f"dbname={name}")
+
+
 def database_url(name: str, **params: str) -> str:
     query = "&".join(f"{key}={value}" for key, value in params.items())
     return f"postgresql://{USER}@{HOST}:{PORT}/{name}" + (f"?{query}" if query else "")
@@ -44,8 +49,7 @@ def scratch_database(prefix: str = "mcprt_test") -> Iterator[str]:
 async def empty_tables(name: str) -> None:
     """Delete every row of every table of database `name` but the applied migrations: a clean
     store for the next test without creating a database (and migrating it) again."""
-    conninfo = ADMIN_CONNINFO.replace("dbname=postgres", f"dbname={name}")
-    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as connection:
+    async with await psycopg.AsyncConnection.connect(conninfo_of(name), autocommit=True) as connection:
         cursor = await connection.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'"
         )

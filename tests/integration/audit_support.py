@@ -1,5 +1,5 @@
 """Builders shared by the audit / retention / replay tests: a real Redis DAG engine wired to a
-real SQLite durable store through `build_audit_services`, and deterministic test executors."""
+real durable store (SQLite or PostgreSQL) through `build_audit_services`, and deterministic test executors."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import StepFailure, StepInvocation, default_executor_registry
-from runtime_core.storage import SqliteDurableStore
+from runtime_core.storage import DurableStore
 
 TENANT_A = ExecutionContextSnapshot(user_id="alice", tenant_id="tenant-a")
 TENANT_B = ExecutionContextSnapshot(user_id="bob", tenant_id="tenant-b")
@@ -62,14 +62,14 @@ class GateExecutor:
 class Rig:
     hot_state: HotState
     dag_store: DagStore
-    durable: SqliteDurableStore
+    durable: DurableStore
     audit: AuditServices
     engine: DagEngine
 
 
 def make_rig(
     hot_state: HotState,
-    durable: SqliteDurableStore,
+    durable: DurableStore,
     *executors: object,
     settings: AuditSettings | None = None,
     lease_ms: int = 60_000,

@@ -1,6 +1,7 @@
 """Issue 13.6: durable-store retention. Each record kind is purged once it is older than its own
 window (ledger, trace, forensics, snapshots with their payloads, run records), in the background,
-and a kind without a window is kept. Real SQLite store; the windows come from the settings."""
+and a kind without a window is kept. Real SQLite and PostgreSQL stores; the windows come from the
+settings."""
 
 from __future__ import annotations
 
@@ -13,26 +14,26 @@ import pytest
 from runtime_core.lifecycle import DurablePurge, DurableRetention, LifecycleSettings
 from runtime_core.storage import (
     DurableRecordKind,
+    DurableStore,
     ForensicsRecord,
     LedgerEntry,
     RunRecord,
     RunRecordQuery,
-    SqliteDurableStore,
     TerminalSnapshot,
     TraceSpan,
     utc_now,
 )
+from tests.durable_backends import SQL_BACKENDS, sql_backend
 from tests.helpers import wait_until
 
 TENANT = "tenant-a"
 NOW = utc_now()
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteDurableStore]:
-    opened = await SqliteDurableStore.open(tmp_path / "runtime.db")
-    yield opened
-    await opened.close()
+@pytest.fixture(params=SQL_BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[DurableStore]:
+    async with sql_backend(request, request.param, tmp_path) as opened:
+        yield opened.store
 
 
 def ago(days: float) -> datetime:
@@ -69,7 +70,7 @@ def _run_record(shared_run_id: str, ended: datetime) -> RunRecord:
     )
 
 
-async def seed(store: SqliteDurableStore) -> None:
+async def seed(store: DurableStore) -> None:
     """For each kind: one record just outside its default window, one well inside it."""
     await store.append_ledger(
         [
@@ -102,7 +103,7 @@ async def seed(store: SqliteDurableStore) -> None:
     await store.put_run_record(_run_record("srun_new", ago(29)))
 
 
-async def remaining(store: SqliteDurableStore) -> dict[str, list[str]]:
+async def remaining(store: DurableStore) -> dict[str, list[str]]:
     return {
         "ledger": [e.event for e in await store.list_ledger(TENANT)],
         "trace": [s.span_id for s in await store.list_spans(TENANT, "exec_1")],
@@ -132,7 +133,7 @@ KEPT = {
 
 
 async def test_one_pass_purges_each_kind_older_than_its_window_and_keeps_the_rest(
-    store: SqliteDurableStore,
+    store: DurableStore,
 ) -> None:
     await seed(store)
     purged = await DurablePurge(store, DurableRetention()).purge_once(NOW)
@@ -140,7 +141,7 @@ async def test_one_pass_purges_each_kind_older_than_its_window_and_keeps_the_res
     assert await remaining(store) == KEPT
 
 
-async def test_a_kind_kept_forever_is_never_purged(store: SqliteDurableStore) -> None:
+async def test_a_kind_kept_forever_is_never_purged(store: DurableStore) -> None:
     await seed(store)
     purged = await DurablePurge(store, DurableRetention(ledger_days=None, trace_days=None)).purge_once(NOW)
     assert DurableRecordKind.LEDGER not in purged and DurableRecordKind.TRACE not in purged
@@ -149,7 +150,7 @@ async def test_a_kind_kept_forever_is_never_purged(store: SqliteDurableStore) ->
     assert left["run_records"] == ["srun_new"]
 
 
-async def test_a_pass_deletes_in_batches_until_nothing_old_is_left(store: SqliteDurableStore) -> None:
+async def test_a_pass_deletes_in_batches_until_nothing_old_is_left(store: DurableStore) -> None:
     await store.append_ledger(
         [LedgerEntry(tenant_id=TENANT, event=f"e{n}", recorded_at=ago(40)) for n in range(25)]
     )
@@ -158,7 +159,7 @@ async def test_a_pass_deletes_in_batches_until_nothing_old_is_left(store: Sqlite
     assert await store.list_ledger(TENANT) == []
 
 
-async def test_the_background_purge_runs_by_itself(store: SqliteDurableStore) -> None:
+async def test_the_background_purge_runs_by_itself(store: DurableStore) -> None:
     await seed(store)
     purge = DurablePurge(store, DurableRetention(purge_interval_ms=50))
     purge.start()

@@ -1,4 +1,5 @@
-"""Payload externalization, the layered resolver and retention, against real Redis + SQLite.
+"""Payload externalization, the layered resolver and retention, against real Redis and a real
+durable store (SQLite and PostgreSQL).
 
 Stated memory bound (test_500_step_pipeline_...): with results kept inline (externalization
 threshold above 64 KiB) and `retention.hybrid.default` triggered every 8 completed steps,
@@ -10,7 +11,6 @@ it would exceed 500 x 64 KiB = 32 MiB.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -39,7 +39,8 @@ from runtime_core.retention import (
     register_retention_policies,
 )
 from runtime_core.steps import default_executor_registry
-from runtime_core.storage import SqliteDurableStore
+from runtime_core.storage import DurableStore
+from tests.durable_backends import SQL_BACKENDS, DurableBackend, sql_backend
 from tests.integration.audit_support import (
     KIB,
     TENANT_A,
@@ -53,11 +54,15 @@ INLINE = AuditSettings(externalization=ExternalizationSettings(threshold_bytes=1
 MEMORY_BOUND_BYTES = 2 * 1024 * KIB
 
 
+@pytest.fixture(params=SQL_BACKENDS)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[DurableBackend]:
+    async with sql_backend(request, request.param, tmp_path) as opened:
+        yield opened
+
+
 @pytest.fixture
-async def durable(tmp_path: Path) -> AsyncIterator[SqliteDurableStore]:
-    store = await SqliteDurableStore.open(tmp_path / "runtime.db")
-    yield store
-    await store.close()
+def durable(backend: DurableBackend) -> DurableStore:
+    return backend.store
 
 
 def lanes_pipeline(
@@ -89,7 +94,7 @@ class MemorySampler:
 
 
 async def test_a_result_above_the_threshold_is_stored_durably_with_only_a_ref_in_redis(
-    hot_state: HotState, durable: SqliteDurableStore
+    hot_state: HotState, durable: DurableStore
 ) -> None:
     rig = make_rig(hot_state, durable)
     execution_id = await rig.engine.create_execution(lanes_pipeline(1, 2, None, 20 * KIB), {}, TENANT_A)
@@ -106,7 +111,7 @@ async def test_a_result_above_the_threshold_is_stored_durably_with_only_a_ref_in
 
 
 async def test_500_step_pipeline_with_64kib_results_keeps_redis_memory_bounded_and_binds_correctly(
-    hot_state: HotState, durable: SqliteDurableStore
+    hot_state: HotState, durable: DurableStore
 ) -> None:
     retention = {"policies": [HYBRID_POLICY], "triggers": {"completedSteps": 8}}
     rig = make_rig(hot_state, durable, settings=INLINE)
@@ -127,7 +132,7 @@ async def test_500_step_pipeline_with_64kib_results_keeps_redis_memory_bounded_a
 
 
 async def test_evicted_results_still_bind_to_descendants_that_read_them_later(
-    hot_state: HotState, durable: SqliteDurableStore
+    hot_state: HotState, durable: DurableStore
 ) -> None:
     pipeline = parse_pipeline(
         {
@@ -158,7 +163,7 @@ async def test_evicted_results_still_bind_to_descendants_that_read_them_later(
 
 
 async def test_externalization_and_retention_do_not_change_the_fingerprint(
-    hot_state: HotState, durable: SqliteDurableStore, redis_server
+    hot_state: HotState, durable: DurableStore, redis_server
 ) -> None:
     retention = {"policies": [HYBRID_POLICY], "triggers": {"completedSteps": 2}}
     pipeline = lanes_pipeline(2, 4, retention, size=2 * KIB)
@@ -184,7 +189,7 @@ async def test_externalization_and_retention_do_not_change_the_fingerprint(
 
 @pytest.mark.parametrize("damage", ["corrupted", "missing"])
 async def test_a_damaged_payload_is_a_typed_resolver_failure_retried_then_failed(
-    hot_state: HotState, durable: SqliteDurableStore, tmp_path: Path, damage: str
+    hot_state: HotState, backend: DurableBackend, damage: str
 ) -> None:
     pipeline = parse_pipeline(
         {
@@ -201,7 +206,7 @@ async def test_a_damaged_payload_is_a_typed_resolver_failure_retried_then_failed
             ],
         }
     )
-    rig = make_rig(hot_state, durable, settings=AuditSettings(cache_max_bytes=0))
+    rig = make_rig(hot_state, backend.store, settings=AuditSettings(cache_max_bytes=0))
     execution_id = await rig.engine.create_execution(pipeline, {}, TENANT_A)
     claim = (
         await rig.dag_store.claim_step(execution_id, "big", lease_ms=10_000, worker_id="w", token_prefix="t")
@@ -209,11 +214,7 @@ async def test_a_damaged_payload_is_a_typed_resolver_failure_retried_then_failed
     result = {"data": {"step": "big", "depth": 0, "blob": "b" * 20 * KIB}}
     stored = await rig.audit.codec.encode(execution_id, "big", result, TENANT_A)
     await rig.dag_store.complete_step(claim, stored)
-    with sqlite3.connect(tmp_path / "runtime.db") as db:
-        if damage == "corrupted":
-            db.execute("UPDATE payloads SET body = ? WHERE payload_id = ?", (b"tampered", stored[REF_MARKER]))
-        else:
-            db.execute("DELETE FROM payloads WHERE payload_id = ?", (stored[REF_MARKER],))
+    await backend.damage_payload(stored[REF_MARKER], b"tampered" if damage == "corrupted" else None)
 
     assert await rig.engine.run(execution_id, workers=2) == "Failed"
 

@@ -14,12 +14,10 @@ import os
 import secrets
 import sqlite3
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-import psycopg
 import pytest
 from pydantic import ValidationError
 from pymongo import AsyncMongoClient
@@ -46,79 +44,37 @@ from runtime_core.storage import (
     TraceSpan,
     open_durable_store,
 )
-from tests.postgres import ADMIN_CONNINFO, database_url, empty_tables, scratch_database
+from tests.durable_backends import SQL_BACKENDS, DurableBackend, sql_backend
 
 TENANT = "tenant-a"
 FOREIGN = "tenant-b"
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
 
 
-@dataclass
-class Backend:
-    name: str
-    store: DurableStore
-    corrupt_payload: Callable[[str], Awaitable[None]]
-
-
-def _sqlite_corrupter(path: Path) -> Callable[[str], Awaitable[None]]:
-    async def corrupt(payload_id: str) -> None:
-        with sqlite3.connect(path) as db:
-            db.execute("UPDATE payloads SET body = ? WHERE payload_id = ?", (b"tampered", payload_id))
-
-    return corrupt
-
-
-async def _sqlite_backend(tmp_path: Path) -> AsyncIterator[Backend]:
-    settings = DurableStoreSettings.embedded(tmp_path)
-    store = await open_durable_store(settings)
-    assert settings.sqlite_path is not None
-    yield Backend("sqlite", store, _sqlite_corrupter(settings.sqlite_path))
-    await store.close()
-
-
-async def _mongodb_backend(uri: str) -> AsyncIterator[Backend]:
+async def _mongodb_backend(uri: str) -> AsyncIterator[DurableBackend]:
     database = f"mcprt_test_{secrets.token_hex(4)}"
     store = await open_durable_store(
         DurableStoreSettings(backend="mongodb", mongodb_uri=uri, mongodb_database=database)
     )
     admin: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(uri)
 
-    async def corrupt(payload_id: str) -> None:
-        await admin[database]["payloads"].update_one({"_id": payload_id}, {"$set": {"body": b"tampered"}})
+    async def damage(payload_id: str, body: bytes | None) -> None:
+        payloads = admin[database]["payloads"]
+        if body is None:
+            await payloads.delete_one({"_id": payload_id})
+        else:
+            await payloads.update_one({"_id": payload_id}, {"$set": {"body": body}})
 
-    yield Backend("mongodb", store, corrupt)
+    yield DurableBackend("mongodb", store, damage)
     await store.close()
     await admin.drop_database(database)
     await admin.close()
 
 
-@pytest.fixture(scope="module")
-def contract_database(postgres_server: None) -> Iterator[str]:
-    with scratch_database("mcprt_contract") as name:
-        yield name
-
-
-async def _postgresql_backend(name: str) -> AsyncIterator[Backend]:
-    store = await open_durable_store(DurableStoreSettings.from_url(database_url(name)))
-    await empty_tables(name)
-
-    async def corrupt(payload_id: str) -> None:
-        conninfo = ADMIN_CONNINFO.replace("dbname=postgres", f"dbname={name}")
-        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as db:
-            await db.execute("UPDATE payloads SET body = %s WHERE payload_id = %s", (b"tampered", payload_id))
-
-    yield Backend("postgresql", store, corrupt)
-    await store.close()
-
-
 @pytest.fixture(params=["sqlite", "postgresql", "mongodb"])
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    if request.param == "sqlite":
-        async for opened in _sqlite_backend(tmp_path):
-            yield opened
-        return
-    if request.param == "postgresql":
-        async for opened in _postgresql_backend(request.getfixturevalue("contract_database")):
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[DurableBackend]:
+    if request.param in SQL_BACKENDS:
+        async with sql_backend(request, request.param, tmp_path) as opened:
             yield opened
         return
     uri = os.environ.get("MONGODB_URI")
@@ -129,7 +85,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
 
 @pytest.fixture
-def store(backend: Backend) -> DurableStore:
+def store(backend: DurableBackend) -> DurableStore:
     return backend.store
 
 
@@ -226,9 +182,9 @@ async def test_payload_round_trips_with_size_and_sha256(store: DurableStore) -> 
     assert await store.get_payload("pl_1", TENANT) == body
 
 
-async def test_corrupted_payload_raises_payload_corrupted_error(backend: Backend) -> None:
+async def test_corrupted_payload_raises_payload_corrupted_error(backend: DurableBackend) -> None:
     ref = await backend.store.put_payload("pl_1", TENANT, "exec_1", "retrieve", b"original", "text/plain")
-    await backend.corrupt_payload("pl_1")
+    await backend.damage_payload("pl_1", b"tampered")
     with pytest.raises(PayloadCorruptedError) as raised:
         await backend.store.get_payload("pl_1", TENANT)
     assert raised.value.payload_id == "pl_1"
