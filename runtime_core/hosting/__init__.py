@@ -19,6 +19,7 @@ from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_
 from runtime_core.hosting._options import (
     CONTROL_PLANE_ID_KEY,
     HOST_ID_KEY,
+    TENANTS_FILE_ENV,
     RuntimeInstanceProcessOptions,
     add_process_arguments,
     build_arg_parser,
@@ -47,6 +48,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "add_process_arguments",
     "options_from_args",
     "parse_options",
+    "TENANTS_FILE_ENV",
     "positive_int",
     "port_number",
     "CONTROL_PLANE_ID_KEY",

@@ -10,6 +10,7 @@ start anything.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from runtime_core.observability import METRICS_ENDPOINT_KEY
 from runtime_core.plugins import StepPluginSettings, split_references
 
 CONTROL_PLANE_ID_KEY = "control.plane.id"
+TENANTS_FILE_ENV = "MCP_RUNTIME_TENANTS_FILE"
 HOST_ID_KEY = "runtime.host.id"
 
 
@@ -191,7 +193,12 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
         help="data directory (SQLite durable store, retrieval seed); default: the per-user directory",
     )
     parser.add_argument("--host-id", required=True, help="this process's host id (part of instance ids)")
-    parser.add_argument("--tenants-file", type=Path, help="tenant settings JSON (default: built-in defaults)")
+    parser.add_argument(
+        "--tenants-file",
+        type=Path,
+        default=os.environ.get(TENANTS_FILE_ENV) or None,  # like `serve`: the variable, when set
+        help=f"tenant settings JSON (default: ${TENANTS_FILE_ENV}, else built-in defaults)",
+    )
     parser.add_argument(
         "--steps",
         action="append",
