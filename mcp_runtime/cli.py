@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from mcp_runtime import ServeOptions, hash_token, serve
 from mcp_runtime._cli_report import WAITING_FOR_INPUT, AnswerContext, outcome_report
+from mcp_runtime._cli_wait_ready import add_wait_ready
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.dag import EngineEvent
 from runtime_core.errors import RuntimeCoreError
@@ -58,6 +59,7 @@ examples:
   mcp-runtime serve                                  # MCP over stdio, local admin of tenant `default`
   mcp-runtime serve --transport http --port 8765 --config principals.json
   mcp-runtime hash-token --new                       # a token and the sha256 to put in the config
+  mcp-runtime wait-ready http://127.0.0.1:8765 grpc://127.0.0.1:8801 --timeout 60
 
 environment:
   REDIS_URL                  a Redis to use instead of the embedded redis-server
@@ -366,6 +368,7 @@ def _parser() -> argparse.ArgumentParser:
     hash_cmd.add_argument("token", nargs="?", help="the token (omit to read it from stdin / a prompt)")
     hash_cmd.add_argument("--new", action="store_true", help="generate a new random token and its hash")
     hash_cmd.set_defaults(handler=_hash_token)
+    add_wait_ready(commands)
     return parser
 
 

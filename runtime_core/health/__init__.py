@@ -5,7 +5,8 @@ directory accepts a write, the background loops are alive), running them concurr
 a deadline each, the report naming every check, and the start-up check that refuses an
 unwritable data directory with a typed error naming it. Liveness is only "the process
 answers". Must not decide what a process runs, and must not put secrets (URLs with
-passwords, tokens) in a report: reports are served without authentication.
+passwords, tokens) in a report: reports are served without authentication. Also the client side:
+probing running processes until they are ready (`mcp-runtime wait-ready`).
 """
 
 from runtime_core.health._checks import (
@@ -18,6 +19,7 @@ from runtime_core.health._checks import (
 )
 from runtime_core.health._data_dir import DataDirectoryError, check_data_dir_writable
 from runtime_core.health._models import CheckResult, HealthReport, HealthStatus
+from runtime_core.health._probe import ProbeTarget, wait_ready
 from runtime_core.health._service import DEFAULT_CHECK_TIMEOUT_S, HealthService
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -37,4 +39,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Start-up
     "check_data_dir_writable",
     "DataDirectoryError",
+    # Probing a running process from outside
+    "ProbeTarget",
+    "wait_ready",
 ]
