@@ -17,6 +17,7 @@ from runtime_core.control_plane._views import CancelResult
 from runtime_core.errors import ConflictError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import InstanceEntry, LocalRunStatus, LocalRunView, RunIndexRecord
+from runtime_core.observability import end_unexecuted_run_span
 from runtime_core.providers import CancelRunRequest, ProviderError
 from runtime_core.queueing import QueueOutcome, SharedRunStatus
 
@@ -112,6 +113,10 @@ class RunCanceller:
                 hint="Its execution is recovered by the recovery reconciler; cancel it by ExecutionId.",
             )
         execution_id, status, message = await self._cancel_on_instance(entry, located, local, reason, caller)
+        if status is LocalRunStatus.CANCELLED and execution_id is None and located.shared is not None:
+            end_unexecuted_run_span(  # cancelled in its instance's queue: it never executed
+                located.shared.trace_context, shared_run_id=located.shared.shared_run_id, status=status.value
+            )
         return CancelResult(
             requested_id=any_id,
             shared_run_id=local.shared_run_id,

@@ -46,6 +46,7 @@ from runtime_core.observability._spans import (
     WorkflowSpanObserver,
     command_span,
     dispatch_span,
+    end_unexecuted_run_span,
     run_trace_of,
 )
 from runtime_core.observability._tracing import (
@@ -108,5 +109,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "command_span",
     "OtelStepTracing",
     "WorkflowSpanObserver",
+    "end_unexecuted_run_span",
     "run_trace_of",
 ]

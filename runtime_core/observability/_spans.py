@@ -5,7 +5,8 @@ Owns span names, kinds and attributes (`mcprt.*` plus the GenAI `gen_ai.operatio
 children of the run span (`RunTraceContext`); a runtime-instance process's command span
 continues the dispatch span from the HTTP headers / gRPC metadata; the run span itself is
 recorded once, by the process whose worker finalizes the execution, with the id allocated at
-submit and the run's real start and end. Executions without a run context (the `run` CLI,
+submit and the run's real start and end (or, for a run that never executed, by the process
+that rejected or cancelled it). Executions without a run context (the `run` CLI,
 direct engine use) use the ids of the stored trace (`trace_id_for`, `execution_span_id`).
 Every helper is a no-op while tracing is off. Must not change what it observes.
 """
@@ -33,7 +34,8 @@ from runtime_core.steps import StepFailure, StepParked
 
 log = logging.getLogger("runtime_core.observability")
 
-_RUN_STATUS = {"Completed": StatusCode.OK, "Failed": StatusCode.ERROR}
+_RUN_STATUS = {"Completed": StatusCode.OK, "Failed": StatusCode.ERROR, "Rejected": StatusCode.ERROR}
+_RUN_ERROR_TYPES = {"Failed": "workflow_failed", "Rejected": "workflow_rejected"}
 
 
 @contextmanager
@@ -172,26 +174,49 @@ class WorkflowSpanObserver:
         )
         status = str(event.attributes.get("status"))
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_workflow",
-            "gen_ai.workflow.name": run.workflow,
             "mcprt.execution.id": event.execution_id,
             "mcprt.execution.status": status,
         }
         if raw["shared_run_id"]:
             attributes["mcprt.shared_run.id"] = raw["shared_run_id"]
-        start_ns = run.started_ns or created_ms * 1_000_000
-        with pinned_ids(run.trace_id, run.span_id):
-            span = runtime_tracer().start_span(
-                f"invoke_workflow {run.workflow}".rstrip(),
-                context=run.parent_context(),
-                attributes=attributes,
-                start_time=start_ns,
-            )
-        if status in _RUN_STATUS:
-            span.set_status(_RUN_STATUS[status])
-        if status == "Failed":
-            span.set_attribute("error.type", "workflow_failed")
-        span.end(end_time=max(start_ns, end_ns))
+        _record_run_span(run, status, attributes, created_ms * 1_000_000, end_ns)
+
+
+def end_unexecuted_run_span(trace_context: str | None, *, shared_run_id: str, status: str) -> None:
+    """Record the `invoke_workflow` span of a run that ended without ever executing (rejected,
+    or cancelled while queued): no execution will finalize it. A no-op without a stored
+    context or while tracing is off; never raises."""
+    run = RunTraceContext.decode(trace_context)
+    if run is None or not tracing_enabled():
+        return
+    attributes = {"mcprt.shared_run.id": shared_run_id, "mcprt.shared_run.status": status}
+    try:
+        _record_run_span(run, status, attributes, 0, time.time_ns())
+    except Exception:  # evidence must never fail the transition it describes
+        log.exception("trace.run_span_failed", extra={"shared_run_id": shared_run_id})
+
+
+def _record_run_span(
+    run: RunTraceContext, status: str, attributes: dict[str, Any], created_ns: int, end_ns: int
+) -> None:
+    """The run span with its allocated ids, from the run's start (or `created_ns`) to `end_ns`."""
+    start_ns = run.started_ns or created_ns
+    with pinned_ids(run.trace_id, run.span_id):
+        span = runtime_tracer().start_span(
+            f"invoke_workflow {run.workflow}".rstrip(),
+            context=run.parent_context(),
+            attributes={
+                "gen_ai.operation.name": "invoke_workflow",
+                "gen_ai.workflow.name": run.workflow,
+                **attributes,
+            },
+            start_time=start_ns,
+        )
+    if status in _RUN_STATUS:
+        span.set_status(_RUN_STATUS[status])
+    if status in _RUN_ERROR_TYPES:
+        span.set_attribute("error.type", _RUN_ERROR_TYPES[status])
+    span.end(end_time=max(start_ns, end_ns))
 
 
 def _pipeline_name(raw: str | None) -> str:

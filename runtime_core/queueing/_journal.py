@@ -3,7 +3,8 @@
 Owns turning a shared-run transition into one `shared_run.<event>` LedgerEntry that carries
 the tenant of the run's stored snapshot (never anything else) and its identities, and into
 the matching run event (`runtime_core.events`) for subscribers; a rejection or a
-cancellation before dispatch is the end of the run, a durable event webhooks deliver.
+cancellation before dispatch is the end of the run, a durable event webhooks deliver, and
+the end of its `invoke_workflow` span (no execution will finalize it).
 Entries are buffered by the LedgerRecorder (queries flush first). Without an audit store
 (bare control planes in tests) no entry is written; without a publisher no event. A failed
 event publication is logged, never raised: the transition already happened. Must not
@@ -17,6 +18,7 @@ import logging
 from runtime_core.audit import LedgerRecorder
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.events import RunEvent, RunEventPublisher, RunEventType, terminal_event_id
+from runtime_core.observability import end_unexecuted_run_span
 from runtime_core.queueing._models import SharedRunRecord, SharedRunStatus
 from runtime_core.storage import LedgerEntry
 
@@ -31,6 +33,8 @@ _RUN_EVENTS: dict[str, tuple[RunEventType, SharedRunStatus]] = {
     "rejected": (RunEventType.REJECTED, SharedRunStatus.REJECTED),
     "cancelled": (RunEventType.CANCELLED, SharedRunStatus.CANCELLED),
 }
+# The ends of a run that never executed.
+_UNEXECUTED_ENDS = {"rejected": SharedRunStatus.REJECTED, "cancelled": SharedRunStatus.CANCELLED}
 
 
 class SharedRunJournal:
@@ -49,6 +53,10 @@ class SharedRunJournal:
     ) -> None:
         if run.snapshot is None:
             return
+        if event in _UNEXECUTED_ENDS:
+            end_unexecuted_run_span(
+                run.trace_context, shared_run_id=run.shared_run_id, status=_UNEXECUTED_ENDS[event].value
+            )
         if self.ledger is not None:
             entry = LedgerEntry(
                 tenant_id=run.snapshot.tenant_id,

@@ -17,7 +17,7 @@ from opentelemetry import context, trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, StatusCode, TraceFlags
 
 from runtime_core.audit import execution_span_id, trace_id_for
 from runtime_core.control_plane import ControlPlane
@@ -34,13 +34,14 @@ from runtime_core.observability import (
     tracing_with,
 )
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.queueing import SubmitMode
+from runtime_core.queueing import SharedRunStatus, SubmitMode
 from runtime_core.storage import SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT, TENANT_A, control_plane, start_instance
 from tests.integration.recovery_support import (
     crash,
     mark_unsafe,
+    queue_locally,
     recovery_rig,
     start_in_flight,
     tenant_instance,
@@ -251,3 +252,77 @@ async def test_recovery_continues_the_runs_trace_on_the_replacement_instance(
     ]
     assert len(after_resume) == 3 and {_parent(s) for s in after_resume} == {_span_id(run)}
     assert all(":tenant-a-runtime-2/" in s.attributes["mcprt.worker.id"] for s in after_resume)
+
+
+def _run_span_of(spans: InMemorySpanExporter, request: Span) -> ReadableSpan:
+    """The one `invoke_workflow` span in the submitting span's trace."""
+    trace_id = request.get_span_context().trace_id
+    exported = tuple(s for s in spans.get_finished_spans() if s.get_span_context().trace_id == trace_id)
+    [run] = _by_name(exported, "invoke_workflow")
+    assert _parent(run) == _span_id(request)
+    return run
+
+
+async def _allocated_span_id(plane: ControlPlane, shared_run_id: str) -> str:
+    record = await plane.parts.runs.get(shared_run_id)
+    assert record is not None
+    allocated = RunTraceContext.decode(record.trace_context)
+    assert allocated is not None
+    return allocated.span_id
+
+
+async def test_a_run_rejected_at_submit_ends_its_run_span(
+    hot_state: HotState, spans: InMemorySpanExporter
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    try:
+        with runtime_tracer().start_as_current_span("tools/call submit", kind=SpanKind.SERVER) as request:
+            result = await plane.submit(CHAIN, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        assert result.status is SharedRunStatus.REJECTED
+
+        run = _run_span_of(spans, request)
+        assert _span_id(run) == await _allocated_span_id(plane, result.shared_run_id)
+    finally:
+        await plane.stop()
+    assert run.name == "invoke_workflow traced"
+    assert run.attributes["mcprt.shared_run.id"] == result.shared_run_id
+    assert run.attributes["mcprt.shared_run.status"] == "Rejected"
+    assert run.status.status_code is StatusCode.ERROR and run.attributes["error.type"] == "workflow_rejected"
+
+
+async def test_a_run_cancelled_in_the_shared_queue_ends_its_run_span(
+    hot_state: HotState, spans: InMemorySpanExporter
+) -> None:
+    plane = control_plane(hot_state)
+    try:
+        with runtime_tracer().start_as_current_span("tools/call submit", kind=SpanKind.SERVER) as request:
+            submitted = await plane.submit(CHAIN, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        cancelled = await plane.cancel(submitted.shared_run_id, DEFAULT_TENANT)
+        assert cancelled.shared_status == "Cancelled" and cancelled.execution_id is None
+
+        run = _run_span_of(spans, request)
+        assert _span_id(run) == await _allocated_span_id(plane, submitted.shared_run_id)
+    finally:
+        await plane.stop()
+    assert run.attributes["mcprt.shared_run.status"] == "Cancelled"
+    assert run.status.status_code is StatusCode.UNSET and run.start_time <= run.end_time
+
+
+async def test_a_run_cancelled_in_its_instances_queue_ends_its_run_span(
+    hot_state: HotState, durable: SqliteDurableStore, spans: InMemorySpanExporter
+) -> None:
+    rig = recovery_rig(hot_state, durable)
+    try:
+        instance = await tenant_instance(rig, TENANT_A)
+        await instance.pause_queue()
+        with runtime_tracer().start_as_current_span("tools/call submit", kind=SpanKind.SERVER) as request:
+            shared_run_id = await queue_locally(rig, instance, TENANT_A)
+        cancelled = await rig.plane.cancel(shared_run_id, TENANT_A)
+        assert cancelled.local_status == "Cancelled" and cancelled.execution_id is None
+
+        run = _run_span_of(spans, request)
+        assert _span_id(run) == await _allocated_span_id(rig.plane, shared_run_id)
+    finally:
+        await rig.plane.stop()
+    assert run.attributes["mcprt.shared_run.id"] == shared_run_id
+    assert run.attributes["mcprt.shared_run.status"] == "Cancelled"
