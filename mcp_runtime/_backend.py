@@ -2,7 +2,8 @@
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
-registered step types' descriptions (`steps.list`, the `step://` resource), the
+registered step types' descriptions (`steps.list`, the `step://` resource), the schedule
+service, the
 run-event subscriber behind run notifications and submit progress (None: neither), the
 run view reader over the same services (the MCP Apps view and the dashboard), and the
 process's metrics exposition. Must not call them: the tool groups do.
@@ -19,6 +20,7 @@ from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
+from mcp_runtime._schedule_tools import ScheduleTools
 from mcp_runtime._step_tools import StepDescriber, StepTools, no_steps
 from mcp_runtime.notifications import RunProgress
 from mcp_runtime.run_view import RunViewReader
@@ -30,6 +32,7 @@ from runtime_core.events import RunEventSubscriber
 from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator
+from runtime_core.scheduling import ScheduleService
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
@@ -46,6 +49,8 @@ class ToolBackend:
     metrics: MetricsExposition | None = None
     describe_steps: StepDescriber = no_steps
     run_events: RunEventSubscriber | None = None
+    # The schedules behind `schedules.*` (None: those tools answer that schedules are off).
+    schedules: ScheduleService | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -66,6 +71,7 @@ class ToolBackend:
             metrics=services.metrics,
             describe_steps=services.executors.describe,
             run_events=services.run_events,
+            schedules=services.scheduling.service,
         )
 
     def run_view_reader(self) -> RunViewReader:
@@ -81,4 +87,5 @@ class ToolBackend:
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),
             *StepTools(self.describe_steps).specs(),
+            *ScheduleTools(self.schedules, self.catalog).specs(),
         ]

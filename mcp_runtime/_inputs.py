@@ -34,7 +34,9 @@ class ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SubmitInput(ToolInput):
+class PipelineRunInput(ToolInput):
+    """A pipeline (catalog name or inline definition) and its input: what a run executes."""
+
     pipeline: str | None = Field(
         None,
         max_length=MAX_ID_LENGTH,
@@ -52,6 +54,17 @@ class SubmitInput(ToolInput):
         description="Initial execution state, read by step bindings such as 'state.candidateId'. "
         'Example for rag-final-test: {"candidateId": "c-1", "jobId": "j-1"}.',
     )
+
+    @model_validator(mode="after")
+    def _one_pipeline_source(self) -> PipelineRunInput:
+        if (self.pipeline is None) == (self.definition is None):
+            raise ValueError(
+                "give exactly one of 'pipeline' (a catalog name) or 'definition' (an inline pipeline)"
+            )
+        return self
+
+
+class SubmitInput(PipelineRunInput):
     mode: SubmitMode = Field(
         "QueueFirst",
         description="QueueFirst (default): queue globally; the run starts when the queue is drained "
@@ -83,14 +96,6 @@ class SubmitInput(ToolInput):
         "among your tenant's queued runs, a higher priority is dispatched first (oldest first among "
         "equals). It never takes turns from other tenants (see docs/flow-control.md).",
     )
-
-    @model_validator(mode="after")
-    def _one_pipeline_source(self) -> SubmitInput:
-        if (self.pipeline is None) == (self.definition is None):
-            raise ValueError(
-                "give exactly one of 'pipeline' (a catalog name) or 'definition' (an inline pipeline)"
-            )
-        return self
 
 
 class DrainInput(ToolInput):

@@ -20,6 +20,11 @@ class Permission(StrEnum):
     RUN_INPUT = "run:input"
     RUN_REPLAY = "run:replay"
     INSTANCE_READ = "instance:read"
+    SCHEDULE_READ = "schedule:read"
+    SCHEDULE_CREATE = "schedule:create"
+    SCHEDULE_CONTROL = "schedule:control"
+    SCHEDULE_DELETE = "schedule:delete"
+    SCHEDULE_TRIGGER = "schedule:trigger"
 
     @property
     def object(self) -> str:
@@ -47,4 +52,11 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "pipelines.list": Permission.PIPELINE_READ,
     "pipelines.validate": Permission.PIPELINE_READ,
     "steps.list": Permission.PIPELINE_READ,
+    "schedules.create": Permission.SCHEDULE_CREATE,
+    "schedules.list": Permission.SCHEDULE_READ,
+    "schedules.get": Permission.SCHEDULE_READ,
+    "schedules.pause": Permission.SCHEDULE_CONTROL,
+    "schedules.resume": Permission.SCHEDULE_CONTROL,
+    "schedules.delete": Permission.SCHEDULE_DELETE,
+    "schedules.trigger": Permission.SCHEDULE_TRIGGER,
 }

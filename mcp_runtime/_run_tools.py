@@ -15,7 +15,14 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from mcp_runtime._inputs import CancelInput, DrainInput, InstancesListInput, RunStatusInput, SubmitInput
+from mcp_runtime._inputs import (
+    CancelInput,
+    DrainInput,
+    InstancesListInput,
+    PipelineRunInput,
+    RunStatusInput,
+    SubmitInput,
+)
 from mcp_runtime._outputs import (
     CancelOutput,
     DrainOutput,
@@ -81,6 +88,14 @@ def instance_info(view: InstanceView) -> RuntimeInstanceInfo:
     )
 
 
+def resolve_pipeline(catalog: PipelineCatalog, request: PipelineRunInput) -> PipelineDefinition:
+    """The catalog pipeline the request names, or its inline definition (validated by parsing)."""
+    if request.pipeline is not None:
+        return catalog.get(request.pipeline)
+    assert request.definition is not None
+    return parse_pipeline(request.definition)
+
+
 def _wants_progress(ctx: Context) -> bool:
     """The call carries a progress token and is answered by the tool itself (not as a task)."""
     meta = ctx.request_context.meta or {}
@@ -130,10 +145,7 @@ class RunTools:
         )
 
     def _pipeline(self, request: SubmitInput) -> PipelineDefinition:
-        if request.pipeline is not None:
-            return self._catalog.get(request.pipeline)
-        assert request.definition is not None
-        return parse_pipeline(request.definition)
+        return resolve_pipeline(self._catalog, request)
 
     async def drain(self, request: DrainInput, call: ToolCall) -> DrainOutput:
         async def progress(done: int, total: int, message: str) -> None:

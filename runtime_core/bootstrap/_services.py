@@ -4,7 +4,8 @@
 durable store, audit, execution control, the run-event publisher, the metrics exposition,
 the step / run spans when tracing is on, and the restorer of runs whose hot state Redis
 lost): runtime-instance processes use it alone. `RuntimeServices` adds the control plane
-(with runtime-instance process hosting and its cluster gauges), the webhook service (when a
+(with runtime-instance process hosting and its cluster gauges), the schedules and this
+control plane's scheduler, the webhook service (when a
 tenant configures webhooks) and this process's run-event subscriber (for MCP
 notifications). With the embedded default the data directory is locked for this process (a
 second one is refused) and a redis-server a killed predecessor left running is adopted. A
@@ -56,6 +57,7 @@ from runtime_core.observability import (
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.queueing import SharedQueueKeys, SharedRunStore, adopt_recorded_partitions
+from runtime_core.scheduling import Scheduling, build_scheduling
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, open_durable_store
 from runtime_core.webhooks import WebhookService
@@ -212,11 +214,14 @@ class RuntimeServices(EngineServices):
     def __init__(self, settings: RuntimeSettings, *, observer: ExecutionObserver | None = None) -> None:
         super().__init__(settings, observer=observer)
         self.control_plane: ControlPlane
+        self.scheduling: Scheduling
         self.webhooks: WebhookService | None = None
         self.run_events: RunEventSubscriber
 
     async def __aenter__(self) -> RuntimeServices:
-        await self._start(self._open_engine, self._open_control_plane, self._open_notifications)
+        await self._start(
+            self._open_engine, self._open_control_plane, self._open_scheduling, self._open_notifications
+        )
         return self
 
     async def _open_control_plane(self) -> None:
@@ -236,12 +241,20 @@ class RuntimeServices(EngineServices):
         self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()
 
+    async def _open_scheduling(self) -> None:
+        """The schedule service and this control plane's scheduler (stopped before the control plane)."""
+        self.scheduling = build_scheduling(
+            self.hot_state, self.durable_store, self.control_plane, self.settings.scheduling
+        )
+        self._opened.push_async_callback(self.scheduling.stop)
+        self.scheduling.start()
+
     def health(self, loops: LoopStates | None = None) -> HealthService:
-        """As the engine's, plus the control plane's background loops and the webhook loops."""
+        """As the engine's, plus the control plane's, the scheduler's and the webhook loops."""
         return super().health(loops or self.background_loops)
 
     def background_loops(self) -> dict[str, bool]:
-        loops = self.control_plane.background_loops()
+        loops = {**self.control_plane.background_loops(), **self.scheduling.loops_alive()}
         if self.webhooks is not None:
             loops.update(self.webhooks.loops_alive())
         return loops

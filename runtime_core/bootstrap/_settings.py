@@ -12,6 +12,7 @@ from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
 from runtime_core.observability import ObservabilitySettings
 from runtime_core.plugins import StepPluginSettings
+from runtime_core.scheduling import SchedulingSettings
 from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
 from runtime_core.storage import DurableStoreSettings
 
@@ -45,6 +46,7 @@ class RuntimeSettings(BaseModel):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings.from_env)
+    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings.from_env)
 
     model_config = {"arbitrary_types_allowed": True}
 

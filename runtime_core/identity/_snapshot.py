@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class ExecutionContextSnapshot(BaseModel):
     """Frozen caller context carried by every asynchronous hop.
 
-    `tenant_id` here is the only durable tenant boundary in the runtime.
+    `tenant_id` here is the only durable tenant boundary in the runtime. `attributes` are
+    facts about why the run exists that travel with it (a scheduled run's `schedule.id` and
+    `schedule.tick`; a retried run's `retry.of`), never credentials.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -23,6 +25,7 @@ class ExecutionContextSnapshot(BaseModel):
     current_namespace: str | None = None
     namespaces: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
+    attributes: dict[str, str] = Field(default_factory=dict)
     captured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     def to_json(self) -> str:

@@ -1,7 +1,8 @@
 """Evidence of the shared-run lifecycle: submitted, queued, dispatched, requeued, ...
 
 Owns turning a shared-run transition into one `shared_run.<event>` LedgerEntry that carries
-the tenant of the run's stored snapshot (never anything else) and its identities, and into
+the tenant of the run's stored snapshot (never anything else) and its identities (the
+`submitted` entry also the snapshot's attributes: why the run exists), and into
 the matching run event (`runtime_core.events`) for subscribers; a rejection or a
 cancellation before dispatch is the end of the run, a durable event webhooks deliver, and
 the end of its `invoke_workflow` span (no execution will finalize it).
@@ -68,6 +69,7 @@ class SharedRunJournal:
                 attributes={
                     "submit.mode": run.submit_mode.value,
                     "user.id": run.snapshot.user_id,
+                    **(run.snapshot.attributes if event == "submitted" else {}),
                     **attributes,
                 },
             )

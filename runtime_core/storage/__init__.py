@@ -3,11 +3,11 @@
 Owns the DurableStore protocol and its three backends behind one contract: SQLite (embedded
 default, one WAL-mode file shared by every process on the machine), PostgreSQL (psycopg 3 async
 pool, JSONB, versioned migrations under an advisory lock: the store several hosts share) and
-MongoDB (PyMongo's `AsyncMongoClient`). Stores terminal snapshots, externalized payloads (sha256-verified on
-read), archived steps, the ledger, trace spans, recovery forensics, run-index history and
-the run records of finished runs (with their newest-first listing), always scoped by
-tenant, and purges each record kind older than a cutoff. Must not know about Redis, queues
-or DAG transitions.
+MongoDB (PyMongo's `AsyncMongoClient`). Stores terminal snapshots, externalized payloads
+(sha256-verified on read), archived steps, the ledger, trace spans, recovery forensics,
+run-index history, the run records of finished runs (with their newest-first listing) and
+tenants' schedules, always scoped by tenant, and purges each record kind older than a
+cutoff. Must not know about Redis, queues or DAG transitions.
 """
 
 from runtime_core.storage._errors import PayloadCorruptedError, SchemaVersionError
@@ -24,6 +24,8 @@ from runtime_core.storage._models import (
     RunRecordQuery,
     RunRecordStep,
     RunRecordStepError,
+    ScheduleFire,
+    ScheduleRecord,
     SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
@@ -33,7 +35,12 @@ from runtime_core.storage._models import (
 from runtime_core.storage._mongo import MongoDurableStore
 from runtime_core.storage._postgres import PostgresDurableStore
 from runtime_core.storage._postgres_schema import MIGRATIONS, Migration
-from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, DurableStore
+from runtime_core.storage._protocol import (
+    DEFAULT_LEDGER_LIMIT,
+    DEFAULT_PURGE_BATCH,
+    DEFAULT_SCHEDULE_PAGE,
+    DurableStore,
+)
 from runtime_core.storage._settings import (
     DURABLE_PASSWORD_ENV,
     DURABLE_URL_ENV,
@@ -45,6 +52,7 @@ from runtime_core.storage._sqlite import SqliteDurableStore
 __all__ = [
     "DEFAULT_LEDGER_LIMIT",
     "DEFAULT_PURGE_BATCH",
+    "DEFAULT_SCHEDULE_PAGE",
     "DURABLE_PASSWORD_ENV",
     "DURABLE_URL_ENV",
     "MIGRATIONS",
@@ -66,6 +74,8 @@ __all__ = [
     "RunRecordQuery",
     "RunRecordStep",
     "RunRecordStepError",
+    "ScheduleFire",
+    "ScheduleRecord",
     "SchemaVersionError",
     "SqliteDurableStore",
     "SubmittedRun",

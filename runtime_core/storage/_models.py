@@ -252,3 +252,40 @@ class DurableRecordKind(StrEnum):
     FORENSICS = "forensics"
     SNAPSHOTS = "snapshots"
     RUN_RECORDS = "run_records"  # with the run-index history and the submitted runs
+
+
+class ScheduleRecord(_Record):
+    """A tenant's schedule of one pipeline with one input, as the durable store keeps it.
+
+    `spec` (when it fires, catch-up and overlap policies), `pipeline` (its definition) and
+    `snapshot` (who created it: the runs it fires act for that principal) are opaque to the
+    store. `name` is unique within the tenant. `status` is `active` or `paused`;
+    `status_changed_at` is when it was created or last paused / resumed (ticks before a
+    resume are never fired). The `last_*` fields describe the newest tick handled.
+    """
+
+    schedule_id: str
+    tenant_id: str
+    name: str
+    spec: dict[str, Any]
+    pipeline: dict[str, Any]
+    input: dict[str, Any] = Field(default_factory=dict)
+    snapshot: dict[str, Any]
+    status: str = "active"
+    created_at: UtcDatetime = Field(default_factory=utc_now)
+    status_changed_at: UtcDatetime = Field(default_factory=utc_now)
+    last_tick_at: UtcDatetime | None = None
+    last_fired_at: UtcDatetime | None = None
+    last_run_id: str | None = None
+    last_outcome: str | None = None
+    fire_count: int = 0
+
+
+class ScheduleFire(_Record):
+    """One handled tick of a schedule: its tick time, when it was handled, the run it made
+    (None when the overlap policy skipped or queued it) and the outcome's name."""
+
+    tick_at: UtcDatetime
+    fired_at: UtcDatetime = Field(default_factory=utc_now)
+    run_id: str | None = None
+    outcome: str

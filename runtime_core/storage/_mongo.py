@@ -40,6 +40,7 @@ from runtime_core.storage._models import (
     TraceSpan,
     utc_now,
 )
+from runtime_core.storage._mongo_schedules import SCHEDULE_INDEXES, MongoSchedules
 from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, READINESS_PROBE_ID
 
 _DUPLICATE_KEY = 11000
@@ -85,6 +86,7 @@ _INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("ended_at", ASCENDING)]),
     ],
     "submitted_runs": [IndexModel([("submitted_at", ASCENDING)])],
+    "schedules": SCHEDULE_INDEXES,
 }
 
 # Per record kind: (collection, age field) pairs a purge deletes from, oldest first.
@@ -149,7 +151,7 @@ def _only_duplicates(exc: BulkWriteError) -> bool:
     return all(error.get("code") == _DUPLICATE_KEY for error in exc.details.get("writeErrors", []))
 
 
-class MongoDurableStore:
+class MongoDurableStore(MongoSchedules):
     """DurableStore over one MongoDB database."""
 
     def __init__(self, client: AsyncMongoClient[Document], database: AsyncDatabase[Document]) -> None:

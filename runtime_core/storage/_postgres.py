@@ -36,6 +36,7 @@ from runtime_core.storage._models import (
 )
 from runtime_core.storage._postgres_migrate import migrate
 from runtime_core.storage._postgres_pool import Params, PostgresPool
+from runtime_core.storage._postgres_schedules import PostgresSchedules
 from runtime_core.storage._postgres_schema import (
     ARCHIVED_STEPS,
     FORENSICS,
@@ -108,7 +109,7 @@ _PURGE_STATEMENTS: dict[DurableRecordKind, tuple[str, ...]] = {
 }
 
 
-class PostgresDurableStore:
+class PostgresDurableStore(PostgresSchedules):
     """DurableStore over one PostgreSQL database, shared by every host."""
 
     def __init__(self, pool: PostgresPool) -> None:

@@ -23,6 +23,7 @@ from runtime_core.storage._models import (
     LedgerEntry,
     RunIndexEvent,
     RunRecord,
+    ScheduleRecord,
     SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
@@ -187,9 +188,34 @@ CREATE TABLE health_probes (
 );
 """
 
+_SCHEDULES = """
+CREATE TABLE schedules (
+    schedule_id text PRIMARY KEY,
+    tenant_id text NOT NULL,
+    name text NOT NULL,
+    spec jsonb NOT NULL,
+    pipeline jsonb NOT NULL,
+    input jsonb NOT NULL,
+    snapshot jsonb NOT NULL,
+    status text NOT NULL,
+    created_at timestamptz NOT NULL,
+    status_changed_at timestamptz NOT NULL,
+    last_tick_at timestamptz,
+    last_fired_at timestamptz,
+    last_run_id text,
+    last_outcome text,
+    fire_count bigint NOT NULL,
+    UNIQUE (tenant_id, name)
+);
+CREATE INDEX schedules_by_status ON schedules (status, schedule_id);
+"""
+
 # Append only. A database records the versions it applied; code that finds a version it does
 # not know (a newer release migrated the database) refuses to start.
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial durable store schema", _INITIAL),)
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial durable store schema", _INITIAL),
+    Migration(2, "schedules", _SCHEDULES),
+)
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -257,6 +283,7 @@ FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
 RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)
 RUN_RECORDS = RecordTable("run_records", RunRecord, frozenset({"snapshot", "steps", "result"}))
 SUBMITTED_RUNS = RecordTable("submitted_runs", SubmittedRun, frozenset({"run"}))
+SCHEDULES = RecordTable("schedules", ScheduleRecord, frozenset({"spec", "pipeline", "input", "snapshot"}))
 
 LEDGER_COLUMN_TYPES = {"attributes": "jsonb", "recorded_at": "timestamptz", "sequence": "bigint"}
 SPAN_COLUMN_TYPES = {"start_ns": "bigint", "end_ns": "bigint", "attributes": "jsonb"}

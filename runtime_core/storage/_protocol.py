@@ -18,6 +18,8 @@ from runtime_core.storage._models import (
     RunIndexEvent,
     RunRecord,
     RunRecordQuery,
+    ScheduleFire,
+    ScheduleRecord,
     SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
@@ -25,6 +27,7 @@ from runtime_core.storage._models import (
 
 DEFAULT_LEDGER_LIMIT = 1000
 DEFAULT_PURGE_BATCH = 1000
+DEFAULT_SCHEDULE_PAGE = 500
 READINESS_PROBE_ID = "readiness"  # the one record `probe_write` upserts
 
 
@@ -169,6 +172,47 @@ class DurableStore(Protocol):
 
         For the control plane only (requeueing runs whose hot state Redis lost), never a caller.
         """
+        ...
+
+    # Schedules
+    async def insert_schedule(self, record: ScheduleRecord) -> bool:
+        """Store a new schedule; False (nothing written) when its id, or its name within the
+        tenant, is already taken."""
+        ...
+
+    async def get_schedule(self, tenant_id: str, schedule_id: str) -> ScheduleRecord | None:
+        """The tenant's schedule; None when absent or foreign."""
+        ...
+
+    async def list_schedules(
+        self, tenant_id: str, *, after_name: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
+    ) -> list[ScheduleRecord]:
+        """The tenant's schedules by name ascending, strictly after `after_name`; at most `limit`."""
+        ...
+
+    async def list_active_schedules(
+        self, after: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
+    ) -> list[ScheduleRecord]:
+        """Every tenant's active schedules by schedule_id ascending, strictly after `after`.
+
+        For the control plane's scheduler only, never a caller.
+        """
+        ...
+
+    async def set_schedule_status(
+        self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime
+    ) -> ScheduleRecord | None:
+        """Set the status (and `status_changed_at`) when it differs; the record as it is now,
+        None when absent or foreign."""
+        ...
+
+    async def record_schedule_fire(self, tenant_id: str, schedule_id: str, fire: ScheduleFire) -> bool:
+        """Record a handled tick: only a tick newer than `last_tick_at` moves the `last_*`
+        fields (and counts in `fire_count` when it made a run); False when it did not."""
+        ...
+
+    async def delete_schedule(self, tenant_id: str, schedule_id: str) -> bool:
+        """Delete the tenant's schedule; False when absent or foreign."""
         ...
 
     # Retention

@@ -39,6 +39,7 @@ from runtime_core.storage._models import (
 )
 from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, READINESS_PROBE_ID
 from runtime_core.storage._query import SQLITE
+from runtime_core.storage._sqlite_schedules import SqliteSchedules
 from runtime_core.storage._sqlite_schema import (
     ARCHIVED_STEPS,
     FORENSICS,
@@ -101,7 +102,7 @@ _PURGE_STATEMENTS: dict[DurableRecordKind, tuple[str, ...]] = {
 _EXECUTION_REPLAY_MATERIAL = ("payloads", "archived_steps", "snapshots")
 
 
-class SqliteDurableStore:
+class SqliteDurableStore(SqliteSchedules):
     """DurableStore over one SQLite file; safe to open from several processes at once."""
 
     def __init__(self, path: Path, connection: aiosqlite.Connection) -> None:

@@ -22,6 +22,7 @@ from runtime_core.storage._models import (
     LedgerEntry,
     RunIndexEvent,
     RunRecord,
+    ScheduleRecord,
     SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
@@ -166,6 +167,25 @@ CREATE TABLE IF NOT EXISTS submitted_runs (
     submitted_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS submitted_runs_by_age ON submitted_runs (submitted_at);
+CREATE TABLE IF NOT EXISTS schedules (
+    schedule_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    input TEXT NOT NULL,
+    snapshot TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status_changed_at TEXT NOT NULL,
+    last_tick_at TEXT,
+    last_fired_at TEXT,
+    last_run_id TEXT,
+    last_outcome TEXT,
+    fire_count INTEGER NOT NULL,
+    UNIQUE (tenant_id, name)
+);
+CREATE INDEX IF NOT EXISTS schedules_by_status ON schedules (status, schedule_id);
 CREATE INDEX IF NOT EXISTS ledger_by_age ON ledger (recorded_at);
 CREATE INDEX IF NOT EXISTS spans_by_end ON trace_spans (end_ns);
 CREATE INDEX IF NOT EXISTS forensics_by_age ON forensics (recorded_at);
@@ -234,3 +254,4 @@ FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
 RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)
 RUN_RECORDS = RecordTable("run_records", RunRecord, frozenset({"snapshot", "steps", "result"}))
 SUBMITTED_RUNS = RecordTable("submitted_runs", SubmittedRun, frozenset({"run"}))
+SCHEDULES = RecordTable("schedules", ScheduleRecord, frozenset({"spec", "pipeline", "input", "snapshot"}))

@@ -2,7 +2,7 @@
 
 A RuntimeServices with hot-state retention and durable retention runs the lifecycle sweeper
 and the durable purge next to the pump, the scale-out watcher, the dataset watch, the
-recovery loops and its runtime instances' loops: /readyz names all of them, and a loop that
+recovery loops, the scheduler and its runtime instances' loops: /readyz names all of them, and a loop that
 ended (here: its task cancelled, as an escaped error would end it) makes the process not
 ready, naming that loop.
 """
@@ -28,6 +28,7 @@ EXPECTED_LOOPS = {
     "runtime_instances",
     "lifecycle_sweeper",
     "lifecycle_purge",
+    "scheduler",
 }
 
 
@@ -53,9 +54,14 @@ async def test_readiness_names_the_lifecycle_loops_next_to_the_others(services: 
 
 
 @pytest.mark.parametrize(
-    ("task_name", "loop"), [("lifecycle.sweep", "lifecycle_sweeper"), ("lifecycle.purge", "lifecycle_purge")]
+    ("task_name", "loop"),
+    [
+        ("lifecycle.sweep", "lifecycle_sweeper"),
+        ("lifecycle.purge", "lifecycle_purge"),
+        ("scheduler", "scheduler"),
+    ],
 )
-async def test_a_lifecycle_loop_that_ended_makes_the_process_not_ready(
+async def test_a_background_loop_that_ended_makes_the_process_not_ready(
     services: RuntimeServices, task_name: str, loop: str
 ) -> None:
     health = services.health()

@@ -32,6 +32,8 @@ from runtime_core.storage import (
     RunRecord,
     RunRecordCursor,
     RunRecordQuery,
+    ScheduleFire,
+    ScheduleRecord,
     SchemaVersionError,
     SubmittedRun,
     TerminalSnapshot,
@@ -230,6 +232,16 @@ async def _use_every_query(store: PostgresDurableStore) -> None:
     for kind in DurableRecordKind:
         await store.purge(kind, at - timedelta(days=1))
     await store.delete_payloads_for_execution("exec_1", TENANT)
+    schedule = ScheduleRecord(
+        schedule_id="sched_1", tenant_id=TENANT, name="n", spec={}, pipeline={}, snapshot={}
+    )
+    await store.insert_schedule(schedule)
+    await store.get_schedule(TENANT, "sched_1")
+    await store.list_schedules(TENANT, after_name="a")
+    await store.list_active_schedules(after="sched_0")
+    await store.set_schedule_status(TENANT, "sched_1", "paused", at)
+    await store.record_schedule_fire(TENANT, "sched_1", ScheduleFire(tick_at=at, outcome="fired"))
+    await store.delete_schedule(TENANT, "sched_1")
     await store.probe_write()
     await store.health()
 
@@ -254,7 +266,7 @@ async def test_every_query_the_store_makes_is_served_by_an_index(database: str) 
         "SELECT relname, seq_scan, coalesce(idx_scan, 0) FROM pg_stat_user_tables "
         "WHERE relname <> 'schema_migrations' ORDER BY relname",
     )
-    assert len(scans) == 10
+    assert len(scans) == 11
     assert [(table, seq) for table, seq, _ in scans if seq] == []
     assert [table for table, _, idx in scans if not idx and table != "health_probes"] == []
 

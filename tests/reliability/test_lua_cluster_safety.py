@@ -49,6 +49,7 @@ from runtime_core.recovery import (
     release_execution_claims,
 )
 from runtime_core.retention import EVICT_POLICY
+from runtime_core.scheduling import TICK_KIND_SCHEDULED, ClaimOutcome, ScheduleTicks, SettleOutcome
 from runtime_core.storage import SqliteDurableStore
 from runtime_core.tasks import TaskRecord, TaskStatus, TaskStore
 from runtime_core.webhooks import (
@@ -367,6 +368,35 @@ async def _run_event_scenario(hot_state: HotState) -> None:
     await publisher.aclose()
 
 
+async def _schedule_scenario(hot_state: HotState) -> None:
+    """schedule_claim_tick (claimed, handled, stale plan, busy, taken over) / schedule_settle_tick
+    (settled, queued, dropped, lost) / schedule_release_queued (claimed, nothing waiting)."""
+    ticks = ScheduleTicks(hot_state, lease_ms=1)
+    sid, kind = "sched_lua", TICK_KIND_SCHEDULED
+    assert (await ticks.claim(sid, 2_000, planned_from_ms=1_000, floor_ms=1_000, owner="a", kind=kind)).won
+    assert (await ticks.settle(sid, 2_000, "a", run_id="srun_1")) is SettleOutcome.SETTLED
+    handled = await ticks.claim(sid, 2_000, planned_from_ms=2_000, floor_ms=0, owner="a", kind=kind)
+    assert handled.outcome is ClaimOutcome.ALREADY_HANDLED
+    stale = await ticks.claim(sid, 3_000, planned_from_ms=1_000, floor_ms=0, owner="a", kind=kind)
+    assert stale.outcome is ClaimOutcome.PLAN_AGAIN
+    assert (await ticks.claim(sid, 3_000, planned_from_ms=2_000, floor_ms=0, owner="a", kind=kind)).won
+    answers: list[ClaimOutcome] = []
+
+    async def lease_of_a_ended() -> bool:  # a BUSY answer changed nothing: ask again
+        claim = await ticks.claim(sid, 4_000, planned_from_ms=2_000, floor_ms=0, owner="b", kind=kind)
+        answers.append(claim.outcome)
+        return claim.outcome is not ClaimOutcome.BUSY
+
+    await wait_until(lease_of_a_ended)
+    assert answers[-1] is ClaimOutcome.TAKEN_OVER
+    assert (await ticks.settle(sid, 3_000, "a")) is SettleOutcome.LOST
+    assert (await ticks.settle(sid, 3_000, "b", queue=True)) is SettleOutcome.QUEUED
+    assert (await ticks.claim(sid, 4_000, planned_from_ms=3_000, floor_ms=0, owner="b", kind=kind)).won
+    assert (await ticks.settle(sid, 4_000, "b", queue=True)) is SettleOutcome.DROPPED
+    assert await ticks.release_queued(sid, 3_000, "b") is not None
+    assert await ticks.release_queued(sid, 3_000, "b") is None
+
+
 async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
     claimed: list[ClaimedDelivery] = []
 
@@ -393,6 +423,7 @@ async def observed_calls(
         await _task_scenario(hot_state)
         await _webhook_scenario(hot_state)
         await _run_event_scenario(hot_state)
+        await _schedule_scenario(hot_state)
     finally:
         await monitor.stop(hot_state)
         await durable.close()

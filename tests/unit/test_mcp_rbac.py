@@ -30,8 +30,29 @@ READ_TOOLS = {
     "pipelines.list",
     "pipelines.validate",
     "steps.list",
+    "schedules.list",
+    "schedules.get",
 }
-OPERATOR_TOOLS = READ_TOOLS | {"submit", "queue.drain", "cancel", "pause", "resume", "input.submit", "replay"}
+SCHEDULE_TOOLS = {
+    "schedules.create",
+    "schedules.pause",
+    "schedules.resume",
+    "schedules.delete",
+    "schedules.trigger",
+}
+OPERATOR_TOOLS = (
+    READ_TOOLS
+    | SCHEDULE_TOOLS
+    | {
+        "submit",
+        "queue.drain",
+        "cancel",
+        "pause",
+        "resume",
+        "input.submit",
+        "replay",
+    }
+)
 
 
 def _principal(*roles: str, tenant: str = "tenant-a", user: str = "u1") -> Principal:

@@ -1,0 +1,93 @@
+"""The schedule part of the DurableStore contract, on every backend of the storage contract
+(its `backend` fixture: SQLite always, the others when their server is configured)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from runtime_core.storage import DurableStore, ScheduleFire, ScheduleRecord
+from tests.integration.test_storage_contract import FOREIGN, T0, TENANT, backend, store
+
+__all__ = ["backend", "store"]  # the contract's fixtures, used by name below
+
+
+def _schedule(schedule_id: str = "sched_1", name: str = "nightly", tenant_id: str = TENANT) -> ScheduleRecord:
+    return ScheduleRecord(
+        schedule_id=schedule_id,
+        tenant_id=tenant_id,
+        name=name,
+        spec={"cron": "0 2 * * *", "timezone": "Europe/Berlin", "overlap": "skip"},
+        pipeline={"name": "rag", "steps": []},
+        input={"candidateId": "c-1"},
+        snapshot={"user_id": "alice", "tenant_id": tenant_id},
+        created_at=T0,
+        status_changed_at=T0,
+    )
+
+
+async def test_a_schedule_is_stored_once_and_read_back_only_by_its_tenant(store: DurableStore) -> None:
+    record = _schedule()
+    assert await store.insert_schedule(record)
+    assert not await store.insert_schedule(record)  # same id
+    assert not await store.insert_schedule(_schedule("sched_2", "nightly"))  # same name, same tenant
+    assert await store.insert_schedule(_schedule("sched_3", "nightly", FOREIGN))  # a name per tenant
+    assert await store.get_schedule(TENANT, "sched_1") == record
+    assert await store.get_schedule(FOREIGN, "sched_1") is None
+    assert await store.get_schedule(TENANT, "sched_3") is None
+
+
+async def test_schedules_list_by_name_per_tenant_and_active_ones_for_the_scheduler(
+    store: DurableStore,
+) -> None:
+    for n, name in enumerate(["b", "c", "a"]):
+        assert await store.insert_schedule(_schedule(f"sched_{n}", name))
+    assert await store.insert_schedule(_schedule("sched_9", "z", FOREIGN))
+    assert [r.name for r in await store.list_schedules(TENANT)] == ["a", "b", "c"]
+    assert [r.name for r in await store.list_schedules(TENANT, after_name="a", limit=1)] == ["b"]
+    paused = await store.set_schedule_status(TENANT, "sched_1", "paused", T0 + timedelta(seconds=5))
+    assert paused is not None and paused.status == "paused"
+    assert paused.status_changed_at == T0 + timedelta(seconds=5)
+    active = await store.list_active_schedules()
+    assert [r.schedule_id for r in active] == ["sched_0", "sched_2", "sched_9"]  # every tenant's
+    assert [r.schedule_id for r in await store.list_active_schedules(after="sched_0", limit=1)] == ["sched_2"]
+
+
+async def test_status_changes_are_tenant_scoped_and_keep_the_first_change_time(store: DurableStore) -> None:
+    assert await store.insert_schedule(_schedule())
+    assert await store.set_schedule_status(FOREIGN, "sched_1", "paused", T0) is None
+    first = await store.set_schedule_status(TENANT, "sched_1", "paused", T0 + timedelta(seconds=1))
+    again = await store.set_schedule_status(TENANT, "sched_1", "paused", T0 + timedelta(seconds=9))
+    assert first == again  # pausing a paused schedule changes nothing
+    assert await store.set_schedule_status(TENANT, "missing", "paused", T0) is None
+
+
+async def test_a_handled_tick_moves_the_last_fire_forward_only(store: DurableStore) -> None:
+    assert await store.insert_schedule(_schedule())
+    tick = T0 + timedelta(minutes=1)
+    assert await store.record_schedule_fire(
+        TENANT, "sched_1", ScheduleFire(tick_at=tick, run_id="srun_1", outcome="fired")
+    )
+    assert not await store.record_schedule_fire(
+        TENANT, "sched_1", ScheduleFire(tick_at=tick, run_id="srun_x", outcome="fired")
+    )
+    assert not await store.record_schedule_fire(
+        TENANT, "sched_1", ScheduleFire(tick_at=T0, run_id="srun_0", outcome="fired")
+    )
+    assert not await store.record_schedule_fire(
+        FOREIGN, "sched_1", ScheduleFire(tick_at=tick + timedelta(minutes=1), outcome="skipped")
+    )
+    later = tick + timedelta(minutes=2)
+    assert await store.record_schedule_fire(TENANT, "sched_1", ScheduleFire(tick_at=later, outcome="skipped"))
+    stored = await store.get_schedule(TENANT, "sched_1")
+    assert stored is not None
+    assert (stored.last_tick_at, stored.last_run_id, stored.last_outcome) == (later, None, "skipped")
+    assert stored.fire_count == 1  # only the tick that made a run counts
+
+
+async def test_a_schedule_is_deleted_only_by_its_tenant(store: DurableStore) -> None:
+    assert await store.insert_schedule(_schedule())
+    assert not await store.delete_schedule(FOREIGN, "sched_1")
+    assert await store.delete_schedule(TENANT, "sched_1")
+    assert not await store.delete_schedule(TENANT, "sched_1")
+    assert await store.get_schedule(TENANT, "sched_1") is None
+    assert await store.insert_schedule(_schedule("sched_2"))  # the name is free again
