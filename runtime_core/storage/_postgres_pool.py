@@ -53,6 +53,19 @@ def connection_options(conninfo: str, password: str | None, timeout_ms: int) -> 
     return options
 
 
+async def _why_not(conninfo: str, password: str | None, timeout_ms: int) -> psycopg.Error | None:
+    """The reason one connection attempt fails (the pool only logs its attempts' reasons: a
+    refused password or certificate would otherwise read as a timeout); None if it succeeds."""
+    try:
+        connection = await AsyncConnection.connect(
+            conninfo, **connection_options(conninfo, password, timeout_ms)
+        )
+    except psycopg.Error as exc:
+        return exc
+    await connection.close()
+    return None
+
+
 class PostgresPool:
     """The pool one store uses; `run()` work on a connection, typed errors out."""
 
@@ -82,7 +95,7 @@ class PostgresPool:
             await pool.open(wait=True, timeout=timeout_s)
         except PoolTimeout as exc:
             await pool.close()
-            raise opened.unavailable(exc) from None
+            raise opened.unavailable(await _why_not(conninfo, password, timeout_ms) or exc) from None
         return opened
 
     def unavailable(self, exc: BaseException) -> StoreUnavailableError:
