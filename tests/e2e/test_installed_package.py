@@ -100,9 +100,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     python = venv / "bin" / "python"
     _run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel)
     site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
-    # The dependencies: the runner's site-packages, as a plain path (its own .pth files, such as
-    # the checkout's editable-install finder, are not processed there).
-    (Path(site) / "runner-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # The dependencies: the runner's site-packages as a site directory, so its .pth files (the
+    # step plug-in's editable install) work too; the wheel's own copy of the package comes first.
+    runner = sysconfig.get_paths()["purelib"]
+    (Path(site) / "runner-dependencies.pth").write_text(f"import site; site.addsitedir({runner!r})\n")
     workdir, home = root / "work", root / "home"
     workdir.mkdir()
     home.mkdir()
