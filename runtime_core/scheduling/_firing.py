@@ -52,8 +52,11 @@ def idempotency_key(schedule_id: str, tick_ms: int, kind: str) -> str:
     return f"schedule:{schedule_id}:{'manual:' if kind == 'manual' else ''}{tick_ms}"
 
 
-def run_snapshot(record: ScheduleRecord, tick_ms: int, kind: str) -> ExecutionContextSnapshot:
-    """The schedule creator's snapshot, captured now, saying which schedule and tick made the run."""
+def run_snapshot(
+    record: ScheduleRecord, tick_ms: int, kind: str, fired_by: str = ""
+) -> ExecutionContextSnapshot:
+    """The schedule creator's snapshot, captured now, saying which schedule and tick made the run
+    (and which control plane fired it)."""
     stored = {k: v for k, v in record.snapshot.items() if k not in ("captured_at", "attributes")}
     return ExecutionContextSnapshot.model_validate(
         {
@@ -63,6 +66,7 @@ def run_snapshot(record: ScheduleRecord, tick_ms: int, kind: str) -> ExecutionCo
                 "schedule.name": record.name,
                 "schedule.tick": tick_datetime(tick_ms).isoformat(timespec="milliseconds"),
                 "schedule.trigger": kind,
+                "schedule.fired_by": fired_by,
             },
         }
     )
@@ -70,6 +74,7 @@ def run_snapshot(record: ScheduleRecord, tick_ms: int, kind: str) -> ExecutionCo
 
 class TickFirer:
     def __init__(self, control_plane: ControlPlane, store: DurableStore, ticks: ScheduleTicks) -> None:
+        self.fired_by = control_plane.settings.control_plane_id
         self._control_plane = control_plane
         self._store = store
         self._ticks = ticks
@@ -80,7 +85,7 @@ class TickFirer:
         """Fire the tick `owner` holds a claim on; StoreUnavailableError leaves the claim to expire
         (another pass, maybe another scheduler, fires it again under the same idempotency key)."""
         spec = ScheduleSpec.model_validate(record.spec)
-        snapshot = run_snapshot(record, tick_ms, kind)
+        snapshot = run_snapshot(record, tick_ms, kind, self.fired_by)
         outcome = FireOutcome.FIRED
         if spec.overlap is not OverlapPolicy.ALLOW and kind != TICK_KIND_QUEUED and last_run_id:
             if await self._active(last_run_id, snapshot):

@@ -162,6 +162,10 @@ class ScheduleService:
         now_ms, now = await self._now()
         spec = ScheduleSpec.model_validate(record.spec)
         run_id = await self._firer.submit(
-            record, spec, now_ms, TICK_KIND_MANUAL, run_snapshot(record, now_ms, TICK_KIND_MANUAL)
+            record,
+            spec,
+            now_ms,
+            TICK_KIND_MANUAL,
+            run_snapshot(record, now_ms, TICK_KIND_MANUAL, self._firer.fired_by),
         )
         return run_id, now
