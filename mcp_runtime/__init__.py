@@ -10,7 +10,6 @@ from mcp_runtime._config import (
     DEFAULT_PIPELINES_DIR,
     DEFAULT_RBAC_MODEL,
     DEFAULT_RBAC_POLICY,
-    PrincipalConfig,
     ServerConfig,
     default_server_config,
     load_server_config,
@@ -18,16 +17,25 @@ from mcp_runtime._config import (
 from mcp_runtime._guard import AuthenticationRequiredError, BearerPrincipal, FixedPrincipal, ToolGuard
 from mcp_runtime._http_limits import MAX_REQUEST_BYTES, RequestSizeLimitMiddleware
 from mcp_runtime._permissions import TOOL_PERMISSIONS, Permission
-from mcp_runtime._principal import Principal
-from mcp_runtime._rbac import Authorizer, PermissionDeniedError
+from mcp_runtime._rbac import Authorizer, InsufficientScopeError, PermissionDeniedError
 from mcp_runtime._serve import ServeOptions, serve
-from mcp_runtime._server import build_server, http_app
-from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier, hash_token
+from mcp_runtime._server import HttpAuth, build_server, http_app
+from mcp_runtime.auth import (
+    AccessAudit,
+    ApiKeyHeaderMiddleware,
+    BearerVerifier,
+    ConfiguredTokenVerifier,
+    OAuthSettings,
+    Principal,
+    PrincipalConfig,
+    hash_token,
+)
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Server
     "build_server",
     "http_app",
+    "HttpAuth",
     "serve",
     "ServeOptions",
     "ToolBackend",
@@ -36,6 +44,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Configuration
     "ServerConfig",
     "PrincipalConfig",
+    "OAuthSettings",
     "default_server_config",
     "load_server_config",
     "DEFAULT_PIPELINES_DIR",
@@ -44,6 +53,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Authentication
     "Principal",
     "ConfiguredTokenVerifier",
+    "BearerVerifier",
+    "AccessAudit",
     "ApiKeyHeaderMiddleware",
     "hash_token",
     "AuthenticationRequiredError",
@@ -54,5 +65,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "Authorizer",
     "Permission",
     "PermissionDeniedError",
+    "InsufficientScopeError",
     "TOOL_PERMISSIONS",
 ]

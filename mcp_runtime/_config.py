@@ -1,19 +1,19 @@
-"""The MCP server's configuration file: principals, token hashes, RBAC, catalog and providers paths,
-step plug-ins.
+"""The MCP server's configuration file: principals, token hashes, trusted OAuth issuers, RBAC,
+catalog and providers paths, step plug-ins, the `/metrics` token.
 
 Owns the JSON format, its loading (relative paths resolve against the file's folder) and
 the embedded default (one local admin principal in tenant `default`, no tokens). Must not
-store or accept plain-text tokens: only their sha256 hex digests.
+store or accept plain-text tokens: only their sha256 hex digests (secrets of OAuth clients
+are named by environment variable).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_runtime._principal import Principal
+from mcp_runtime.auth import OAuthSettings, Principal, PrincipalConfig
 from runtime_core.package_data import shipped_folder
 
 # Shipped with the package (repository folders in a checkout, package data once installed).
@@ -22,39 +22,6 @@ DEFAULT_RBAC_MODEL = RBAC_POLICIES_DIR / "model.conf"
 DEFAULT_RBAC_POLICY = RBAC_POLICIES_DIR / "policy.csv"
 DEFAULT_PIPELINES_DIR = shipped_folder("examples/pipelines", "mcp_runtime.pipelines")
 LOCAL_ADMIN = "local-admin"
-
-_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-
-
-class PrincipalConfig(BaseModel):
-    """One principal as written in the configuration file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    user_id: str
-    tenant_id: str
-    tenant_group_id: str | None = None
-    roles: tuple[str, ...] = ()
-    namespaces: tuple[str, ...] = ()
-    current_namespace: str | None = None
-    project: str = ""
-    token_sha256: tuple[str, ...] = Field(
-        (), description="sha256 hex digests of the bearer tokens / API keys of this principal"
-    )
-
-    @field_validator("token_sha256")
-    @classmethod
-    def _digests_only(cls, digests: tuple[str, ...]) -> tuple[str, ...]:
-        for digest in digests:
-            if not _SHA256_HEX.match(digest):
-                raise ValueError(
-                    "token_sha256 entries must be sha256 hex digests; "
-                    "run `mcp-runtime hash-token` and store its output, never the token"
-                )
-        return digests
-
-    def to_principal(self, name: str) -> Principal:
-        return Principal(name=name, **self.model_dump(exclude={"token_sha256"}))
 
 
 class ServerConfig(BaseModel):
@@ -74,6 +41,17 @@ class ServerConfig(BaseModel):
     providers_file: Path | None = Field(
         None, description="LLM / retrieval providers JSON (named entries; API keys only as env var names)"
     )
+    oauth: OAuthSettings | None = Field(
+        None, description="this HTTP server as an OAuth 2.1 resource server trusting these issuers"
+    )
+    metrics_token_sha256: tuple[str, ...] = Field(
+        (), description="when set, GET /metrics needs a bearer token with one of these sha256 digests"
+    )
+
+    @field_validator("metrics_token_sha256")
+    @classmethod
+    def _metrics_digests_only(cls, digests: tuple[str, ...]) -> tuple[str, ...]:
+        return PrincipalConfig.digests_only(digests)
 
     @model_validator(mode="after")
     def _stdio_principal_exists(self) -> ServerConfig:
@@ -107,5 +85,8 @@ def load_server_config(path: Path) -> ServerConfig:
             "rbac_policy": base / raw.rbac_policy,
             "pipelines_dir": base / raw.pipelines_dir,
             "providers_file": base / raw.providers_file if raw.providers_file else None,
+            "oauth": raw.oauth.model_copy(update={"scopes_file": base / raw.oauth.scopes_file})
+            if raw.oauth
+            else None,
         }
     )

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from mcp_runtime._guard import AuthenticationRequiredError
-from mcp_runtime._rbac import PermissionDeniedError
+from mcp_runtime._rbac import InsufficientScopeError, PermissionDeniedError
 from runtime_core.errors import InvalidPipelineError, RuntimeCoreError, StoreUnavailableError
 
 log = logging.getLogger("mcp_runtime.tools")
@@ -51,6 +51,11 @@ def tool_error_text(tool_name: str, exc: Exception) -> str:
             rule = f"Rule {exc.rule}: " if isinstance(exc, InvalidPipelineError) else ""
             text = f"[{exc.code}] {rule}{exc.message}"
             return f"{text} Next: {exc.hint}" if exc.hint else text
+        case InsufficientScopeError():
+            return (
+                f"[{exc.code}] {exc}. Next: sign in again asking for scope '{exc.scope}' "
+                "(the token's scopes narrow what your roles allow)."
+            )
         case PermissionDeniedError():
             return (
                 f"[{exc.code}] {exc}. Next: ask an administrator for a role granting "

@@ -1,8 +1,9 @@
 """The gate in front of every tool: authenticate, authorize, capture the snapshot.
 
 Owns the principal sources (a fixed configured principal for stdio and in-process
-sessions; the verified bearer token for HTTP), the authorization call made before any work,
-and the ExecutionContextSnapshot of the call. The dashboard authenticates its own way (a
+sessions; for HTTP the principal the resource server verified from the bearer token), the
+authorization call made before any work (audited when refused), and the
+ExecutionContextSnapshot of the call. The dashboard authenticates its own way (a
 session cookie) and then goes through the same gate (`admit_as`, `permits`), so a page or
 an action needs exactly the permission of the tool that does the same. Must not call the
 runtime.
@@ -12,16 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 
 from mcp_runtime._permissions import TOOL_PERMISSIONS, Permission
-from mcp_runtime._principal import Principal
-from mcp_runtime._rbac import Authorizer
-from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime._rbac import Authorizer, InsufficientScopeError, PermissionDeniedError
+from mcp_runtime.auth import AccessAudit, Principal, PrincipalUser, RefusalReason
 from runtime_core.identity import ExecutionContextSnapshot
 
 
@@ -31,7 +29,7 @@ class AuthenticationRequiredError(Exception):
     def __init__(self) -> None:
         super().__init__(
             "no authenticated principal for this call: send 'Authorization: Bearer <token>' "
-            "(or 'X-API-Key: <token>') with a token configured for a principal"
+            "(or 'X-API-Key: <token>') with a configured token or an access token of a trusted issuer"
         )
 
 
@@ -50,33 +48,27 @@ class FixedPrincipal:
 
 
 class BearerPrincipal:
-    """The principal of the bearer token the HTTP request carried."""
-
-    def __init__(self, verifier: ConfiguredTokenVerifier) -> None:
-        self._verifier = verifier
+    """The principal the resource server verified from the HTTP request's bearer token."""
 
     def current(self, request: ServerRequestContext[Any, Any]) -> Principal:
-        access_token = _request_access_token(request)
-        principal = self._verifier.principal_for(access_token) if access_token is not None else None
-        if principal is None:
+        http_request = request.request
+        user = getattr(http_request, "scope", {}).get("user") if http_request is not None else None
+        if not isinstance(user, PrincipalUser):
+            user = auth_context_var.get()  # requests answered outside the HTTP request's task
+        if not isinstance(user, PrincipalUser):
             raise AuthenticationRequiredError()
-        return principal
-
-
-def _request_access_token(request_context: ServerRequestContext[Any, Any]) -> AccessToken | None:
-    request = request_context.request
-    user = getattr(request, "scope", {}).get("user") if request is not None else None
-    if isinstance(user, AuthenticatedUser):
-        return user.access_token
-    return get_access_token()
+        return user.principal
 
 
 class ToolGuard:
-    """`admit(tool, ctx)` -> the call's snapshot, or an authentication / permission error."""
+    """`admit(tool, ctx)` -> the call's snapshot, or an authentication / permission error (audited)."""
 
-    def __init__(self, principals: PrincipalSource, authorizer: Authorizer) -> None:
+    def __init__(
+        self, principals: PrincipalSource, authorizer: Authorizer, audit: AccessAudit | None = None
+    ) -> None:
         self.principals = principals
         self.authorizer = authorizer
+        self.audit = audit or AccessAudit()
 
     def admit(self, tool_name: str, ctx: Context) -> ExecutionContextSnapshot:
         principal = self.principals.current(ctx.request_context)
@@ -85,7 +77,7 @@ class ToolGuard:
     def admit_as(self, principal: Principal, tool_name: str, *, context_key: str) -> ExecutionContextSnapshot:
         """`admit` for a principal authenticated elsewhere (a dashboard session): the tool's permission
         is required, then the snapshot of the call is captured."""
-        self.authorizer.require(principal, TOOL_PERMISSIONS[tool_name])
+        self._require(principal, TOOL_PERMISSIONS[tool_name], tool_name)
         return principal.snapshot(context_key=context_key)
 
     def permits(self, principal: Principal, tool_name: str) -> bool:
@@ -98,5 +90,17 @@ class ToolGuard:
     def authorize_request(self, permission: Permission, request: ServerRequestContext[Any, Any]) -> Principal:
         """The same check for a protocol method handler (e.g. `tasks/get`), which has no tool Context."""
         principal = self.principals.current(request)
-        self.authorizer.require(principal, permission)
+        self._require(principal, permission, request.method)
         return principal
+
+    def _require(self, principal: Principal, permission: Permission, tool: str) -> None:
+        try:
+            self.authorizer.require(principal, permission)
+        except PermissionDeniedError as exc:
+            reason = (
+                RefusalReason.INSUFFICIENT_SCOPE
+                if isinstance(exc, InsufficientScopeError)
+                else RefusalReason.PERMISSION_DENIED
+            )
+            self.audit.refused(reason, principal=principal, tool=tool, detail=f"needs '{permission}'")
+            raise

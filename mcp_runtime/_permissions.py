@@ -1,12 +1,16 @@
-"""Which permission each MCP tool needs.
+"""Which permission each MCP tool, task method and resource needs.
 
-Owns the permission vocabulary (`object:action` pairs matched by the casbin policy) and the
-tool -> permission table. Must not decide anything: the casbin policy does.
+Owns the permission vocabulary (`object:action` pairs matched by the casbin policy), the
+tool -> permission table, the task and subscription methods' permissions, and the permission a
+JSON-RPC request needs (read before the server runs it, so an OAuth token lacking the scope is
+answered 403 with the scope to ask for). Must not decide anything: the casbin policy does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 
 class Permission(StrEnum):
@@ -25,6 +29,7 @@ class Permission(StrEnum):
     SCHEDULE_CONTROL = "schedule:control"
     SCHEDULE_DELETE = "schedule:delete"
     SCHEDULE_TRIGGER = "schedule:trigger"
+    CAPACITY_READ = "capacity:read"
 
     @property
     def object(self) -> str:
@@ -60,3 +65,33 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "schedules.delete": Permission.SCHEDULE_DELETE,
     "schedules.trigger": Permission.SCHEDULE_TRIGGER,
 }
+
+METHOD_PERMISSIONS: dict[str, Permission] = {
+    # Reading a task is reading its run, cancelling it is cancelling the run, answering it is input.
+    "tasks/get": Permission.RUN_READ,
+    "tasks/result": Permission.RUN_READ,
+    "tasks/list": Permission.RUN_READ,
+    "tasks/cancel": Permission.RUN_CANCEL,
+    "tasks/update": Permission.RUN_INPUT,
+    "resources/subscribe": Permission.RUN_READ,
+    "subscriptions/listen": Permission.RUN_READ,
+}
+RESOURCE_PERMISSIONS: dict[str, Permission] = {
+    # by URI scheme: run://<id>, ui://run-view/<id>, pipeline://<name>, step://<key>
+    "run": Permission.RUN_READ,
+    "ui": Permission.RUN_READ,
+    "pipeline": Permission.PIPELINE_READ,
+    "step": Permission.PIPELINE_READ,
+}
+
+
+def request_permission(message: Mapping[str, Any]) -> Permission | None:
+    """The permission a JSON-RPC request needs, when it names one (None for anything else)."""
+    method = message.get("method")
+    params = message.get("params")
+    params = params if isinstance(params, Mapping) else {}
+    if method == "tools/call":
+        return TOOL_PERMISSIONS.get(str(params.get("name")))
+    if method == "resources/read":
+        return RESOURCE_PERMISSIONS.get(str(params.get("uri", "")).partition("://")[0])
+    return METHOD_PERMISSIONS.get(str(method))

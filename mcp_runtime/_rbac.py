@@ -1,10 +1,11 @@
-"""Casbin RBAC with domains (= tenants): the yes/no on every tool call.
+"""Casbin RBAC with domains (= tenants): the yes/no on every tool call, narrowed by OAuth scopes.
 
-Owns the enforcer, the decision for a principal and a permission, the denial message that
-names what is missing, and policy reloading (explicit, and automatic when the model or
-policy file's mtime changes). Decisions are memoised per loaded policy (casbin's matcher
-evaluation costs about a millisecond per call). Must not look at data: tenant visibility of runs is decided
-later by the runtime from stored snapshots.
+Owns the enforcer, the decision for a principal and a permission (its roles must grant it and,
+for an OAuth caller, its token's scopes must cover it: scopes never widen roles), the denial
+message that names what is missing (the role, or the scope to request), and policy reloading
+(explicit, and automatic when the model or policy file's mtime changes). Decisions are memoised
+per loaded policy (casbin's matcher evaluation costs about a millisecond per call). Must not
+look at data: tenant visibility of runs is decided later by the runtime from stored snapshots.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import casbin
 from casbin.util import key_match
 
 from mcp_runtime._permissions import Permission
-from mcp_runtime._principal import Principal
+from mcp_runtime.auth import Principal, ScopeMap
 
 _MAX_DECISIONS = 10_000
 # casbin logs every enforce() call ("Request: user:x, tenant, object, action ---> False", at
@@ -45,10 +46,26 @@ class PermissionDeniedError(Exception):
         self.permission = permission
 
 
+class InsufficientScopeError(PermissionDeniedError):
+    """The caller's roles grant the permission, its token's scopes do not."""
+
+    code = "insufficient_scope"
+
+    def __init__(self, principal: Principal, permission: Permission, scope: str) -> None:
+        Exception.__init__(
+            self,
+            f"insufficient scope: role(s) in tenant '{principal.tenant_id}' grant '{permission}' but the "
+            f"token's scopes do not; request scope '{scope}'",
+        )
+        self.permission = permission
+        self.scope = scope
+
+
 class Authorizer:
     """Answers "may this principal use this permission in its tenant?" from the casbin files."""
 
-    def __init__(self, model_path: Path, policy_path: Path) -> None:
+    def __init__(self, model_path: Path, policy_path: Path, scopes: ScopeMap | None = None) -> None:
+        self.scopes = scopes or ScopeMap.load()
         self._model_path = Path(model_path)
         self._policy_path = Path(policy_path)
         self._lock = threading.Lock()
@@ -63,6 +80,11 @@ class Authorizer:
             self._decisions = {}
 
     def allows(self, principal: Principal, permission: Permission) -> bool:
+        return self.roles_allow(principal, permission) and principal.scopes_permit(permission)
+
+    def roles_allow(self, principal: Principal, permission: str) -> bool:
+        """The casbin decision alone (what the principal's roles grant in its tenant)."""
+        permission = Permission(permission)
         self._reload_if_changed()
         subjects = (f"user:{principal.user_id}", *principal.roles)
         key = (*subjects, principal.tenant_id, permission.object, permission.action)
@@ -78,8 +100,12 @@ class Authorizer:
             return decision
 
     def require(self, principal: Principal, permission: Permission) -> None:
-        if not self.allows(principal, permission):
+        if not self.roles_allow(principal, permission):
             raise PermissionDeniedError(principal, permission)
+        if not principal.scopes_permit(permission):
+            raise InsufficientScopeError(
+                principal, permission, self.scopes.scope_for(permission) or permission
+            )
 
     def _reload_if_changed(self) -> None:
         if self._mtimes() != self._loaded_mtimes:

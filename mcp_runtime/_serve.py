@@ -16,6 +16,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -25,8 +26,15 @@ from mcp_runtime._backend import ToolBackend
 from mcp_runtime._config import ServerConfig, default_server_config, load_server_config
 from mcp_runtime._guard import BearerPrincipal, FixedPrincipal, ToolGuard
 from mcp_runtime._rbac import Authorizer
-from mcp_runtime._server import build_server, http_app
-from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime._server import HttpAuth, build_server, http_app
+from mcp_runtime.auth import (
+    AccessAudit,
+    BearerVerifier,
+    ConfiguredTokenVerifier,
+    OAuthVerifier,
+    ScopeMap,
+    TokenGate,
+)
 from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.health import HealthService
@@ -91,6 +99,7 @@ class ServeOptions(BaseModel):
     data_dir: Path | None = None
     principal: str | None = None
     metrics_port: int | None = None
+    metrics_host: str | None = None
     steps: tuple[str, ...] = ()
     providers_file: Path | None = None
 
@@ -105,7 +114,8 @@ def resolve_config(options: ServeOptions) -> ServerConfig:
 
 async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
-    authorizer = Authorizer(config.rbac_model, config.rbac_policy)
+    scopes = ScopeMap.load(config.oauth.scopes_file) if config.oauth else ScopeMap.load()
+    authorizer = Authorizer(config.rbac_model, config.rbac_policy, scopes)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)
     plugins = StepPluginSettings.from_env().with_references([*config.steps, *options.steps])
     settings = RuntimeSettings.from_env(
@@ -118,28 +128,46 @@ async def serve(options: ServeOptions) -> None:
         try:
             async with RuntimeServices(settings) as services:
                 backend = ToolBackend.from_services(services, catalog)
-                async with _metrics_port(options, backend):
+                registry = backend.metrics.registry if backend.metrics else None
+                audit = AccessAudit(registry, services.durable_store.append_ledger)
+                guard_parts = _GuardParts(authorizer, audit)
+                async with _metrics_port(options, backend, _metrics_gate(config, audit)):
                     if shutdown.received is None and options.transport == "stdio":
-                        await _serve_stdio(options, config, backend, authorizer, shutdown)
+                        await _serve_stdio(options, config, backend, guard_parts, shutdown)
                     elif shutdown.received is None:
-                        await _serve_http(options, config, backend, authorizer, shutdown, services.health())
+                        await _serve_http(options, config, backend, guard_parts, shutdown, services.health())
+                await audit.flush()
         finally:
             if traced:
                 shutdown_tracing()  # export the buffered spans before the process ends
         shutdown.end_like_the_signal()
 
 
+@dataclass(frozen=True)
+class _GuardParts:
+    authorizer: Authorizer
+    audit: AccessAudit
+
+
+def _metrics_gate(config: ServerConfig, audit: AccessAudit) -> TokenGate | None:
+    return TokenGate(config.metrics_token_sha256, audit) if config.metrics_token_sha256 else None
+
+
 @asynccontextmanager
-async def _metrics_port(options: ServeOptions, backend: ToolBackend) -> AsyncIterator[None]:
-    """`GET /metrics` on `--metrics-port` (the only way to scrape a stdio server) while serving."""
+async def _metrics_port(
+    options: ServeOptions, backend: ToolBackend, gate: TokenGate | None
+) -> AsyncIterator[None]:
+    """`GET /metrics` on `--metrics-host`:`--metrics-port` (the only way to scrape a stdio server; for
+    HTTP a separate address, e.g. a private interface) while serving."""
     if options.metrics_port is None or backend.metrics is None:
         yield
         return
+    host = options.metrics_host or options.host
     endpoint = UvicornEndpoint(
-        metrics_app(backend.metrics), options.host, options.metrics_port, lifespan="off"
+        metrics_app(backend.metrics, gate.guard if gate else None), host, options.metrics_port, lifespan="off"
     )
     await endpoint.start()
-    log.info("serving Prometheus metrics on http://%s:%d/metrics", options.host, options.metrics_port)
+    log.info("serving Prometheus metrics on http://%s:%d/metrics", host, options.metrics_port)
     try:
         yield
     finally:
@@ -150,14 +178,14 @@ async def _serve_stdio(
     options: ServeOptions,
     config: ServerConfig,
     backend: ToolBackend,
-    authorizer: Authorizer,
+    parts: _GuardParts,
     shutdown: _ShutdownSignals,
 ) -> None:
     """Serve until the client closes stdin, or until a stop signal (the reader is then left behind)."""
     name = options.principal or config.stdio_principal
     if name is None:
         raise ValueError("stdio needs a principal: pass --principal or set stdio_principal in the config")
-    guard = ToolGuard(FixedPrincipal(config.principal(name)), authorizer)
+    guard = ToolGuard(FixedPrincipal(config.principal(name)), parts.authorizer, parts.audit)
     log.info("serving MCP over stdio as principal %s", name)
     serving = asyncio.create_task(build_server(backend, guard).run_stdio_async())
     stopping = asyncio.create_task(shutdown.stop.wait())
@@ -171,27 +199,40 @@ async def _serve_http(
     options: ServeOptions,
     config: ServerConfig,
     backend: ToolBackend,
-    authorizer: Authorizer,
+    parts: _GuardParts,
     shutdown: _ShutdownSignals,
     health: HealthService,
 ) -> None:
     """Serve until a stop signal (or until the HTTP server fails); "serving" is logged once bound."""
-    verifier = ConfiguredTokenVerifier(config)
-    guard = ToolGuard(BearerPrincipal(verifier), authorizer)
-    server = build_server(backend, guard, token_verifier=verifier)
+    oauth = OAuthVerifier(config.oauth, parts.authorizer.scopes) if config.oauth else None
+    verifier = BearerVerifier(ConfiguredTokenVerifier(config), oauth)
+    guard = ToolGuard(BearerPrincipal(), parts.authorizer, parts.audit)
+    server = build_server(backend, guard)
     dashboard = dashboard_app(
-        backend, config, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
+        backend, verifier, guard, settings=DashboardSettings.from_env(), stopping=shutdown.stop
     )
+    separate_metrics = options.metrics_port is not None
     app = http_app(
         server,
         host=options.host,
+        auth=HttpAuth(verifier, parts.authorizer, parts.audit),
         health=health,
-        metrics=backend.metrics,
+        metrics=None if separate_metrics else backend.metrics,
+        metrics_gate=_metrics_gate(config, parts.audit),
         metrics_targets=backend.control_plane.metrics_endpoints,
         dashboard=dashboard,
     )
     endpoint = UvicornEndpoint(app, options.host, options.port)
-    await endpoint.start()
+    try:
+        await endpoint.start()
+        await _serve_until_stopped(options, endpoint, shutdown)
+    finally:
+        await verifier.aclose()
+
+
+async def _serve_until_stopped(
+    options: ServeOptions, endpoint: UvicornEndpoint, shutdown: _ShutdownSignals
+) -> None:
     try:
         log.info(
             "serving MCP over streamable HTTP on http://%s:%d/mcp (dashboard on /ui)",

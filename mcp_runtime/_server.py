@@ -1,22 +1,25 @@
-"""Assembly of the MCPServer: tools, resources, prompt and (for HTTP) bearer authentication.
+"""Assembly of the MCPServer: tools, resources, prompt and (for HTTP) the OAuth resource server.
 
 Owns the server's identity and instructions, the tools built from every spec behind the guard,
 MCP Tasks in both protocol eras when the backend has a task service (`mcp_runtime.tasks`),
 the run view as an MCP App (`mcp_runtime.apps`), the `run://` resource with its
 subscriptions in both eras when the backend hears run events (`mcp_runtime.notifications`),
 the request telemetry middleware (spans and the operation-duration metric), and the HTTP app
-(bearer auth via the SDK's token verifier, `X-API-Key` accepted, request bodies capped,
-unauthenticated `/livez`, `/readyz`, `/healthz`, Prometheus `/metrics` and the
-`/metrics/targets` service discovery, the dashboard under `/ui` when given). Must not contain
-tool behaviour.
+(`/mcp` behind the resource server of `mcp_runtime.auth`: static tokens and OAuth access
+tokens, RFC 9728 metadata, 401 / 403 challenges, scope checks by each request's permission;
+`X-API-Key` accepted, request bodies capped, unauthenticated `/livez`, `/readyz`, `/healthz`,
+Prometheus `/metrics` and the `/metrics/targets` service discovery (behind a token when one is
+configured), the dashboard under `/ui` when given). Must not contain tool behaviour.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
-from mcp.server.auth.settings import AuthSettings
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp
@@ -24,10 +27,21 @@ from starlette.types import ASGIApp
 from mcp_runtime._backend import ToolBackend
 from mcp_runtime._guard import ToolGuard
 from mcp_runtime._http_limits import RequestSizeLimitMiddleware
+from mcp_runtime._permissions import request_permission
+from mcp_runtime._rbac import Authorizer
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
-from mcp_runtime._tokens import ApiKeyHeaderMiddleware, ConfiguredTokenVerifier
 from mcp_runtime.apps import RunViewApps, link_run_view, register_run_view_resources
+from mcp_runtime.auth import (
+    AccessAudit,
+    ApiKeyHeaderMiddleware,
+    BearerVerifier,
+    ResourceServerMiddleware,
+    ScopeCheck,
+    TokenGate,
+    protected_resource_metadata,
+    protected_resource_routes,
+)
 from mcp_runtime.notifications import notification_support
 from mcp_runtime.observability import McpOperationMetrics, McpTelemetryMiddleware
 from mcp_runtime.tasks import TaskSupport, task_support
@@ -53,11 +67,21 @@ resources hold definitions; `steps.list` (or `step://<stepKey>`) shows each step
 the JSON Schema of its `config`."""
 
 
-def build_server(
-    backend: ToolBackend, guard: ToolGuard, *, token_verifier: ConfiguredTokenVerifier | None = None
-) -> MCPServer:
-    """The MCP server; pass `token_verifier` to require bearer tokens (streamable HTTP)."""
-    auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None) if token_verifier else None
+MCP_PATH = "/mcp"
+
+
+@dataclass(frozen=True)
+class HttpAuth:
+    """How `/mcp` authenticates (static tokens and the trusted issuers of `verifier`), what checks a
+    request's scopes against roles (`authorizer`), and where refusals are recorded."""
+
+    verifier: BearerVerifier
+    authorizer: Authorizer
+    audit: AccessAudit = field(default_factory=AccessAudit)
+
+
+def build_server(backend: ToolBackend, guard: ToolGuard) -> MCPServer:
+    """The MCP server; over HTTP, `http_app` puts its resource server in front (`HttpAuth`)."""
     specs = backend.tool_specs()
     operation_metrics = McpOperationMetrics.of(backend.metrics.registry) if backend.metrics else None
     telemetry = McpTelemetryMiddleware(operation_metrics, frozenset(spec.name for spec in specs))
@@ -72,8 +96,6 @@ def build_server(
         title="MCP Runtime control plane",
         instructions=INSTRUCTIONS,
         version="0.1.0",
-        token_verifier=token_verifier,
-        auth=auth,
         tools=[link_run_view(build_tool(spec, guard)) for spec in specs],
         extensions=[*tasks.extensions, RunViewApps()],
         # Telemetry first: it measures the whole request, task and notification middleware included.
@@ -94,28 +116,62 @@ def http_app(
     server: MCPServer,
     *,
     host: str,
+    auth: HttpAuth | None = None,
     health: HealthService | None = None,
     metrics: MetricsExposition | None = None,
+    metrics_gate: TokenGate | None = None,
     metrics_targets: MetricsTargets | None = None,
     dashboard: ASGIApp | None = None,
 ) -> ASGIApp:
-    """The streamable HTTP app on `/mcp` (bearer auth as configured, request bodies capped at
-    MAX_REQUEST_BYTES) plus, when given, open `/livez`, `/readyz` and `/healthz` (= readyz),
-    `/metrics`, the Prometheus HTTP service discovery of the runtime-instance processes on
-    `/metrics/targets`, and the dashboard (its own sign-in) on `/ui`."""
+    """The streamable HTTP app on `/mcp` (behind `auth`'s resource server; without `auth`, open:
+    in-process tests only), request bodies capped at MAX_REQUEST_BYTES, plus, when given, open
+    `/livez`, `/readyz` and `/healthz` (= readyz), `/metrics` and the Prometheus HTTP service
+    discovery of the runtime-instance processes on `/metrics/targets` (both behind
+    `metrics_gate` when given), the RFC 9728 metadata when OAuth issuers are trusted, and the
+    dashboard (its own sign-in) on `/ui`."""
     if health is not None:
         for path, endpoint in health_endpoints(health).items():
             server.custom_route(path, methods=["GET"])(endpoint)
     if metrics is not None:
-        server.custom_route(METRICS_PATH, methods=["GET"])(metrics_endpoint(metrics))
+        endpoint = metrics_endpoint(metrics)
+        server.custom_route(METRICS_PATH, methods=["GET"])(
+            metrics_gate.guard(endpoint) if metrics_gate else endpoint
+        )
     if metrics_targets is not None:
         targets = metrics_targets
 
-        @server.custom_route(SD_PATH, methods=["GET"])
         async def metrics_sd(request: Request) -> JSONResponse:
             return JSONResponse(sd_target_groups(await targets()))
 
-    app = server.streamable_http_app(host=host)
+        server.custom_route(SD_PATH, methods=["GET"])(
+            metrics_gate.guard(metrics_sd) if metrics_gate else metrics_sd
+        )
+
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    guarded: ASGIApp = app
+    if auth is not None:
+        guarded = _resource_server(app, auth)
     if dashboard is not None:
         app.mount("/ui", dashboard)
-    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(app))
+    return RequestSizeLimitMiddleware(ApiKeyHeaderMiddleware(guarded))
+
+
+def _resource_server(app: Starlette, auth: HttpAuth) -> ASGIApp:
+    """`/mcp` behind the bearer check; the RFC 9728 metadata routes when issuers are trusted."""
+    oauth = auth.verifier.oauth
+    metadata_url = None
+    scope_check = None
+    if oauth is not None:
+        metadata = protected_resource_metadata(oauth.settings, oauth.scopes)
+        metadata_url = str(build_resource_metadata_url(metadata.resource))
+        for route in protected_resource_routes(metadata):
+            app.router.routes.append(route)
+        scope_check = ScopeCheck(request_permission, auth.authorizer.roles_allow, oauth.scopes)
+    return ResourceServerMiddleware(
+        app,
+        auth.verifier,
+        path=MCP_PATH,
+        metadata_url=metadata_url,
+        audit=auth.audit,
+        scope_check=scope_check,
+    )

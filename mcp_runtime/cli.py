@@ -177,6 +177,7 @@ async def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         principal=args.principal,
         metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
         steps=split_references(args.steps or ()),
         providers_file=args.providers_file,
     )
@@ -315,7 +316,12 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--metrics-port",
         type=int,
         default=None,
-        help="also serve Prometheus /metrics on this port (stdio has no other way; http has /metrics)",
+        help="serve Prometheus /metrics on this port instead of the HTTP server's (stdio has no other way)",
+    )
+    serve_cmd.add_argument(
+        "--metrics-host",
+        default=None,
+        help="the address of --metrics-port (default: --host), e.g. a private interface",
     )
     _add_steps_option(serve_cmd)
     _add_providers_file(serve_cmd, "the config's providers_file, else $MCP_RUNTIME_PROVIDERS_FILE")

@@ -16,9 +16,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from mcp_runtime._backend import ToolBackend
-from mcp_runtime._config import ServerConfig
 from mcp_runtime._guard import ToolGuard
-from mcp_runtime._tokens import ConfiguredTokenVerifier
+from mcp_runtime.auth import BearerVerifier
 from mcp_runtime.dashboard._access import DashboardAccess
 from mcp_runtime.dashboard._actions import DashboardActions
 from mcp_runtime.dashboard._events import LiveStreams
@@ -31,8 +30,7 @@ from mcp_runtime.dashboard._settings import DashboardSettings
 
 def dashboard_app(
     backend: ToolBackend,
-    config: ServerConfig,
-    verifier: ConfiguredTokenVerifier,
+    verifier: BearerVerifier,
     guard: ToolGuard,
     *,
     settings: DashboardSettings | None = None,
@@ -40,9 +38,7 @@ def dashboard_app(
 ) -> ASGIApp:
     """The app to mount at `/ui`; `stopping` (the server's stop signal) ends the live streams."""
     settings = settings or DashboardSettings()
-    access = DashboardAccess(
-        config, verifier, guard, SessionStore(settings.session_ttl_s, settings.max_sessions)
-    )
+    access = DashboardAccess(verifier, guard, SessionStore(settings.session_ttl_s, settings.max_sessions))
     reader = backend.run_view_reader()
     pages = DashboardPages(access, backend, reader)
     login = DashboardLogin(access, settings.session_ttl_s)

@@ -1,6 +1,7 @@
 """Dashboard sessions: a random session id in an HttpOnly cookie, the session kept server-side.
 
-Owns opening a session after a successful login (a fresh 256-bit id: no fixation), finding
+Owns opening a session after a successful sign-in (a fresh 256-bit id: no fixation) for the
+principal it proved, finding
 it again from the cookie (expired sessions end), closing it at logout, the per-session CSRF
 token and the one-shot notice shown after an action. Only the sha256 of a session id is
 kept, never the id itself, and never the token the user logged in with. Sessions live in
@@ -17,15 +18,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mcp_runtime.auth import Principal
+
 SESSION_COOKIE = "mcprt_session"
 
 
 @dataclass
 class DashboardSession:
-    principal_name: str
+    principal: Principal
     csrf_token: str
     expires_at: float
     notice: str | None = None
+    sign_out_url: str | None = None  # the identity provider's logout, for a single sign-on session
 
     def csrf_matches(self, presented: str | None) -> bool:
         return presented is not None and hmac.compare_digest(presented.encode(), self.csrf_token.encode())
@@ -46,15 +50,16 @@ class SessionStore:
         self._clock = clock
         self._sessions: dict[str, DashboardSession] = {}  # insertion order = opening order
 
-    def open(self, principal_name: str) -> tuple[str, DashboardSession]:
-        """A new session for a principal who just proved a configured token: (cookie value, session)."""
+    def open(self, principal: Principal, sign_out_url: str | None = None) -> tuple[str, DashboardSession]:
+        """A new session for a principal who just signed in: (cookie value, session)."""
         while len(self._sessions) >= self.max_sessions:
             del self._sessions[next(iter(self._sessions))]
         session_id = secrets.token_urlsafe(32)
         session = DashboardSession(
-            principal_name=principal_name,
+            principal=principal,
             csrf_token=secrets.token_urlsafe(32),
             expires_at=self._clock() + self.ttl_s,
+            sign_out_url=sign_out_url,
         )
         self._sessions[_key(session_id)] = session
         return session_id, session

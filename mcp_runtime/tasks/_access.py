@@ -1,9 +1,8 @@
 """Who may call a task method, as which snapshot, and how a refusal reads on the wire.
 
-Owns the permission of each task method (reading a task is reading its run, cancelling it is
-cancelling the run, answering it is giving human input) and the caller's snapshot for a task
-method (the same principal source and casbin check as the tools); failures become JSON-RPC
-errors through `mcp_runtime._errors.protocol_error`. Must not look tasks up.
+Owns the caller's snapshot for a task method (the same principal source and casbin check as
+the tools, with each method's permission from `mcp_runtime._permissions`); failures become
+JSON-RPC errors through `mcp_runtime._errors.protocol_error`. Must not look tasks up.
 """
 
 from __future__ import annotations
@@ -13,16 +12,8 @@ from typing import Any
 from mcp.server.context import ServerRequestContext
 
 from mcp_runtime._guard import ToolGuard
-from mcp_runtime._permissions import Permission
+from mcp_runtime._permissions import METHOD_PERMISSIONS, Permission
 from runtime_core.identity import ExecutionContextSnapshot
-
-METHOD_PERMISSIONS: dict[str, Permission] = {
-    "tasks/get": Permission.RUN_READ,
-    "tasks/result": Permission.RUN_READ,
-    "tasks/list": Permission.RUN_READ,
-    "tasks/cancel": Permission.RUN_CANCEL,
-    "tasks/update": Permission.RUN_INPUT,
-}
 
 
 def caller_snapshot(

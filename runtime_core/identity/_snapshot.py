@@ -26,6 +26,12 @@ class ExecutionContextSnapshot(BaseModel):
     namespaces: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     attributes: dict[str, str] = Field(default_factory=dict)
+    # How the caller authenticated (`configured`, `static_token`, `oauth`, `session`), and for a
+    # token the issuer, subject and token id (`jti`) it carried: never the token itself.
+    auth_method: str | None = None
+    auth_issuer: str | None = None
+    auth_subject: str | None = None
+    auth_token_id: str | None = None
     captured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     def to_json(self) -> str:

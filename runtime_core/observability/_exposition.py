@@ -5,7 +5,8 @@ operation histogram, and the scrape-time gauge collectors it refreshes before re
 the starlette endpoint and app serving it (Prometheus text format 0.0.4 unless the scraper
 negotiates OpenMetrics), the registry metadata key naming a process's metrics URL, and
 `sd_target_groups`, the body of a Prometheus HTTP service-discovery answer listing such
-URLs. Must not authenticate or decide what is measured.
+URLs. Must not authenticate (a caller may wrap the endpoint in its own check) or decide what is
+measured.
 """
 
 from __future__ import annotations
@@ -66,13 +67,17 @@ def metrics_endpoint(exposition: MetricsExposition) -> Endpoint:
     return metrics
 
 
-def metrics_route(exposition: MetricsExposition) -> Route:
-    return Route(METRICS_PATH, metrics_endpoint(exposition), methods=["GET"])
+def metrics_route(exposition: MetricsExposition, wrap: Callable[[Endpoint], Endpoint] | None = None) -> Route:
+    """`GET /metrics`; `wrap` puts a check in front of it (the control plane's metrics token)."""
+    endpoint = metrics_endpoint(exposition)
+    return Route(METRICS_PATH, wrap(endpoint) if wrap else endpoint, methods=["GET"])
 
 
-def metrics_app(exposition: MetricsExposition) -> Starlette:
-    """A starlette app answering only `GET /metrics` (for a dedicated metrics port)."""
-    return Starlette(routes=[metrics_route(exposition)])
+def metrics_app(
+    exposition: MetricsExposition, wrap: Callable[[Endpoint], Endpoint] | None = None
+) -> Starlette:
+    """A starlette app answering only `GET /metrics` (for a dedicated metrics address)."""
+    return Starlette(routes=[metrics_route(exposition, wrap)])
 
 
 def sd_target_groups(endpoints: Mapping[str, Mapping[str, str]]) -> list[dict[str, object]]:

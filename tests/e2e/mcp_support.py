@@ -102,10 +102,12 @@ def child_process(
 
 
 @contextmanager
-def served_http(config: Path, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
-    """Run `mcp-runtime serve --transport http` on a free port; yields its base URL."""
-    port = find_free_port()
-    command = serve_command("http", data_dir, "--port", str(port), "--config", str(config))
+def served_http(
+    config: Path, data_dir: Path, env: dict[str, str], *options: str, port: int | None = None
+) -> Iterator[str]:
+    """Run `mcp-runtime serve --transport http` on `port` (default: a free one); yields its base URL."""
+    port = port or find_free_port()
+    command = serve_command("http", data_dir, "--port", str(port), "--config", str(config), *options)
     with child_process(command, env=env, log=data_dir / "server.log") as process:
         base_url = f"http://127.0.0.1:{port}"
         wait_for_health(process, base_url, data_dir / "server.log")

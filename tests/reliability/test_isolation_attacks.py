@@ -29,7 +29,9 @@ from pydantic import ValidationError
 
 from mcp_runtime import (
     BearerPrincipal,
+    BearerVerifier,
     ConfiguredTokenVerifier,
+    HttpAuth,
     Principal,
     PrincipalConfig,
     ServerConfig,
@@ -504,10 +506,10 @@ INITIALIZE = rpc(
 @pytest.fixture
 async def http(world: World) -> AsyncIterator[httpx.AsyncClient]:
     """The streamable HTTP app (bearer auth, X-API-Key shim) driven in-process through ASGI."""
-    verifier = ConfiguredTokenVerifier(token_config())
-    guard = ToolGuard(BearerPrincipal(verifier), AUTHORIZER)
-    server = build_server(tool_backend(world.services), guard, token_verifier=verifier)
-    async with asgi_client(http_app(server, host="127.0.0.1")) as client:
+    verifier = BearerVerifier(ConfiguredTokenVerifier(token_config()))
+    guard = ToolGuard(BearerPrincipal(), AUTHORIZER)
+    server = build_server(tool_backend(world.services), guard)
+    async with asgi_client(http_app(server, host="127.0.0.1", auth=HttpAuth(verifier, AUTHORIZER))) as client:
         yield client
 
 
@@ -595,7 +597,7 @@ async def test_a_crafted_json_rpc_request_id_shapes_only_the_context_key_never_t
 
 
 async def test_verified_access_token_holds_the_digest_and_lookup_uses_constant_time_compare() -> None:
-    verifier = ConfiguredTokenVerifier(token_config())
+    verifier = BearerVerifier(ConfiguredTokenVerifier(token_config()))
     access = await verifier.verify_token(TOKENS["alice"])
     assert access is not None and access.client_id == "alice"
     assert access.token == hash_token(TOKENS["alice"]) and TOKENS["alice"] not in access.model_dump_json()

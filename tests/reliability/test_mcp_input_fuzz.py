@@ -31,7 +31,9 @@ from mcp import Client
 from mcp_runtime import (
     MAX_REQUEST_BYTES,
     BearerPrincipal,
+    BearerVerifier,
     ConfiguredTokenVerifier,
+    HttpAuth,
     Principal,
     ServerConfig,
     ToolGuard,
@@ -462,16 +464,16 @@ async def test_argument_errors_of_a_denied_caller_are_reported_as_the_denial(rig
 
 
 async def test_http_request_body_above_the_cap_is_413_before_any_parsing(rig: FuzzRig) -> None:
-    verifier = ConfiguredTokenVerifier(ServerConfig(principals={}))
-    guard = ToolGuard(BearerPrincipal(verifier), AUTHORIZER)
-    server = build_server(tool_backend(rig.services), guard, token_verifier=verifier)
+    verifier = BearerVerifier(ConfiguredTokenVerifier(ServerConfig(principals={})))
+    guard = ToolGuard(BearerPrincipal(), AUTHORIZER)
+    server = build_server(tool_backend(rig.services), guard)
     oversized = b"[" + b" " * MAX_REQUEST_BYTES + b"]"
 
     async def streamed() -> AsyncIterator[bytes]:
         for start in range(0, len(oversized), MIB):
             yield oversized[start : start + MIB]
 
-    async with asgi_client(http_app(server, host="127.0.0.1")) as http:
+    async with asgi_client(http_app(server, host="127.0.0.1", auth=HttpAuth(verifier, AUTHORIZER))) as http:
         declared = await http.post("/mcp", content=oversized, headers=HTTP_HEADERS)
         chunked = await http.post("/mcp", content=streamed(), headers=HTTP_HEADERS)
         small = await http.post("/mcp", content=b"{}", headers=HTTP_HEADERS)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from mcp_runtime import (
     ApiKeyHeaderMiddleware,
+    BearerVerifier,
     ConfiguredTokenVerifier,
     PrincipalConfig,
     ServerConfig,
@@ -43,28 +44,25 @@ def test_hash_token_is_the_sha256_hex_digest() -> None:
 
 
 async def test_verifier_maps_each_configured_token_to_its_principal() -> None:
-    verifier = ConfiguredTokenVerifier(_config())
+    verifier = BearerVerifier(ConfiguredTokenVerifier(_config()))
     assert (await verifier.verify_token("alice-token")).client_id == "alice"
     assert (await verifier.verify_token("alice-second-token")).client_id == "alice"
     assert (await verifier.verify_token("bob-token")).client_id == "bob"
 
 
 async def test_verifier_rejects_unknown_token() -> None:
-    assert await ConfiguredTokenVerifier(_config()).verify_token("guess") is None
+    assert await BearerVerifier(ConfiguredTokenVerifier(_config())).verify_token("guess") is None
 
 
 async def test_verified_access_token_never_carries_the_plain_token() -> None:
-    access = await ConfiguredTokenVerifier(_config()).verify_token("alice-token")
+    access = await BearerVerifier(ConfiguredTokenVerifier(_config())).verify_token("alice-token")
     assert access is not None
     assert "alice-token" not in access.model_dump_json()
 
 
 async def test_principal_from_verified_token_carries_tenant_roles_and_namespaces() -> None:
-    verifier = ConfiguredTokenVerifier(_config())
-    access = await verifier.verify_token("alice-token")
-    assert access is not None
-    principal = verifier.principal_for(access)
-    assert principal is not None
+    verifier = BearerVerifier(ConfiguredTokenVerifier(_config()))
+    principal = (await verifier.authenticate("alice-token")).principal
     assert (principal.user_id, principal.tenant_id, principal.tenant_group_id) == (
         "alice",
         "tenant-a",
@@ -72,6 +70,8 @@ async def test_principal_from_verified_token_carries_tenant_roles_and_namespaces
     )
     assert principal.roles == ("operator",)
     assert principal.namespaces == ("ns-a",)
+    assert principal.authentication is not None and principal.authentication.method == "static_token"
+    assert principal.scope_permissions is None  # static tokens: the roles alone decide
 
 
 def test_principal_snapshot_copies_identity_and_takes_the_context_key() -> None:

@@ -20,13 +20,11 @@ from mcp_runtime import (
     TOOL_PERMISSIONS,
     Authorizer,
     BearerPrincipal,
-    ConfiguredTokenVerifier,
     FixedPrincipal,
     Principal,
     ToolBackend,
     ToolGuard,
     build_server,
-    default_server_config,
 )
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlaneSettings, RunStatusView, run_is_done
@@ -648,7 +646,7 @@ async def test_principal_without_roles_is_denied_every_tool(backend: ToolBackend
 
 
 async def test_bearer_principal_source_without_a_token_gets_no_tools(backend: ToolBackend) -> None:
-    guard = ToolGuard(BearerPrincipal(ConfiguredTokenVerifier(default_server_config())), AUTHORIZER)
+    guard = ToolGuard(BearerPrincipal(), AUTHORIZER)
     async with Client(build_server(backend, guard)) as client:
         text = await failed(client, "pipelines.list", {})
     assert "[unauthenticated]" in text

@@ -1,20 +1,21 @@
-"""Bearer tokens and API keys -> principal, for the streamable HTTP transport.
+"""Static bearer tokens and API keys -> configured principal (service accounts, CI, the dashboard's
+token sign-in).
 
 Owns token hashing (sha256 hex), the constant-time lookup of a presented token among the
-configured digests, the SDK `TokenVerifier` built on it, and the ASGI shim that accepts an
-`X-API-Key` header as a bearer token. Must never log, store or return a plain token.
+configured digests, and the ASGI shim that accepts an `X-API-Key` header as a bearer token.
+Must never log, store or return a plain token.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Mapping
+from typing import Protocol
 
-from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_runtime._config import ServerConfig
-from mcp_runtime._principal import Principal
+from mcp_runtime.auth._principal import AuthMethod, Principal, PrincipalConfig
 
 
 def hash_token(token: str) -> str:
@@ -22,17 +23,18 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+class HasPrincipals(Protocol):
+    @property
+    def principals(self) -> Mapping[str, PrincipalConfig]: ...
+
+
 class ConfiguredTokenVerifier:
-    """The SDK's TokenVerifier over the principals of a ServerConfig.
+    """Static tokens: the configured principals, each with the sha256 digests of its tokens."""
 
-    The verified AccessToken names the principal in `client_id` and carries the token's
-    digest (not the token) in `token`.
-    """
-
-    def __init__(self, config: ServerConfig) -> None:
-        self._config = config
+    def __init__(self, config: HasPrincipals) -> None:
+        self._principals = dict(config.principals)
         self._digests = [
-            (digest, name) for name, entry in config.principals.items() for digest in entry.token_sha256
+            (digest, name) for name, entry in self._principals.items() for digest in entry.token_sha256
         ]
 
     def principal_name_for(self, token: str) -> str | None:
@@ -43,16 +45,12 @@ class ConfiguredTokenVerifier:
                 match = name
         return match
 
-    def principal_for(self, access_token: AccessToken) -> Principal | None:
-        if access_token.client_id not in self._config.principals:
-            return None
-        return self._config.principal(access_token.client_id)
-
-    async def verify_token(self, token: str) -> AccessToken | None:
+    def principal_for_token(self, token: str) -> Principal | None:
+        """The principal whose configured digest matches the token, authenticated by it."""
         name = self.principal_name_for(token)
         if name is None:
             return None
-        return AccessToken(token=hash_token(token), client_id=name, scopes=[])
+        return self._principals[name].to_principal(name, AuthMethod.STATIC_TOKEN)
 
 
 class ApiKeyHeaderMiddleware:
