@@ -24,7 +24,7 @@ async def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--url", default="http://127.0.0.1:8765/mcp")
+    parser.add_argument("--url", default=os.environ.get("MCP_RUNTIME_URL", "http://127.0.0.1:8765/mcp"))
     parser.add_argument("--token", default=os.environ.get("MCP_RUNTIME_TOKEN"))
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for completion")
     args = parser.parse_args()
