@@ -136,7 +136,7 @@ def _split_password(url: str) -> tuple[str, str | None]:
         params = conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:  # its message names the bad part, never the password
         raise ConfigurationError(
-            f"{DURABLE_URL_ENV} is not a valid PostgreSQL URL: {exc}",
+            f"{DURABLE_URL_ENV} is not a valid PostgreSQL URL: {str(exc).strip()}",
             hint="Query parameters must be libpq connection parameters (sslmode, sslrootcert, ...).",
         ) from None
     password = params.pop("password", None)

@@ -21,6 +21,7 @@ from runtime_core.storage import DurableStoreSettings, open_durable_store
 from tests.postgres import PrivateServer, make_certificate_authority
 
 PASSWORD = "Scram-only-" + "5e1f0a9c"
+ROLE_PASSWORD = "Role-password-" + "77b0c3e2"
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +106,23 @@ async def test_verify_full_with_another_ca_is_refused_as_a_typed_error(
     url = _url(server, sslmode="verify-full", sslrootcert=str(other_ca))
     with pytest.raises(StoreUnavailableError, match="certificate verify failed"):
         await open_durable_store(_settings(url, 500, MCP_RUNTIME_DURABLE_PASSWORD=PASSWORD))
+
+
+async def test_a_role_that_owns_its_database_migrates_it_without_superuser_rights(
+    server: PrivateServer,
+) -> None:
+    """The deployment recipe of docs/durable-stores.md: CREATE ROLE ... LOGIN; CREATE DATABASE ... OWNER."""
+    with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE mcp_runtime LOGIN PASSWORD '{ROLE_PASSWORD}'")
+        admin.execute("CREATE DATABASE mcp_runtime OWNER mcp_runtime")
+    url = f"postgresql://mcp_runtime@127.0.0.1:{server.port}/mcp_runtime?sslmode=require"
+    store = await open_durable_store(_settings(url, MCP_RUNTIME_DURABLE_PASSWORD=ROLE_PASSWORD))
+    try:
+        await store.probe_write()
+    finally:
+        await store.close()
+    with psycopg.connect(server.conninfo(dbname="mcp_runtime"), autocommit=True) as admin:
+        owners = admin.execute(
+            "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchall()
+    assert owners == [("mcp_runtime",)]
