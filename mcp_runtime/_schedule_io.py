@@ -14,6 +14,7 @@ from pydantic import Field
 
 from mcp_runtime._inputs import ID_PATTERN, MAX_ID_LENGTH, NAME_PATTERN, PipelineRunInput, ToolInput
 from mcp_runtime._outputs import ToolOutput
+from runtime_core.flow import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
 from runtime_core.scheduling import MAX_BACKFILL
 
 SCHEDULE_ID_DESCRIPTION = "The schedule's id (sched_...), as schedules.create or schedules.list shows it."
@@ -56,6 +57,13 @@ class ScheduleCreateInput(PipelineRunInput):
         description="A tick while the previous run is active: allow another run, skip the tick, "
         "cancel_previous then start, or queue_one (fire when the previous run ends; more ticks are skipped).",
     )
+    priority: int | None = Field(
+        None,
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
+        description=f"The priority of every run it fires, {MIN_PRIORITY}-{MAX_PRIORITY} (default "
+        f"{DEFAULT_PRIORITY}), as `submit` takes it.",
+    )
 
 
 class ScheduleIdInput(ToolInput):
@@ -84,6 +92,7 @@ class ScheduleInfo(ToolOutput):
     catch_up: str
     backfill_limit: int
     overlap: str
+    priority: int | None = Field(description="The priority of its runs (None: the default).")
     pipeline: str
     input: dict[str, Any]
     created_by: str = Field(description="The user the fired runs act for.")

@@ -24,7 +24,7 @@ from runtime_core.errors import ConfigurationError
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.scheduling import ScheduleService, ScheduleView, parse_spec
 
-_SPEC_FIELDS = ("cron", "interval_seconds", "timezone", "catch_up", "backfill_limit", "overlap")
+_SPEC_FIELDS = ("cron", "interval_seconds", "timezone", "catch_up", "backfill_limit", "overlap", "priority")
 
 
 def schedule_info(view: ScheduleView) -> ScheduleInfo:
@@ -40,6 +40,7 @@ def schedule_info(view: ScheduleView) -> ScheduleInfo:
         catch_up=spec.catch_up.value,
         backfill_limit=spec.backfill_limit,
         overlap=spec.overlap.value,
+        priority=spec.priority,
         pipeline=view.pipeline,
         input=view.input,
         created_by=view.created_by,

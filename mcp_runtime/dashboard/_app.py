@@ -1,6 +1,6 @@
 """The dashboard's ASGI app, mounted under `/ui` on the HTTP server's Starlette app.
 
-Owns the routes (sign in / out, runs list, run page and its actions, capacity, the live
+Owns the routes (sign in / out, runs list, run page and its actions, capacity, schedules, the live
 streams, the vendored static files) and the assembly of their parts around one session
 store, the server's own tool guard and token verifier, and the tool backend. Must not
 contain page or action behaviour.
@@ -54,6 +54,7 @@ def dashboard_app(
         Route("/runs/{run_id}", pages.run, methods=["GET"]),
         Route("/runs/{run_id}/{action}", actions.act, methods=["POST"]),
         Route("/capacity", pages.capacity, methods=["GET"]),
+        Route("/schedules", pages.schedules, methods=["GET"]),
         Route("/events/runs", streams.runs, methods=["GET"]),
         Route("/events/runs/{run_id}", streams.run, methods=["GET"]),
         Mount("/static", static, name="static"),

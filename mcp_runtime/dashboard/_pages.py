@@ -1,10 +1,11 @@
-"""The dashboard's pages: runs list, run detail, capacity (each only for a signed-in user).
+"""The dashboard's pages: runs list, run detail, capacity, schedules (each only for a signed-in
+user).
 
 Owns reading what each page shows through the gate of the tool that reads the same (runs
 list: the listing tool; run: `run.status`, then `ledger` / `trace` for its evidence;
-instances: `instances.list`), and which actions the run page offers (only those the user's
-roles grant: a viewer sees no action at all). A failure is the page of its error, with the
-tool's error text. Must not change any state.
+instances: `instances.list`; schedules: `schedules.list`), and which actions the run page
+offers (only those the user's roles grant: a viewer sees no action at all). A failure is the
+page of its error, with the tool's error text. Must not change any state.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from mcp_runtime.run_view import (
     graph_svg,
     timeline_svg,
 )
+from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.queueing import SharedRunStatus
+from runtime_core.scheduling import ScheduleView
 
 ACTION_TOOLS = {"cancel": "cancel", "pause": "pause", "resume": "resume", "input": "input.submit"}
 """Each run action of the dashboard and the tool whose permission (and behaviour) it has."""
 OVERALL_STATUSES = ["QueuedGlobally", "Queued", "Running", "Completed", "Failed", "Cancelled", "Rejected"]
+MAX_LISTED_SCHEDULES = 500
 REFRESH_HEADER = "x-dashboard-refresh"
 """Sent by the page's own live refresh: such a read leaves the one-shot notice in place."""
 
@@ -143,6 +147,23 @@ class DashboardPages:
             instances=instances,
             instances_error=instances_error,
         )
+
+    @signed_in
+    async def schedules(self, request: Request, user: DashboardUser) -> Response:
+        schedules, schedules_error = await self._read(user, "schedules.list", self._list_schedules)
+        return page(
+            request,
+            "schedules.html.j2",
+            user=user,
+            nav="schedules",
+            schedules=schedules,
+            schedules_error=schedules_error,
+        )
+
+    async def _list_schedules(self, snapshot: ExecutionContextSnapshot) -> list[ScheduleView]:
+        if self.backend.schedules is None:
+            return []
+        return await self.backend.schedules.list(snapshot, limit=MAX_LISTED_SCHEDULES)
 
     @staticmethod
     async def _read(

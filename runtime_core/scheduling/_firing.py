@@ -125,6 +125,7 @@ class TickFirer:
             None,
             snapshot,
             idempotency_key=idempotency_key(record.schedule_id, tick_ms, kind),
+            priority=spec.priority,
         )
         log.info(
             "schedule.fired",

@@ -14,6 +14,7 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime_core.errors import InvalidArgumentError
+from runtime_core.flow import MAX_PRIORITY, MIN_PRIORITY
 
 MAX_BACKFILL = 1000
 
@@ -67,7 +68,7 @@ class ScheduleSpec(BaseModel):
     catch_up: CatchUpPolicy = CatchUpPolicy.RUN_ONCE
     backfill_limit: int = Field(default=10, ge=1, le=MAX_BACKFILL)
     overlap: OverlapPolicy = OverlapPolicy.SKIP
-    priority: int | None = None
+    priority: int | None = Field(default=None, ge=MIN_PRIORITY, le=MAX_PRIORITY)
 
     @field_validator("cron")
     @classmethod

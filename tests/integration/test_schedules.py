@@ -180,11 +180,15 @@ async def test_two_schedulers_on_one_redis_fire_each_tick_exactly_once(rig: Rig)
     assert set(ticks.values()) == {1}
 
 
-async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenant(rig: Rig) -> None:
+async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenant_and_keep_the_priority(
+    rig: Rig,
+) -> None:
     services, hold = rig
     service = services.scheduling.service
     owner, other = new_tenant("owner"), new_tenant("intruder")
-    view = await create_schedule(services, owner, "nightly", cron="0 3 * * *", timezone="Europe/Berlin")
+    view = await create_schedule(
+        services, owner, "nightly", cron="0 3 * * *", timezone="Europe/Berlin", priority=8
+    )
     assert view.next_fire_at is not None
     assert view.next_fire_at.astimezone(view.spec.zone).strftime("%H:%M") == "03:00"
     with pytest.raises(ConflictError):
@@ -198,6 +202,7 @@ async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenan
     run_id, _ = await service.trigger(owner, view.schedule_id)
     triggered = await services.control_plane.parts.runs.get(run_id)
     assert triggered is not None and _attribute(triggered, "schedule.trigger") == "manual"
+    assert triggered.priority == 8  # the schedule's priority goes with each run it submits
     assert (await service.resume(owner, view.schedule_id)).status == "active"
     assert [v.name for v in await service.list(owner)] == ["nightly"]
     assert (await service.delete(owner, view.schedule_id)).status == "deleted"
