@@ -29,6 +29,8 @@ install_missing prometheus prometheus promtool
 install_missing chromium chromium
 # The data-centre suite (tests/hosts) partitions hosts with nftables rules inside their namespaces.
 install_missing nftables nft
+# The PostgreSQL TLS tests make their CA and server certificate with openssl.
+install_missing openssl openssl
 python -m ruff check .
 # The documentation site, strictly: a broken link or anchor, or a page missing from mkdocs.yml's nav,
 # fails the suite. Built into a scratch directory (nothing is left in the checkout).
