@@ -15,13 +15,16 @@
 -- KEYS[6] by group     ZSET  each admission group's turns (see lib/pending_index)
 -- KEYS[7] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
 -- KEYS[8] by priority  ZSET  each admission group's items by priority, then arrival
--- KEYS[9] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
---         created_at_ms} {squeue}:idem:<tenant>:<sha256 of the key>, expires after ARGV[5]
+-- KEYS[9] rates        HASH  the partition's submit rate limits (see lib/gcra)
+-- KEYS[10] (optional, creation only) idempotency key  HASH {shared_run_id, fingerprint,
+--         created_at_ms} {squeue}:idem:<tenant>:<sha256 of the key>, expires after ARGV[6]
 -- ARGV[1] shared run id
 -- ARGV[2] JSON object of string fields to create the run with ("" = run must exist)
 -- ARGV[3] comma separated statuses an existing run may be enqueued from
--- ARGV[4] (with KEYS[9]) fingerprint of the request (pipeline + input)
--- ARGV[5] (with KEYS[9]) idempotency window, ms
+-- ARGV[4] JSON array of the submit's rate-limit cells [field, interval_us, tolerance_us]
+--         ("[]": none), taken all or none once the run would be created
+-- ARGV[5] (with KEYS[10]) fingerprint of the request (pipeline + input)
+-- ARGV[6] (with KEYS[10]) idempotency window, ms
 -- Returns: {1, now, seq}     enqueued (run QueuedGlobally, item Pending)
 --          {0, now, status}  refused: run exists in a status not allowed, or its item is
 --                            already Pending/Claimed (status 'Queued'); nothing changed
@@ -30,17 +33,20 @@
 --                            fingerprint; nothing changed
 --          {3, now, srun}    the idempotency key made run srun for another request; nothing
 --                            changed
-local PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 3, 4, 6, 7, 8
+--          {4, now, wait_us, field}  a rate limit (`field`) refused the new run: it conforms
+--                            again in wait_us; nothing changed
+local PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY, RATES = 3, 4, 6, 7, 8, 9
+-- include: gcra
 -- include: queue_clock
 -- include: pending_members
 -- include: pending_index
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
-if KEYS[9] then
-  local held = redis.call('HMGET', KEYS[9], 'shared_run_id', 'fingerprint')
+if KEYS[10] then
+  local held = redis.call('HMGET', KEYS[10], 'shared_run_id', 'fingerprint')
   if held[1] then
-    if held[2] == ARGV[4] then return {2, now, held[1]} end
+    if held[2] == ARGV[5] then return {2, now, held[1]} end
     return {3, now, held[1]}
   end
 end
@@ -62,15 +68,17 @@ if raw then
   attempts = old.attempts or 0
 end
 if ARGV[2] ~= '' then
+  local refused = gcra_take(cjson.decode(ARGV[4]), t)
+  if refused ~= 0 then return {4, now, refused[1], refused[2]} end
   local fields = cjson.decode(ARGV[2])
   for field, value in pairs(fields) do
     redis.call('HSET', KEYS[1], field, value)
   end
   redis.call('HSET', KEYS[1], 'created_at_ms', now)
   redis.call('ZADD', KEYS[5], now, srun)
-  if KEYS[9] then
-    redis.call('HSET', KEYS[9], 'shared_run_id', srun, 'fingerprint', ARGV[4], 'created_at_ms', now)
-    redis.call('PEXPIRE', KEYS[9], ARGV[5])
+  if KEYS[10] then
+    redis.call('HSET', KEYS[10], 'shared_run_id', srun, 'fingerprint', ARGV[5], 'created_at_ms', now)
+    redis.call('PEXPIRE', KEYS[10], ARGV[6])
   end
 end
 local seq = string.format('%d', next_queue_seq(t))

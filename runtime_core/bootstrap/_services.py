@@ -29,6 +29,7 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEventObserver, RunEventPublisher, RunEventSubscriber
+from runtime_core.flow import StepRateLimiter
 from runtime_core.health import (
     HealthService,
     LoopStates,
@@ -114,7 +115,8 @@ class EngineServices:
         await self._check_persistence()
         await adopt_recorded_partitions(SharedQueueKeys(self.hot_state))
         self.dag_store = DagStore(self.hot_state)
-        self.step_providers = StepProviders.build(self.settings.step_providers(), self.settings.data_dir)
+        provider_settings = self.settings.step_providers()
+        self.step_providers = StepProviders.build(provider_settings, self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)
         self.executors = default_executor_registry(providers=self.step_providers)
         load_step_plugins(self.executors, self.settings.plugins)
@@ -125,6 +127,8 @@ class EngineServices:
             settings=self.settings.engine,
             observer=self._observer,
         )
+        if provider_settings.rate_limits:
+            self.engine.rate_limiter = StepRateLimiter(self.hot_state, provider_settings.provider_rate_limits)
         await self._attach_audit()
         self._attach_events()
         self.control = ExecutionControlService(self.hot_state)

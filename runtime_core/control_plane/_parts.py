@@ -16,6 +16,7 @@ from runtime_core.continuity import QueuedRunCopies
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore
 from runtime_core.events import RunEventPublisher, RunEventSubscriber
+from runtime_core.flow import TenantRateLimits
 from runtime_core.hot_state import HotState
 from runtime_core.identity import new_incarnation_id
 from runtime_core.instances import (
@@ -202,6 +203,7 @@ def build_parts(
         validate=engine.validate,
         on_enqueued=background.wake,
         keep_copy=copies.keep if copies else None,
+        rate_limits=TenantRateLimits.from_file(settings.tenants_file),
     )
     recovery_settings = RecoverySettings(
         health_window_ms=settings.health_window_ms,

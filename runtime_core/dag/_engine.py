@@ -36,6 +36,7 @@ from runtime_core.dag._worker_loop import WorkerLoop
 from runtime_core.dag._worker_permits import WorkerPermits
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import InvalidPipelineError, NotFoundError
+from runtime_core.flow import StepRateLimiter
 from runtime_core.identity import ExecutionContextSnapshot, new_execution_id
 from runtime_core.pipeline import (
     PipelineDefinition,
@@ -73,6 +74,8 @@ class DagEngine:
         # instance sets them); None: each execution's workers run unbounded by others.
         self.worker_permits: WorkerPermits | None = None
         self.gate = ConcurrencyGate(store.hot_state)
+        # Provider-key rate limits of steps (the providers file's `rate_limits`); None: none.
+        self.rate_limiter: StepRateLimiter | None = None
         # Execution-control hooks; `runtime_core.control.attach_execution_control` sets them
         # (and `read_human_input`, kept by the invoker).
         self.on_park: ParkHandler | None = None
@@ -214,6 +217,7 @@ class DagEngine:
             retry=self.retry,
             invoker=self.invoker,
             gate=self.gate,
+            rate_limiter=self.rate_limiter,
             observer=self.observer,
             step_tracing=self.step_tracing,
             on_park=self.on_park,
@@ -228,6 +232,7 @@ class DagEngine:
         meta = created if fresh else await self.store.load_meta(execution_id)
         if meta is None:
             raise NotFoundError(f"Execution '{execution_id}' not found.", hint="Check the ExecutionId.")
-        gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key)
+        limited = self.rate_limiter.limits if self.rate_limiter is not None else None
+        gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key, limited)
         steps = {step.name: step for step in meta.pipeline.steps}
         return ExecutionRun(meta, steps, gates, ClaimSizer(self.settings.claim_batch_size))

@@ -1,10 +1,11 @@
-"""The gated claim path, taken when a step of the execution is concurrency gated.
+"""The gated claim path, taken when a step of the execution is concurrency gated or rate limited.
 
-Owns `GatedPath`: one step at a time, control gate -> policy admission -> lease -> DAG
-claim, a lease given back at once when the claim was not won, the denial memory updated
-from what the gate refused, and a lease released after its step ran (waking the idle
-workers it held back). Must not run a step or make its transition itself: its
-`StepRunner` does.
+Owns `GatedPath`: one step at a time, control gate -> policy admission -> lease -> the
+provider's rate-limit budget -> DAG claim (a step the budget refuses stays Ready and waits
+its retry-after: no attempt is spent), a lease given back at once when the claim was not
+won, the denial memory updated from what the gate refused, and a lease released after its
+step ran (waking the idle workers it held back). Must not run a step or make its transition
+itself: its `StepRunner` does.
 """
 
 from __future__ import annotations
@@ -99,10 +100,10 @@ class GatedPath:
         lease_id = f"{run.execution_id}:{step_name}:{steps.token_prefix}:{secrets.token_hex(4)}"
         effective = run.gates.effective.get(step_name)
         if effective is None:
-            return LeaseGrant(lease_id=lease_id)
+            return await self._take_rate(step_name, now_ms, LeaseGrant(lease_id=lease_id))
         decision = await steps.context.gate.try_acquire(effective, lease_id)
         if isinstance(decision, LeaseGrant):
-            return decision
+            return await self._take_rate(step_name, now_ms, decision)
         if isinstance(decision, AdmissionDenial):
             run.gates.deny_step(step_name, now_ms + decision.retry_after_ms)
             event, detail = "step.admission_denied", {"policy": decision.policy}
@@ -119,6 +120,30 @@ class GatedPath:
             reason=decision.reason,
             retry_after_ms=decision.retry_after_ms,
             **detail,
+        )
+        return None
+
+    async def _take_rate(self, step_name: str, now_ms: int, grant: LeaseGrant) -> LeaseGrant | None:
+        """The grant, once the step's provider budget (if any) took a unit; else None (the lease
+        goes back and the step waits until the budget conforms again)."""
+        steps, run = self.steps, self.steps.run
+        provider = run.gates.providers.get(step_name)
+        limiter = steps.context.rate_limiter
+        if provider is None or limiter is None:
+            return grant
+        refusal = await limiter.take(provider)
+        if refusal is None:
+            return grant
+        await self._release_lease(grant)
+        run.gates.deny_step(step_name, now_ms + refusal.retry_after_ms)
+        await steps.context.emit(
+            "step.rate_limited",
+            run,
+            step=step_name,
+            worker_id=steps.worker_id,
+            budget=refusal.budget,
+            limit=refusal.limit,
+            retry_after_ms=refusal.retry_after_ms,
         )
         return None
 

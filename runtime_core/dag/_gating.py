@@ -1,10 +1,11 @@
 """Which steps of an execution pass the concurrency gate, and what the gate last refused.
 
 Owns `StepGates`: the effective `config.concurrency` of every gated step (resolved once per
-execution), the Redis scope keys each one leases, and the denial memory that keeps a refused
-step out of the claim loop until its retry-after passes (or a local release frees its
-scope). Also owns `validate_step_policies`, the create-time check of `config.retry` and
-`config.concurrency`. Must not acquire leases or claim steps: the engine does that.
+execution), the Redis scope keys each one leases, the steps whose provider has a rate-limit
+budget (`providers`), and the denial memory that keeps a refused step out of the claim loop
+until its retry-after passes (or a local release frees its scope). Also owns
+`validate_step_policies`, the create-time check of `config.retry` and `config.concurrency`.
+Must not acquire leases or claim steps: the engine does that.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class StepGates:
 
     effective: dict[str, EffectiveConcurrency]
     scope_keys: dict[str, frozenset[str]]
+    # Step -> its provider, for steps whose provider's calls take from a rate-limit budget.
+    providers: dict[str, str] = field(default_factory=dict)
     denials: dict[str, _Denial] = field(default_factory=dict)
     attempting: set[str] = field(default_factory=set)
 
@@ -74,23 +77,26 @@ class StepGates:
         execution_id: str,
         instance_id: str,
         scope_key: Callable[[ScopeLimit], str],
+        rate_limited: Callable[[str | None], bool] | None = None,
     ) -> StepGates:
         effective: dict[str, EffectiveConcurrency] = {}
+        providers: dict[str, str] = {}
         for step in pipeline.steps:
-            resolved = resolve_effective_concurrency(
-                pipeline.config, step.config, _context(pipeline, step, execution_id, instance_id)
-            )
+            context = _context(pipeline, step, execution_id, instance_id)
+            resolved = resolve_effective_concurrency(pipeline.config, step.config, context)
             if resolved.requires_lease or (resolved.enabled and resolved.admission):
                 effective[step.name] = resolved
+            if rate_limited is not None and context.provider and rate_limited(context.provider):
+                providers[step.name] = context.provider
         keys = {
             name: frozenset(scope_key(scope) for scope in resolved.scopes)
             for name, resolved in effective.items()
         }
-        return cls(effective, keys)
+        return cls(effective, keys, providers)
 
     @property
     def active(self) -> bool:
-        return bool(self.effective)
+        return bool(self.effective or self.providers)
 
     def open_for(self, step_name: str, now_ms: int) -> bool:
         """No local worker is trying the step and no recent denial holds it back."""

@@ -21,6 +21,7 @@ from runtime_core.dag._step_tracing import StepTracing
 from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_permits import WorkerPermits
 from runtime_core.dag._worker_state import ExecutionRun
+from runtime_core.flow import StepRateLimiter
 from runtime_core.hot_state import retry_while_unavailable
 
 log = logging.getLogger("runtime_core.dag")
@@ -35,6 +36,7 @@ class WorkerContext:
     retry: RetryDecider
     invoker: StepInvoker
     gate: ConcurrencyGate
+    rate_limiter: StepRateLimiter | None
     observer: ExecutionObserver
     step_tracing: StepTracing
     on_park: ParkHandler | None

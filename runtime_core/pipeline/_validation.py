@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from runtime_core.errors import InputTooLargeError, InvalidPipelineError
+from runtime_core.flow import PipelineFlow
 from runtime_core.pipeline._bindings import BindingError, effective_step_inputs, is_binding, parse_binding
 from runtime_core.pipeline._models import PipelineDefinition, StepDefinition
 
@@ -44,8 +45,19 @@ def validate_pipeline(
     _check_no_cycle(pipeline)
     _check_step_keys(pipeline, set(registered_step_keys))
     _check_bindings(pipeline)
+    _check_flow(pipeline)
     if check_retention is not None:
         _check_retention(pipeline, check_retention)
+
+
+def _check_flow(pipeline: PipelineDefinition) -> None:
+    """`config.flow` (concurrency key, run rate limits) parses: docs/flow-control.md."""
+    try:
+        PipelineFlow.of_config(pipeline.config)
+    except ValueError as exc:
+        raise InvalidPipelineError(
+            "flow_valid", str(exc), hint="See docs/flow-control.md for the config.flow fields."
+        ) from None
 
 
 def _check_names(pipeline: PipelineDefinition) -> None:

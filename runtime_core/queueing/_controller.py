@@ -9,7 +9,9 @@ caller's snapshot is persisted on the run and restored around admission, and the
 trace context (its `invoke_workflow` span, child of the caller's current span) is allocated
 with it. An idempotency key is claimed by the script that creates the run: a key the tenant
 already used within its window returns that run (`deduplicated`) or, for a different
-request, a conflict; either way nothing is created. A new run's request is handed to
+request, a conflict; either way nothing is created. The tenant's and the pipeline's submit
+rate limits are taken by that same script: a limited submit creates nothing and answers
+`[rate_limited]` with the time to retry. A new run's request is handed to
 `keep_copy` (its durable copy) before the run can be dispatched. Must not execute.
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime_core.errors import ConflictError, MissingSnapshotError
+from runtime_core.flow import PipelineFlow, TenantRateLimits, submit_cells, submit_refused
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import AdmissionController, AdmissionDecision, AdmissionKind
 from runtime_core.observability import allocate_run_trace
@@ -100,6 +103,7 @@ class SharedRuntimeController:
         validate: PipelineValidator,
         on_enqueued: Callable[[], None] | None = None,
         keep_copy: Callable[[SharedRunRecord], Awaitable[None]] | None = None,
+        rate_limits: TenantRateLimits | None = None,
     ) -> None:
         self.runs = runs
         self.queue = queue
@@ -109,6 +113,7 @@ class SharedRuntimeController:
         self.validate = validate
         self.on_enqueued = on_enqueued
         self.keep_copy = keep_copy
+        self.rate_limits = rate_limits or TenantRateLimits()
 
     async def submit(
         self,
@@ -147,19 +152,26 @@ class SharedRuntimeController:
             callback_url=callback_url,
             priority=priority,
         )
+        cells = submit_cells(
+            snapshot.tenant_id, pipeline.name, self.rate_limits, PipelineFlow.of_config(pipeline.config)
+        )
         with restored_snapshot(snapshot):
             if mode is SubmitMode.QUEUE_FIRST:
-                queued = await self.queue.enqueue_new(record, idempotency)
+                queued = await self.queue.enqueue_new(record, idempotency, cells)
                 if idempotency is not None and queued.outcome in _KEY_USED:
                     return await self._replayed(idempotency, queued.outcome is QueueOutcome.DUPLICATE, queued)
+                if queued.outcome is QueueOutcome.RATE_LIMITED:
+                    raise submit_refused(cells, queued.detail, queued.wait_us)
                 await self._expect_applied(_created(queued, record), record)
                 await self._keep_copy(record)
                 result = self._queued(record, None, "queue-first submit")
             else:
-                created = await self.runs.create(record, idempotency)
+                created = await self.runs.create(record, idempotency, cells)
                 if idempotency is not None and created.outcome in _KEY_USED:
                     same = created.outcome is TransitionOutcome.DUPLICATE
                     return await self._replayed(idempotency, same, created)
+                if created.outcome is TransitionOutcome.RATE_LIMITED:
+                    raise submit_refused(cells, created.current_status, created.wait_us)
                 await self._keep_copy(record)
                 result = await self._direct(record, provider_hint)
             await self._journal_submit(record, result)

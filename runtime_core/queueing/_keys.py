@@ -86,6 +86,11 @@ class QueuePartition:
         return self._key("pending", "indexed")
 
     @property
+    def flow_rates(self) -> str:
+        """The submit rate limits of the partition's tenants and their pipelines (lib/gcra)."""
+        return self._key("flow", "rates")
+
+    @property
     def claimed(self) -> str:
         return self._key("claimed")
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import secrets
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from runtime_core.flow import GcraCell, cells_json
 from runtime_core.hot_state import HotState
 from runtime_core.instances import admission_group_tenant
 from runtime_core.queueing._idempotency import IdempotencyKey
@@ -43,6 +45,7 @@ class QueueOutcome(Enum):
     BUSY = -2
     DUPLICATE = 2  # the idempotency key already made run `detail` (same request)
     KEY_CONFLICT = 3  # the idempotency key made run `detail` for another request
+    RATE_LIMITED = 4  # the rate limit `detail` refused the new run; it conforms in `wait_us`
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class QueueTransition:
     outcome: QueueOutcome
     now_ms: int
     detail: str | None = None
+    wait_us: int | None = None
 
     @property
     def applied(self) -> bool:
@@ -57,8 +61,10 @@ class QueueTransition:
 
 
 def _transition(reply: list[object]) -> QueueTransition:
-    detail = str(reply[2]) if len(reply) > 2 else None
-    return QueueTransition(QueueOutcome(int(str(reply[0]))), int(str(reply[1])), detail)
+    outcome, now_ms = QueueOutcome(int(str(reply[0]))), int(str(reply[1]))
+    if outcome is QueueOutcome.RATE_LIMITED:
+        return QueueTransition(outcome, now_ms, str(reply[3]), int(str(reply[2])))
+    return QueueTransition(outcome, now_ms, str(reply[2]) if len(reply) > 2 else None)
 
 
 class SharedQueue:
@@ -69,11 +75,15 @@ class SharedQueue:
         self._scripts = hot_state.scripts
 
     async def enqueue_new(
-        self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+        self,
+        record: SharedRunRecord,
+        idempotency: IdempotencyKey | None = None,
+        rate_cells: Sequence[GcraCell] = (),
     ) -> QueueTransition:
         """QueueFirst: create the run and its Pending item in one step (run QueuedGlobally);
-        with `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT)."""
-        return await self._enqueue(record, json.dumps(record.creation_fields()), (), idempotency)
+        with `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT); with
+        `rate_cells`, only if each of those rate limits takes the run (else RATE_LIMITED)."""
+        return await self._enqueue(record, json.dumps(record.creation_fields()), (), idempotency, rate_cells)
 
     async def enqueue_existing(
         self, record: SharedRunRecord, allowed_from: tuple[SharedRunStatus, ...]
@@ -87,6 +97,7 @@ class SharedQueue:
         fields_json: str,
         allowed_from: tuple[SharedRunStatus, ...],
         idempotency: IdempotencyKey | None = None,
+        rate_cells: Sequence[GcraCell] = (),
     ) -> QueueTransition:
         k = self.keys.of_run(record.shared_run_id)
         keys = [
@@ -98,8 +109,14 @@ class SharedQueue:
             k.pending_by_group,
             k.group_heads,
             k.pending_by_priority,
+            k.flow_rates,
         ]
-        args = [record.shared_run_id, fields_json, ",".join(s.value for s in allowed_from)]
+        args = [
+            record.shared_run_id,
+            fields_json,
+            ",".join(s.value for s in allowed_from),
+            cells_json(rate_cells),
+        ]
         if idempotency is not None:
             keys.append(k.idempotency(record.tenant_id, idempotency.key))
             args += [idempotency.fingerprint, str(idempotency.window_ms)]

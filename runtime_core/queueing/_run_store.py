@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from runtime_core.flow import GcraCell, cells_json
 from runtime_core.hot_state import HotState
 from runtime_core.queueing._idempotency import IdempotencyKey
 from runtime_core.queueing._keys import READ_BATCH, SharedQueueKeys
@@ -31,6 +32,7 @@ class TransitionOutcome(Enum):
     MISSING = -1
     DUPLICATE = 2  # the idempotency key already made run `current_status` (same request)
     KEY_CONFLICT = 3  # the idempotency key made run `current_status` for another request
+    RATE_LIMITED = 4  # the rate limit `current_status` refused the new run; it conforms in `wait_us`
 
 
 class RetireOutcome(Enum):
@@ -45,6 +47,7 @@ class RunTransition:
     outcome: TransitionOutcome
     now_ms: int
     current_status: str | None = None
+    wait_us: int | None = None
 
 
 class SharedRunStore:
@@ -64,12 +67,22 @@ class SharedRunStore:
         return [SharedRunRecord.from_hash(raw) if raw else None for raw in await pipe.execute()]
 
     async def create(
-        self, record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+        self,
+        record: SharedRunRecord,
+        idempotency: IdempotencyKey | None = None,
+        rate_cells: Sequence[GcraCell] = (),
     ) -> RunTransition:
         """Create the record with `record.status` (REFUSED when the id already exists); with
-        `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT)."""
+        `idempotency`, only if its key made no run yet (DUPLICATE / KEY_CONFLICT); with
+        `rate_cells`, only if each of those rate limits takes the run (else RATE_LIMITED)."""
         return await self._transition(
-            record.shared_run_id, record.tenant_id, "", record.status, record.creation_fields(), idempotency
+            record.shared_run_id,
+            record.tenant_id,
+            "",
+            record.status,
+            record.creation_fields(),
+            idempotency,
+            rate_cells,
         )
 
     async def transition(
@@ -92,16 +105,19 @@ class SharedRunStore:
         new_status: SharedRunStatus,
         fields: dict[str, str],
         idempotency: IdempotencyKey | None = None,
+        rate_cells: Sequence[GcraCell] = (),
     ) -> RunTransition:
         k = self.keys.of_run(shared_run_id)
-        keys = [k.run(shared_run_id), k.tenant_runs(tenant_id), k.ended]
-        args = [shared_run_id, expected_csv, new_status.value, json.dumps(fields)]
+        keys = [k.run(shared_run_id), k.tenant_runs(tenant_id), k.ended, k.flow_rates]
+        args = [shared_run_id, expected_csv, new_status.value, json.dumps(fields), cells_json(rate_cells)]
         if idempotency is not None:
             keys.append(k.idempotency(tenant_id, idempotency.key))
             args += [idempotency.fingerprint, str(idempotency.window_ms)]
         reply = await self.hot_state.scripts["shared_run_transition"](keys=keys, args=args)
-        detail = str(reply[2]) if len(reply) > 2 else None
-        return RunTransition(TransitionOutcome(int(reply[0])), int(reply[1]), detail)
+        outcome, now_ms = TransitionOutcome(int(reply[0])), int(reply[1])
+        if outcome is TransitionOutcome.RATE_LIMITED:
+            return RunTransition(outcome, now_ms, str(reply[3]), int(reply[2]))
+        return RunTransition(outcome, now_ms, str(reply[2]) if len(reply) > 2 else None)
 
     async def count_by_status(self) -> dict[tuple[str, str], int]:
         """(tenant id, status) -> shared run records held in Redis (the runs-by-status gauge).

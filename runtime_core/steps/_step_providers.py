@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from runtime_core.errors import ConfigurationError
+from runtime_core.flow import ProviderRateLimit, ProviderRateLimits
 from runtime_core.steps._config import validation_problems
 from runtime_core.steps.llm import TEMPLATE_PROVIDER, LlmProviders, LlmProviderSettings, build_llm_providers
 from runtime_core.steps.retrieval import (
+    EMBEDDED_RELATIONAL_KEYS,
     RetrievalProviders,
     RetrievalProviderSettings,
     build_retrieval_providers,
@@ -25,12 +27,27 @@ PROVIDERS_FILE_ENV = "MCP_RUNTIME_PROVIDERS_FILE"
 
 
 class StepProviderSettings(BaseModel):
-    """`{"llm": {name: entry}, "retrieval": {name: entry}}`; each entry is chosen by its `kind`."""
+    """`{"llm": {name: entry}, "retrieval": {name: entry}, "rate_limits": {budget: limit}}`; each
+    entry is chosen by its `kind`; a rate limit is one provider key's budget, shared by the
+    entries it lists (`providers`), see docs/flow-control.md."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     llm: dict[str, LlmProviderSettings] = {}
     retrieval: dict[str, RetrievalProviderSettings] = {}
+    rate_limits: dict[str, ProviderRateLimit] = {}
+
+    @model_validator(mode="after")
+    def _budgets_name_providers(self) -> StepProviderSettings:
+        known = {*self.llm, *self.retrieval, TEMPLATE_PROVIDER, *EMBEDDED_RELATIONAL_KEYS}
+        unknown = sorted(self.provider_rate_limits.providers() - known)
+        if unknown:
+            raise ValueError(f"rate_limits name providers that are not configured: {', '.join(unknown)}")
+        return self
+
+    @property
+    def provider_rate_limits(self) -> ProviderRateLimits:
+        return ProviderRateLimits(budgets=self.rate_limits)
 
     @field_validator("llm")
     @classmethod

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
 from runtime_core.control_plane import ControlPlane
 from runtime_core.errors import ConflictError
+from runtime_core.flow import GcraCell
 from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot, current_snapshot, restored_snapshot
 from runtime_core.instances import (
@@ -729,10 +731,12 @@ async def test_a_queue_first_submit_whose_script_the_client_sent_twice_is_one_qu
     send = queue.enqueue_new
 
     async def sent_twice(
-        record: SharedRunRecord, idempotency: IdempotencyKey | None = None
+        record: SharedRunRecord,
+        idempotency: IdempotencyKey | None = None,
+        rate_cells: Sequence[GcraCell] = (),
     ) -> QueueTransition:
-        await send(record, idempotency)  # its reply was lost
-        return await send(record, idempotency)
+        await send(record, idempotency, rate_cells)  # its reply was lost
+        return await send(record, idempotency, rate_cells)
 
     monkeypatch.setattr(queue, "enqueue_new", sent_twice)
     try:

@@ -29,6 +29,7 @@ from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolv
 from runtime_core.control import ExecutionControlService
 from runtime_core.dag import DagStore, DropOutcome
 from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventType
+from runtime_core.flow import ProviderRateLimit, ProviderRateLimits, StepRateLimiter
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state, script_source
 from runtime_core.instances import InstanceRegistry, RuntimeInstance
 from runtime_core.lifecycle import LifecycleSchedule
@@ -397,6 +398,14 @@ async def _schedule_scenario(hot_state: HotState) -> None:
     assert await ticks.release_queued(sid, 3_000, "b") is None
 
 
+async def _flow_scenario(hot_state: HotState) -> None:
+    """flow_rate_limit: a provider budget takes a call, then refuses the next one."""
+    budget = ProviderRateLimit(limit=1, period="1h", providers=("template",))
+    limiter = StepRateLimiter(hot_state, ProviderRateLimits(budgets={"lua-key": budget}))
+    assert await limiter.take("template") is None
+    assert await limiter.take("template") is not None
+
+
 async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
     claimed: list[ClaimedDelivery] = []
 
@@ -424,6 +433,7 @@ async def observed_calls(
         await _webhook_scenario(hot_state)
         await _run_event_scenario(hot_state)
         await _schedule_scenario(hot_state)
+        await _flow_scenario(hot_state)
     finally:
         await monitor.stop(hot_state)
         await durable.close()
