@@ -229,6 +229,7 @@ def build_parts(
                 audit.ledger if audit else None,
                 reconciler_id=recovery_settings.reconciler_id,
             ),
+            events=events,
         ),
         recovery_settings,
         on_requeued=background.wake,

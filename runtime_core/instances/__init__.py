@@ -57,6 +57,7 @@ from runtime_core.instances._registry import (
     RetireOutcome,
 )
 from runtime_core.instances._reservations import Reservation, ReservationOutcome, ReservationStore
+from runtime_core.instances._run_events import announce_end
 from runtime_core.instances._run_index import (
     ABANDONED_ATTEMPT,
     RecordSwap,
@@ -118,6 +119,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RecordSwap",
     "ABANDONED_ATTEMPT",
     "run_not_found",
+    "announce_end",
     # Local hosting and scale-out
     "LocalInstancePool",
     "LocalInstanceScaler",

@@ -36,7 +36,7 @@ from runtime_core.instances._models import (
     LocalRunStatus,
     RuntimeInstanceSettings,
 )
-from runtime_core.instances._run_events import local_run_end
+from runtime_core.instances._run_events import announce_end
 from runtime_core.instances._run_index import RecordSwap
 
 log = logging.getLogger("runtime_core.instances")
@@ -284,8 +284,7 @@ class RunDriver:
     async def _record_finished(self, run: LocalRun, status: LocalRunStatus, reason: str | None) -> None:
         completed_at = await self.clock.now_ms()
         await self._swap(run, status=status, failure_reason=reason, completed_at_ms=completed_at)
-        if self.deps.events is not None:  # after the record: a listener reading the run finds it done
-            await self.deps.events.publish(local_run_end(run.record))
+        await announce_end(self.deps.index, self.deps.events, run.record)
 
     async def _until_available(self, operation: Callable[[], Awaitable[_T]], what: str) -> _T:
         return await retry_while_unavailable(

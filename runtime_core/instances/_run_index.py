@@ -2,7 +2,8 @@
 
 Owns the Redis records written by the instance that owns a local run, the pointers from
 SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key, the
-per-instance set of non-terminal (assigned) local runs that recovery enumerates, the set of
+per-instance set of assigned local runs that recovery enumerates (not ended, or ended but
+with their end not announced yet: a run leaves it only after its end event left), the set of
 ended local runs (by end time) the lifecycle sweeper retires, retiring them (their records
 expire, their memberships go), the settlement of shared-run dispatch attempts, and the
 tenant-visibility check every run status / cancel path runs before it touches a local
@@ -146,18 +147,25 @@ class RunExecutionIndex:
         replies = await pipe.execute()
         return [str(holder) for holder in replies[1::2]]
 
-    def _queue_put(self, pipe: Pipeline, record: RunIndexRecord, *, point_shared: bool) -> None:
+    def _queue_put(
+        self, pipe: Pipeline, record: RunIndexRecord, *, point_shared: bool, announced: bool = True
+    ) -> None:
         pipe.set(self._local_key(record.local_run_id), record.model_dump_json())
-        self._queue_links(pipe, record, point_shared=point_shared)
+        self._queue_links(pipe, record, point_shared=point_shared, announced=announced)
 
-    def _queue_links(self, pipe: Pipeline, record: RunIndexRecord, *, point_shared: bool) -> None:
-        """Pointers and listings of a written record (the record itself is written by the caller)."""
+    def _queue_links(
+        self, pipe: Pipeline, record: RunIndexRecord, *, point_shared: bool, announced: bool = True
+    ) -> None:
+        """Pointers and listings of a written record (the record itself is written by the caller).
+        A terminal record not `announced` stays assigned (see `leave_assigned`)."""
         if record.shared_run_id and point_shared:
             pipe.set(self._pointer_key("shared", record.shared_run_id), record.local_run_id)
         if record.execution_id:
             pipe.set(self._pointer_key("execution", record.execution_id), record.local_run_id)
         pipe.zadd(self._tenant_key(record.tenant_id), {record.local_run_id: record.created_at_ms})
         assigned = self._assigned_key(record.runtime_instance_id)
+        if record.status.is_terminal and not announced:
+            return
         if record.status.is_terminal:
             pipe.zrem(assigned, record.local_run_id)
             # NX: re-writing a terminal record never moves a retirement a sweeper has leased.
@@ -194,13 +202,23 @@ class RunExecutionIndex:
         """Drop an ended entry whose record is gone (expired or never written)."""
         await self.hot_state.redis.zrem(self.ended_key, local_run_id)
 
-    async def update(self, record: RunIndexRecord, **changes: Any) -> RunIndexRecord:
-        """Overwrite a record this caller alone writes (recovery after sealing it, a refused run)."""
+    async def update(
+        self, record: RunIndexRecord, *, announced: bool = True, **changes: Any
+    ) -> RunIndexRecord:
+        """Overwrite a record this caller alone writes (recovery after sealing it, a refused run).
+        A run ended with `announced=False` stays assigned until `leave_assigned`."""
         updated = record.model_copy(update={**changes, "revision": record.revision + 1})
         pipe = self.hot_state.redis.pipeline(transaction=False)
-        self._queue_put(pipe, updated, point_shared=False)
+        self._queue_put(pipe, updated, point_shared=False, announced=announced)
         await pipe.execute()
         return updated
+
+    async def leave_assigned(self, record: RunIndexRecord) -> None:
+        """An ended local run whose end was announced leaves its instance's assigned set for
+        the ended one (the lifecycle sweeper retires it from there)."""
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        self._queue_links(pipe, record, point_shared=False)
+        await pipe.execute()
 
     async def swap(self, expected: RunIndexRecord, **changes: Any) -> RecordSwap:
         """Compare-and-set: apply `changes` only if the stored record is still `expected`.
@@ -208,17 +226,13 @@ class RunExecutionIndex:
         Only the links the changes move are written: an ExecutionId the swap introduces is one
         the run just chose (a resumed run's record names its execution from its acceptance),
         so no other run's pointer can be overwritten and its pointer goes out in the swap's
-        own round trip (removed again when the swap is refused); a terminal status leaves the
-        instance's listing for the ended one after the swap applied."""
+        own round trip (removed again when the swap is refused); a run that ends stays in its
+        instance's assigned set until its end is announced (`leave_assigned`)."""
         updated = expected.model_copy(update={**changes, "revision": expected.revision + 1})
         introduced = updated.execution_id if updated.execution_id != expected.execution_id else None
         reply = await self._swap_pointing(expected, updated, introduced)
         code = int(reply[0])
         if code in (1, 2):
-            if updated.status.is_terminal and not expected.status.is_terminal:
-                pipe = self.hot_state.redis.pipeline(transaction=False)
-                self._queue_links(pipe, updated, point_shared=False)
-                await pipe.execute()
             return RecordSwap(True, updated)
         if introduced:
             await self.hot_state.redis.delete(self._pointer_key("execution", introduced))
@@ -300,10 +314,11 @@ class RunExecutionIndex:
         return record
 
     async def assigned_to(self, runtime_instance_id: str) -> list[RunIndexRecord]:
-        """Non-terminal local runs of one instance: what recovery must take over if it dies."""
+        """The local runs one instance has not ended, or ended without announcing their end:
+        what recovery must take over if it dies."""
         ids = await self.hot_state.redis.zrange(self._assigned_key(runtime_instance_id), 0, -1)
         records = [await self.get_local(local_run_id) for local_run_id in ids]
-        return [r for r in records if r is not None and not r.status.is_terminal]
+        return [r for r in records if r is not None]
 
     async def list_tenant(
         self, snapshot: ExecutionContextSnapshot, *, limit: int = 100

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from runtime_core.dag import DagStore, ExecutionStatus
 from runtime_core.errors import StoreUnavailableError
+from runtime_core.events import RunEventPublisher
 from runtime_core.identity import restored_snapshot
 from runtime_core.instances import (
     AdmissionController,
@@ -36,6 +37,7 @@ from runtime_core.instances import (
     LocalRunStatus,
     RunExecutionIndex,
     RunIndexRecord,
+    announce_end,
 )
 from runtime_core.queueing import (
     QueueItemStatus,
@@ -70,6 +72,7 @@ class RecoveryDependencies:
     dag_store: DagStore
     evidence: RecoveryEvidence
     archive: ExecutionArchive | None = None
+    events: RunEventPublisher | None = None  # announces the ends of runs it closes
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,9 @@ class ExecutionRecoveryReconciler:
         return outcome.item
 
     async def _recover(self, dead: DeadIncarnations, record: RunIndexRecord) -> _Outcome:
+        if record.status.is_terminal:  # its instance closed it and died before announcing the end
+            await announce_end(self.deps.index, self.deps.events, record)
+            return _Outcome(done=True, note="end announced")
         sealed = await self.deps.index.seal(record, self.settings.reconciler_id)
         if sealed is None:
             return _Outcome(done=False)  # its incarnation wrote it meanwhile: judge it again
@@ -161,7 +167,7 @@ class ExecutionRecoveryReconciler:
             if status is None:
                 return await self._never_created(dead, record, shared)
             if ExecutionStatus(status).is_terminal:
-                await self._close_record(record, LocalRunStatus(status), None)
+                await self._close_record(record, LocalRunStatus(status), None, announce=True)
                 return _Outcome(done=True, note=f"execution already {status}")
         if shared is None:
             return await self._abandon(dead, record, kind, "no shared run to requeue it through")
@@ -188,7 +194,7 @@ class ExecutionRecoveryReconciler:
         if self.deps.archive is not None:
             status = await self.deps.archive.terminal_status(record.execution_id, record.tenant_id)
         if status is not None:
-            await self._close_record(record, LocalRunStatus(status), None)
+            await self._close_record(record, LocalRunStatus(status), None, announce=True)
             return _Outcome(done=True, note=f"execution already {status} (archived)")
         kind = RecoveryKind.IN_FLIGHT_EXECUTION
         if shared is None or shared.resume_execution_id == record.execution_id:
@@ -311,14 +317,20 @@ class ExecutionRecoveryReconciler:
         await self.deps.evidence.record(item, record.snapshot)
         return _Outcome(done=True, note=RecoveryAction.ABANDONED.value, item=item)
 
-    async def _close_record(self, record: RunIndexRecord, status: LocalRunStatus, reason: str | None) -> None:
-        """The dead incarnation's local run ends (its index record leaves the assigned set)."""
-        await self.deps.index.update(
+    async def _close_record(
+        self, record: RunIndexRecord, status: LocalRunStatus, reason: str | None, *, announce: bool = False
+    ) -> None:
+        """The dead incarnation's local run ends (its index record leaves the assigned set);
+        `announce`: its execution ended, so is the run: its end event is published first."""
+        closed = await self.deps.index.update(
             record,
+            announced=not announce,
             status=status,
             failure_reason=reason,
             completed_at_ms=await self.deps.registry.hot_state.server_time_ms(),
         )
+        if announce:
+            await announce_end(self.deps.index, self.deps.events, closed)
 
 
 def _death(dead: DeadIncarnations, record: RunIndexRecord) -> str:

@@ -6,16 +6,19 @@ deterministic id. Runs on a single Redis and on a Redis Cluster.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from runtime_core.control_plane import ControlPlane
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.dag import CompositeObserver, EngineEvent
 from runtime_core.events import (
     EVENT_FIELD,
     RunEvent,
     RunEventKeys,
+    RunEventObserver,
     RunEventPublisher,
     RunEventSubscriber,
     RunEventType,
@@ -23,11 +26,18 @@ from runtime_core.events import (
 )
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances import InstanceHealth, LocalRunStatus, TenantSettingsCatalog
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from runtime_core.steps import HumanApprovalExecutor
 from tests.helpers import wait_until
-from tests.integration.control_plane_support import DEFAULT_TENANT, evented_control_plane, start_instance
+from tests.integration.control_plane_support import (
+    DEFAULT_TENANT,
+    EXAMPLE_TENANTS,
+    evented_control_plane,
+    make_engine,
+    start_instance,
+)
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
@@ -159,3 +169,123 @@ async def test_a_run_cancelled_before_dispatch_ends_with_a_cancelled_event(rig: 
     await rig.plane.cancel(submitted.shared_run_id, OTHER)
     end = await rig.heard.until(submitted.shared_run_id, RunEventType.CANCELLED)
     assert end.tenant_id == OTHER.tenant_id and end.local_run_id is None and end.terminal
+
+
+# A process killed between a run's end and the end event: recovery announces it.
+
+
+class StallingPublisher(RunEventPublisher):
+    """Once armed, the first end of a run it is asked to publish never leaves: its process dies there."""
+
+    def __init__(self, hot_state: HotState) -> None:
+        super().__init__(hot_state)
+        self.armed = False
+        self.stalled = asyncio.Event()
+
+    async def publish(self, event: RunEvent) -> None:
+        if self.armed and event.terminal and not self.stalled.is_set():
+            self.stalled.set()
+            await asyncio.Event().wait()  # until the crash cancels it
+        await super().publish(event)
+
+
+class StallOnFinalized:
+    """Once armed, an engine observer whose process dies when the execution finalized, before
+    its run closed."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.stalled = asyncio.Event()
+
+    async def on_event(self, event: EngineEvent) -> None:
+        if self.armed and event.name == "execution.finalized":
+            self.stalled.set()
+            await asyncio.Event().wait()  # until the crash cancels it
+
+
+@dataclass
+class Crashable:
+    plane: ControlPlane
+    publisher: StallingPublisher
+    finalized: StallOnFinalized
+
+
+@pytest.fixture
+async def crashable(hot_state: HotState) -> AsyncIterator[Crashable]:
+    """A control plane with events and a short health window; the stream exists."""
+    await open_stream(hot_state)
+    engine, control = make_engine(hot_state)
+    publisher, finalized = StallingPublisher(hot_state), StallOnFinalized()
+    engine.observer = CompositeObserver(RunEventObserver(publisher, engine.store), finalized)
+    settings = ControlPlaneSettings(
+        host="crashhost",
+        local_instances=0,
+        background_pump=False,
+        heartbeat_interval_ms=50,
+        health_window_ms=300,
+    )
+    plane = ControlPlane.build(
+        hot_state,
+        engine,
+        control,
+        settings,
+        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
+        events=publisher,
+    )
+    try:
+        yield Crashable(plane, publisher, finalized)
+    finally:
+        await plane.stop()
+        await publisher.aclose()
+
+
+async def _killed_at(crashable: Crashable, stalled: asyncio.Event) -> str:
+    """Run CHAIN on an instance that is killed where `stalled` is set; recover it."""
+    plane = crashable.plane
+    instance = await start_instance(plane, heartbeat_interval_ms=50)
+    submitted = await plane.submit(CHAIN, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+    await plane.drain(10, DEFAULT_TENANT)
+    await asyncio.wait_for(stalled.wait(), timeout=20)
+    await instance.stop(unregister=False)  # what SIGKILL leaves: no heartbeat, Redis as it was
+    registry_key = plane.parts.registry.keys(instance.runtime_instance_id).registry
+
+    async def unsafe() -> bool:
+        await plane.parts.health.reconcile_once()
+        return await plane.parts.hot_state.redis.hget(registry_key, "health") == InstanceHealth.UNSAFE
+
+    await wait_until(unsafe, timeout=10)
+    await plane.parts.recovery.reconcile_once()
+    return submitted.shared_run_id
+
+
+async def _durable_ends(hot_state: HotState, shared_run_id: str) -> list[RunEvent]:
+    entries = await hot_state.redis.xrange(RunEventKeys(hot_state).stream)
+    durable = [RunEvent.model_validate_json(fields[EVENT_FIELD]) for _, fields in entries]
+    return [event for event in durable if event.shared_run_id == shared_run_id and event.terminal]
+
+
+async def test_a_run_closed_by_a_process_killed_before_its_end_event_left_is_announced_by_recovery(
+    crashable: Crashable, hot_state: HotState
+) -> None:
+    crashable.publisher.armed = True
+    shared_run_id = await _killed_at(crashable, crashable.publisher.stalled)
+
+    [end] = await _durable_ends(hot_state, shared_run_id)
+    assert end.type is RunEventType.COMPLETED
+    assert end.event_id == terminal_event_id(RunEventType.COMPLETED, shared_run_id, None)
+    record = await crashable.plane.parts.index.get_by_shared(shared_run_id)
+    assert record is not None and record.status is LocalRunStatus.COMPLETED
+    assigned = await crashable.plane.parts.index.assigned_to(record.runtime_instance_id)
+    assert record.local_run_id not in {r.local_run_id for r in assigned}
+
+
+async def test_a_run_whose_execution_ended_in_a_process_killed_before_it_closed_the_run_is_announced(
+    crashable: Crashable, hot_state: HotState
+) -> None:
+    crashable.finalized.armed = True
+    shared_run_id = await _killed_at(crashable, crashable.finalized.stalled)
+
+    [end] = await _durable_ends(hot_state, shared_run_id)
+    assert end.type is RunEventType.COMPLETED and end.execution_id is not None
+    record = await crashable.plane.parts.index.get_by_shared(shared_run_id)
+    assert record is not None and record.status is LocalRunStatus.COMPLETED
