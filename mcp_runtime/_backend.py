@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_runtime._audit_tools import AuditTools
+from mcp_runtime._capacity_tools import CapacityTools
 from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
@@ -83,6 +84,7 @@ class ToolBackend:
         return [
             *runs.specs(),
             *RunListTools(self.control_plane).specs(),
+            *CapacityTools(self.control_plane).specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),

@@ -185,6 +185,10 @@ class PipelinesListInput(ToolInput):
     pass
 
 
+class CapacityListInput(ToolInput):
+    pass
+
+
 class StepsListInput(ToolInput):
     step_key: str | None = Field(
         None,

@@ -105,6 +105,33 @@ class InstancesListOutput(ToolOutput):
     instances: list[RuntimeInstanceInfo]
 
 
+class TenantCapacityInfo(ToolOutput):
+    runtime_instance_id: str
+    status: str = Field(description="Registry status; Stale once heartbeats lapse.")
+    live: bool
+    isolation_mode: str = Field(description="Shared, Dedicated or Hybrid.")
+    dedicated_to_tenant: bool = Field(
+        description="The instance serves your tenant alone: only then are its activity figures shown."
+    )
+    worker_count: int
+    max_concurrent_runs: int
+    queue_capacity: int
+    is_queue_paused: bool
+    last_heartbeat_at: datetime
+    provider_name: str
+    transport_name: str
+    active_worker_count: int | None = Field(description="None on capacity shared with other tenants.")
+    queued_run_count: int | None = Field(description="None on capacity shared with other tenants.")
+    running_run_count: int | None = Field(description="None on capacity shared with other tenants.")
+    available_run_slots: int | None = Field(description="None on capacity shared with other tenants.")
+    can_accept_run: bool | None = Field(description="None on capacity shared with other tenants.")
+
+
+class CapacityListOutput(ToolOutput):
+    tenant_id: str = Field(description="The capacity listed is the capacity visible to this tenant.")
+    instances: list[TenantCapacityInfo]
+
+
 class StepError(ToolOutput):
     code: str = Field(description="Failure code: transient, timeout, permanent, not_found, exception, ...")
     message: str

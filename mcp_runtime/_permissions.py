@@ -44,6 +44,7 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "submit": Permission.RUN_SUBMIT,
     "queue.drain": Permission.QUEUE_DRAIN,
     "instances.list": Permission.INSTANCE_READ,
+    "capacity.list": Permission.CAPACITY_READ,
     "run.status": Permission.RUN_READ,
     "runs.list": Permission.RUN_READ,
     "cancel": Permission.RUN_CANCEL,

@@ -3,9 +3,10 @@ user).
 
 Owns reading what each page shows through the gate of the tool that reads the same (runs
 list: the listing tool; run: `run.status`, then `ledger` / `trace` for its evidence;
-instances: `instances.list`; schedules: `schedules.list`), and which actions the run page
-offers (only those the user's roles grant: a viewer sees no action at all). A failure is the
-page of its error, with the tool's error text. Must not change any state.
+capacity: `capacity.list`, the tenant's view without other tenants' activity; schedules:
+`schedules.list`), and which actions the run page offers (only those the user's roles grant:
+a viewer sees no action at all). A failure is the page of its error, with the tool's error
+text. Must not change any state.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class DashboardPages:
     async def capacity(self, request: Request, user: DashboardUser) -> Response:
         depth, depth_error = await self._read(user, LISTING_TOOL, self.backend.control_plane.queue_depth)
         instances, instances_error = await self._read(
-            user, "instances.list", self.backend.control_plane.list_instances
+            user, "capacity.list", self.backend.control_plane.tenant_capacity
         )
         return page(
             request,

@@ -1,6 +1,6 @@
 """The control plane facade over shared runs, the shared queue and runtime instances.
 
-Owns `ControlPlane` (submit, drain, list_instances, queue_depth, run_status, run_pipeline,
+Owns `ControlPlane` (submit, drain, list_instances, tenant_capacity, queue_depth, run_status, run_pipeline,
 cancel, pause / resume a local queue; every call takes the caller's
 ExecutionContextSnapshot), its settings, its result models and the tenant-checked run
 lookup. MCP tools and the CLI call this; it knows
@@ -21,6 +21,7 @@ from runtime_core.control_plane._views import (
     InstanceView,
     RunStatusView,
     StepRow,
+    TenantCapacityView,
     run_final_status,
     run_is_done,
 )
@@ -37,6 +38,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "DrainResult",
     "DrainedRun",
     "InstanceView",
+    "TenantCapacityView",
     "RunStatusView",
     "StepRow",
     "run_is_done",

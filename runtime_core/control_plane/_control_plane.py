@@ -36,6 +36,7 @@ from runtime_core.control_plane._views import (
     DrainResult,
     InstanceView,
     RunStatusView,
+    TenantCapacityView,
 )
 from runtime_core.dag import DagEngine
 from runtime_core.errors import MissingSnapshotError, NotFoundError
@@ -345,6 +346,12 @@ class ControlPlane:
     async def list_instances(self, snapshot: ExecutionContextSnapshot | None) -> list[InstanceView]:
         caller = _require(snapshot)
         return [InstanceView.of(entry) for entry in await self.parts.registry.visible_entries(caller)]
+
+    async def tenant_capacity(self, snapshot: ExecutionContextSnapshot | None) -> list[TenantCapacityView]:
+        """The instances visible to the caller's tenant, without other tenants' activity."""
+        caller = _require(snapshot)
+        entries = await self.parts.registry.visible_entries(caller)
+        return [TenantCapacityView.of(entry, caller.tenant_id) for entry in entries]
 
     async def queue_depth(self, snapshot: ExecutionContextSnapshot | None) -> int:
         """How many of the caller's tenant's runs wait in the shared queue (Pending items)."""

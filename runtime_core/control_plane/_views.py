@@ -84,6 +84,63 @@ class InstanceView(BaseModel):
         )
 
 
+class TenantCapacityView(BaseModel):
+    """One runtime instance as a tenant may see it: its size and state always, its activity (busy
+    workers, queued and running runs, free slots) only when the instance serves that tenant alone.
+    Shared and group capacity also carries other tenants' runs, so those figures are withheld
+    (None) rather than revealing their activity."""
+
+    runtime_instance_id: str
+    status: str
+    live: bool
+    isolation_mode: IsolationMode
+    dedicated_to_tenant: bool
+    worker_count: int
+    max_concurrent_runs: int
+    queue_capacity: int
+    queue_paused: bool
+    last_heartbeat_at_ms: int
+    provider_name: str
+    transport_name: str
+    active_workers: int | None = None
+    queued: int | None = None
+    running: int | None = None
+    available_run_slots: int | None = None
+    can_accept_run: bool | None = None
+
+    @classmethod
+    def of(cls, entry: InstanceEntry, tenant_id: str) -> TenantCapacityView:
+        d, c = entry.descriptor, entry.capacity
+        owned = d.tenant_id == tenant_id and not d.tenant_group_id  # a group's instance serves several
+        dedicated = owned and d.isolation_mode is not IsolationMode.SHARED
+        activity = (
+            {
+                "active_workers": c.active_workers,
+                "queued": c.queued,
+                "running": c.running,
+                "available_run_slots": max(0, c.available_run_slots - entry.reserved_slots),
+                "can_accept_run": c.can_accept_run,
+            }
+            if dedicated
+            else {}
+        )
+        return cls(
+            runtime_instance_id=d.runtime_instance_id,
+            status=d.status if entry.live else _not_live_status(entry),
+            live=entry.live,
+            isolation_mode=d.isolation_mode,
+            dedicated_to_tenant=dedicated,
+            worker_count=c.worker_count,
+            max_concurrent_runs=c.max_concurrent_runs,
+            queue_capacity=c.queue_capacity,
+            queue_paused=c.queue_paused,
+            last_heartbeat_at_ms=entry.heartbeat_at_ms,
+            provider_name=d.provider_name,
+            transport_name=c.transport_name,
+            **activity,
+        )
+
+
 class DrainedRun(BaseModel):
     shared_run_id: str
     outcome: str

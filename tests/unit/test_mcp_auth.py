@@ -123,6 +123,7 @@ def test_example_config_loads_and_its_demo_tokens_match() -> None:
     verifier = ConfiguredTokenVerifier(config)
     assert verifier.principal_name_for("demo-admin-token") == config.stdio_principal
     assert verifier.principal_name_for("tenant-a-operator-token") == "tenant-a-operator"
+    assert verifier.principal_name_for("tenant-a-admin-token") == "tenant-a-admin"
 
 
 async def test_api_key_header_becomes_a_bearer_authorization() -> None:

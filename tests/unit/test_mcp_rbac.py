@@ -32,6 +32,7 @@ READ_TOOLS = {
     "steps.list",
     "schedules.list",
     "schedules.get",
+    "capacity.list",
 }
 SCHEDULE_TOOLS = {
     "schedules.create",

@@ -272,7 +272,20 @@ async def test_run_status_of_unknown_id_is_not_found(backend: ToolBackend) -> No
     assert "[not_found]" in text
 
 
-# instances.list
+# instances.list, capacity.list
+
+
+async def test_capacity_list_shows_a_viewer_the_shared_instance_without_its_activity(
+    backend: ToolBackend,
+) -> None:
+    async with session(backend, ACME_VIEWER) as client:
+        listed = await ok(client, "capacity.list", {})
+    assert listed["tenant_id"] == "acme" and listed["instances"]
+    instance = listed["instances"][0]
+    assert instance["isolation_mode"] == "Shared" and instance["dedicated_to_tenant"] is False
+    assert instance["worker_count"] > 0 and instance["live"] is True
+    activity = ("active_worker_count", "queued_run_count", "running_run_count", "available_run_slots")
+    assert [instance[field] for field in (*activity, "can_accept_run")] == [None] * 5
 
 
 async def test_instances_list_shows_every_capacity_field_of_the_local_instance(backend: ToolBackend) -> None:
