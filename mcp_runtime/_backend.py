@@ -3,7 +3,7 @@
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
 registered step types' descriptions (`steps.list`, the `step://` resource), the schedule
-service, the
+service, the bulk run actions, the
 run-event subscriber behind run notifications and submit progress (None: neither), the
 run view reader over the same services (the MCP Apps view and the dashboard), and the
 process's metrics exposition. Must not call them: the tool groups do.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_runtime._audit_tools import AuditTools
+from mcp_runtime._bulk_tools import BulkTools
 from mcp_runtime._capacity_tools import CapacityTools
 from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._listing_tools import RunListTools
@@ -27,6 +28,7 @@ from mcp_runtime.notifications import RunProgress
 from mcp_runtime.run_view import RunViewReader
 from runtime_core.audit import AuditQueries, ReplayService
 from runtime_core.bootstrap import RuntimeServices
+from runtime_core.bulk_actions import BulkRunActions, BulkSettings
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
 from runtime_core.events import RunEventSubscriber
@@ -52,6 +54,8 @@ class ToolBackend:
     run_events: RunEventSubscriber | None = None
     # The schedules behind `schedules.*` (None: those tools answer that schedules are off).
     schedules: ScheduleService | None = None
+    # Dead letters and bulk actions behind `runs.failed / retry / cancel` (None: those tools are off).
+    bulk: BulkRunActions | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -73,6 +77,9 @@ class ToolBackend:
             describe_steps=services.executors.describe,
             run_events=services.run_events,
             schedules=services.scheduling.service,
+            bulk=BulkRunActions(
+                services.control_plane, services.audit.queries, services.audit.ledger, BulkSettings.from_env()
+            ),
         )
 
     def run_view_reader(self) -> RunViewReader:
@@ -90,4 +97,5 @@ class ToolBackend:
             *PipelineTools(self.catalog, self.validate_pipeline).specs(),
             *StepTools(self.describe_steps).specs(),
             *ScheduleTools(self.schedules, self.catalog).specs(),
+            *BulkTools(self.bulk).specs(),
         ]

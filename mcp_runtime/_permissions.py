@@ -23,6 +23,7 @@ class Permission(StrEnum):
     RUN_CONTROL = "run:control"
     RUN_INPUT = "run:input"
     RUN_REPLAY = "run:replay"
+    RUN_RETRY = "run:retry"
     INSTANCE_READ = "instance:read"
     SCHEDULE_READ = "schedule:read"
     SCHEDULE_CREATE = "schedule:create"
@@ -58,6 +59,9 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "pipelines.list": Permission.PIPELINE_READ,
     "pipelines.validate": Permission.PIPELINE_READ,
     "steps.list": Permission.PIPELINE_READ,
+    "runs.failed": Permission.RUN_READ,
+    "runs.retry": Permission.RUN_RETRY,
+    "runs.cancel": Permission.RUN_CANCEL,
     "schedules.create": Permission.SCHEDULE_CREATE,
     "schedules.list": Permission.SCHEDULE_READ,
     "schedules.get": Permission.SCHEDULE_READ,

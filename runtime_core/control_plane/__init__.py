@@ -15,11 +15,13 @@ from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
+    TERMINAL_RUN_STATUSES,
     CancelResult,
     DrainedRun,
     DrainResult,
     InstanceView,
     RunStatusView,
+    StepErrorView,
     StepRow,
     TenantCapacityView,
     run_final_status,
@@ -41,8 +43,10 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "TenantCapacityView",
     "RunStatusView",
     "StepRow",
+    "StepErrorView",
     "run_is_done",
     "run_final_status",
+    "TERMINAL_RUN_STATUSES",
     # Run lookup and the queries / actions on one run
     "RunLocator",
     "LocatedRun",

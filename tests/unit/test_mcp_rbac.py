@@ -33,6 +33,7 @@ READ_TOOLS = {
     "schedules.list",
     "schedules.get",
     "capacity.list",
+    "runs.failed",
 }
 SCHEDULE_TOOLS = {
     "schedules.create",
@@ -52,6 +53,8 @@ OPERATOR_TOOLS = (
         "resume",
         "input.submit",
         "replay",
+        "runs.retry",
+        "runs.cancel",
     }
 )
 
