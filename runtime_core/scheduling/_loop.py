@@ -113,13 +113,13 @@ class Scheduler:
                 deadline = min(deadline, await self._handle(record, now_ms))
             except StoreUnavailableError:
                 raise
-            except RuntimeCoreError as exc:  # one broken schedule never stops the others
+            except Exception as exc:  # one broken schedule (stored spec, refused run) never stops the others
                 log.warning(
                     "scheduler.schedule_failed",
                     extra={
                         "schedule_id": record.schedule_id,
                         "tenant_id": record.tenant_id,
-                        "error": exc.message,
+                        "error": exc.message if isinstance(exc, RuntimeCoreError) else repr(exc),
                     },
                 )
         elapsed_ms = round((time.monotonic() - started) * 1000)

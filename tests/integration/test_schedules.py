@@ -19,6 +19,7 @@ from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.queueing import SharedRunRecord
 from runtime_core.scheduling import Scheduler, SchedulingSettings
+from runtime_core.storage import ScheduleRecord
 from tests.helpers import wait_until
 from tests.integration.schedule_support import (
     HoldExecutor,
@@ -209,3 +210,23 @@ async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenan
     with pytest.raises(NotFoundError):
         await service.get(owner, view.schedule_id)
     hold.release_tenant(owner.tenant_id)
+
+
+async def test_a_schedule_whose_stored_spec_is_broken_never_stops_the_others(rig: Rig) -> None:
+    services, hold = rig
+    tenant = new_tenant()
+    broken = ScheduleRecord(
+        schedule_id="sched_broken_" + tenant.tenant_id,
+        tenant_id=tenant.tenant_id,
+        name="broken",
+        spec={"cron": "not a cron"},
+        pipeline={"name": "held"},
+        snapshot=tenant.model_dump(mode="json"),
+    )
+    assert await services.durable_store.insert_schedule(broken)
+    try:
+        async with scheduled(services, hold, tenant, overlap="allow"):
+            await _until_runs(services, tenant, 2)
+        assert services.scheduling.scheduler.alive
+    finally:
+        await services.durable_store.delete_schedule(tenant.tenant_id, broken.schedule_id)
