@@ -33,11 +33,21 @@ class AnswerContext:
     providers_file: Path | None = None
 
 
-def step_table(view: ExecutionView) -> str:
+def step_table(view: ExecutionView, waiting_step: str | None = None) -> str:
+    """One row per step; the step a parked run waits on reads WaitingForInput (the DAG keeps it
+    Ready: it runs again once answered)."""
     rows = [("step", "stepKey", "status", "retries", "recoveries")]
-    rows += [(s.name, s.step_key, s.status, str(s.retry_count), str(s.recovery_count)) for s in view.steps]
+    rows += [
+        (s.name, s.step_key, _shown_status(s.name, s.status, waiting_step), str(s.retry_count),
+         str(s.recovery_count))
+        for s in view.steps
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+
+
+def _shown_status(step: str, status: str, waiting_step: str | None) -> str:
+    return WAITING_FOR_INPUT if step == waiting_step and status == "Ready" else status
 
 
 def failure_lines(view: ExecutionView) -> list[str]:
@@ -89,7 +99,8 @@ def outcome_report(
 ) -> str:
     """Everything printed on stdout once the execution stopped (terminal or parked);
     `expected_input` is the JSON schema of the answer a parked step waits for."""
-    parts = [f"ExecutionId: {view.meta.execution_id}\nStatus: {status}\n", step_table(view)]
+    waiting_step = control.waiting_step if status == WAITING_FOR_INPUT and control is not None else None
+    parts = [f"ExecutionId: {view.meta.execution_id}\nStatus: {status}\n", step_table(view, waiting_step)]
     if status == "Completed":
         final = view.steps[-1]
         parts.append(f"\nFinal result ({final.name}):\n{json.dumps(final.result, indent=2, sort_keys=True)}")

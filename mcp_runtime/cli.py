@@ -19,11 +19,11 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from mcp_runtime import ServeOptions, hash_token, serve
+from mcp_runtime._cli_inputs import json_object, read_pipeline_file
 from mcp_runtime._cli_report import WAITING_FOR_INPUT, AnswerContext, outcome_report
 from mcp_runtime._cli_wait_ready import add_wait_ready
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
@@ -78,19 +78,6 @@ exit codes: 0 completed, 1 run failed or cancelled, 2 bad arguments or error,
 Documentation: docs/ in the repository (README.md links every page)."""
 
 
-def json_object(text: str) -> dict[str, Any]:
-    """argparse type: a JSON object (a bad value is a usage error, exit 2, no traceback)."""
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text[:80]!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            f"must be a JSON object like '{{\"key\": 1}}', not {type(value).__name__}"
-        )
-    return value
-
-
 class ProgressPrinter:
     """Prints one line per step transition to stderr so long runs show progress."""
 
@@ -142,7 +129,7 @@ async def _advance(services: EngineServices, execution_id: str, args: argparse.N
 
 
 async def _run_pipeline(args: argparse.Namespace) -> int:
-    pipeline = parse_pipeline(await asyncio.to_thread(Path(args.pipeline).read_text, encoding="utf-8"))
+    pipeline = parse_pipeline(await read_pipeline_file(Path(args.pipeline)))
     settings = _settings(args)
     async with EngineServices(settings, observer=ProgressPrinter()) as services:
         execution_id = await services.engine.create_execution(pipeline, args.input, _snapshot(args))

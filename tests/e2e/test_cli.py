@@ -93,7 +93,7 @@ def test_a_missing_pipeline_file_is_an_error_without_traceback(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, stderr = exit_code_of(capsys, "run", str(tmp_path / "nope.json"))
-    assert code == 2 and stderr.startswith("error [os_error]: ") and "nope.json" in stderr
+    assert code == 2 and stderr.startswith("error [not_found]: Pipeline file ") and "nope.json" in stderr
 
 
 def test_runtime_instance_with_a_pool_of_zero_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -270,7 +270,7 @@ def test_the_failed_run_sample_is_what_the_cli_prints(docs_env: dict[str, str], 
     assert _normalised(done.stdout) == _normalised("\n".join(expected))
 
 
-def test_the_input_command_a_waiting_run_prints_completes_it(
+def test_the_input_command_a_waiting_run_prints_completes_it_and_the_waiting_step_reads_waiting(
     docs_env: dict[str, str], tmp_path: Path
 ) -> None:
     waiting = subprocess.run(
@@ -289,6 +289,8 @@ def test_the_input_command_a_waiting_run_prints_completes_it(
         check=False,
     )
     assert waiting.returncode == 3, waiting.stdout + waiting.stderr
+    # the parked step reads as waiting, not Ready (issue 29.6)
+    assert re.search(r"^approval +human\.approval +WaitingForInput ", waiting.stdout, re.M), waiting.stdout
     [answer] = [
         line.strip() for line in waiting.stdout.splitlines() if line.strip().startswith("mcp-runtime input")
     ]

@@ -13,6 +13,7 @@ import pytest
 
 from mcp_runtime.cli import main
 from runtime_core.errors import StoreUnavailableError
+from runtime_core.health import DataDirectoryError, check_data_dir_writable
 from runtime_core.hot_state import REDIS_SERVER_ENV, find_redis_server
 from runtime_core.hot_state import _embedded as embedded
 
@@ -68,3 +69,25 @@ def test_no_redis_server_anywhere_names_the_path_searched_and_every_way_out(
     assert "not installed" not in message
     for way_out in ("apt-get install", REDIS_SERVER_ENV, "REDIS_URL", "`env`"):
         assert way_out in refused.value.hint
+
+
+@pytest.mark.parametrize("below", [False, True])
+def test_a_data_dir_that_is_a_file_is_named_as_a_file(tmp_path: Path, below: bool) -> None:
+    a_file = tmp_path / "state"
+    a_file.write_text("")
+    with pytest.raises(DataDirectoryError) as refused:
+        check_data_dir_writable(a_file / "sub" if below else a_file)
+    assert f"{a_file} is a file, not a directory" in str(refused.value)
+    assert "File exists" not in str(refused.value)
+    assert "--data-dir" in refused.value.hint
+
+
+def test_a_missing_pipeline_file_says_which_file_and_what_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(tmp_path / "nope.json"), "--data-dir", str(tmp_path / "data")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error [not_found]: Pipeline file '{tmp_path / 'nope.json'}' does not exist")
+    assert "Errno" not in error
+    assert "examples/pipelines/rag-final-test.json" in error
+    assert not (tmp_path / "data").exists()  # refused before anything started
