@@ -37,6 +37,7 @@ from runtime_core.steps._step_providers import (
     StepProviders,
     StepProviderSettings,
     load_provider_settings,
+    unset_environment_variables,
 )
 from runtime_core.steps._test_steps import (
     FlakyConfig,
@@ -95,6 +96,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Provider configuration (the providers file)
     "StepProviderSettings",
     "StepProviders",
+    "unset_environment_variables",
     "load_provider_settings",
     "PROVIDERS_FILE_ENV",
     # HTTP failure mapping shared by HTTP-backed steps and providers

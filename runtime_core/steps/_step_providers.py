@@ -8,13 +8,16 @@ closed together. Must not read secrets: providers read their environment variabl
 
 from __future__ import annotations
 
+import logging
+import os
+import typing
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from runtime_core.errors import ConfigurationError
 from runtime_core.flow import ProviderRateLimit, ProviderRateLimits
-from runtime_core.steps._config import validation_problems
 from runtime_core.steps.llm import TEMPLATE_PROVIDER, LlmProviders, LlmProviderSettings, build_llm_providers
 from runtime_core.steps.retrieval import (
     EMBEDDED_RELATIONAL_KEYS,
@@ -24,6 +27,7 @@ from runtime_core.steps.retrieval import (
 )
 
 PROVIDERS_FILE_ENV = "MCP_RUNTIME_PROVIDERS_FILE"
+log = logging.getLogger("runtime_core.steps.providers")
 
 
 class StepProviderSettings(BaseModel):
@@ -70,9 +74,59 @@ def load_provider_settings(path: Path) -> StepProviderSettings:
         return StepProviderSettings.model_validate_json(text)
     except ValidationError as error:
         raise ConfigurationError(
-            f"The providers file {path} is invalid: {validation_problems(error)}",
+            f"The providers file {path} is invalid: {'; '.join(_problem(issue) for issue in error.errors())}",
             hint="See docs/providers.md, 'Configuring an OpenAI-compatible or Anthropic provider'.",
         ) from None
+
+
+def _entry_models() -> list[type[BaseModel]]:
+    return [
+        member
+        for union in (LlmProviderSettings, RetrievalProviderSettings)
+        for member in typing.get_args(typing.get_args(union)[0])
+    ]
+
+
+ENV_FIELDS = frozenset(
+    name for model in _entry_models() for name in model.model_fields if name.endswith("_env")
+)
+
+
+def _problem(issue: Any) -> str:
+    """`llm.openai.base_url: message`: the entry's path without the `kind` tag pydantic inserts, and
+    for a secret written into the file, where it belongs instead. Never the value."""
+    loc = [str(part) for part in issue["loc"]]
+    if len(loc) >= 4 and loc[0] in ("llm", "retrieval"):
+        del loc[2]  # the discriminator: llm.<name>.<kind>.<field>
+    where = ".".join(loc) or "(root)"
+    field = loc[-1] if loc else ""
+    if issue["type"] == "extra_forbidden" and f"{field}_env" in ENV_FIELDS:
+        return (
+            f"{where}: secrets never go in the providers file; put the value in an environment variable "
+            f"and name that variable with `{field}_env` (e.g. \"{field}_env\": \"{field.upper()}\")"
+        )
+    return f"{where}: {issue['msg']}"
+
+
+def unset_environment_variables(settings: StepProviderSettings) -> list[str]:
+    """`<section>.<entry>: <VARIABLE> (<field>)` for every variable an entry names that is not set
+    (the entry fails when used: better said at start). Names only, never values."""
+    missing = []
+    for section, entries in (("llm", settings.llm), ("retrieval", settings.retrieval)):
+        for name, entry in entries.items():
+            for field in sorted(type(entry).model_fields):
+                missing += [
+                    f"{section}.{name}: {variable} ({field})"
+                    for variable in _named_variables(getattr(entry, field), field)
+                    if not os.environ.get(variable)
+                ]
+    return missing
+
+
+def _named_variables(value: Any, field: str) -> list[str]:
+    if field == "headers_from_env":
+        return [v for v in value.values() if isinstance(v, str) and v]
+    return [value] if field in ENV_FIELDS and isinstance(value, str) and value else []
 
 
 class StepProviders:
@@ -88,6 +142,12 @@ class StepProviders:
     ) -> StepProviders:
         """The offline defaults plus every configured entry; the embedded database lives in `data_dir`."""
         settings = settings or StepProviderSettings()
+        for missing in unset_environment_variables(settings):
+            log.warning(
+                "providers.env_missing %s is not set: steps using this provider will fail until it is",
+                missing,
+                extra={"provider_variable": missing},
+            )
         return cls(build_llm_providers(settings.llm), build_retrieval_providers(settings.retrieval, data_dir))
 
     async def aclose(self) -> None:
