@@ -164,16 +164,30 @@ RULES: list[tuple[str, Run | tuple[Covered, ...]]] = [
         r"^PYTHONPATH=\. mcp-runtime run my-pipeline\.json",
         (Covered(SELF, "test_the_step_example_runs_under_steps_and_completes_with_its_result", "my_steps"),),
     ),
+    (
+        r"^export MCP_RUNTIME_DURABLE_URL=postgresql://",
+        (
+            Covered(
+                "tests/e2e/test_postgres_deployment.py",
+                "test_serve_and_runtime_instance_processes_share_the_postgresql_store",
+                "MCP_RUNTIME_DURABLE_URL",
+            ),
+        ),
+    ),
     (r"human-approval\.json", Run(exit_code=3)),
     (r"^source \.venv/bin/activate|^mcp-runtime (--help|--version|steps|run|hash-token)", Run()),
     (r"^mcp-runtime serve --transport http --port 8765 .*&$", Run()),
 ]
 
 
+def matching_rule(block: Block) -> Run | tuple[Covered, ...] | None:
+    return next((action for pattern, action in RULES if re.search(pattern, block.text, re.M)), None)
+
+
 def rule_of(block: Block) -> Run | tuple[Covered, ...]:
-    matching = [action for pattern, action in RULES if re.search(pattern, block.text, re.M)]
-    assert matching, f"{block.name}: no rule says how this shown command is run:\n{block.text}"
-    return matching[0]
+    action = matching_rule(block)
+    assert action is not None, f"{block.name}: no rule says how this shown command is run:\n{block.text}"
+    return action
 
 
 RUNNABLE = blocks("bash")
@@ -236,9 +250,10 @@ def _distinct(found: list[Block]) -> list[Block]:
     return list({block.text: block for block in reversed(found)}.values())[::-1]
 
 
-@pytest.mark.parametrize(
-    "block", _distinct([b for b in RUNNABLE if isinstance(rule_of(b), Run)]), ids=lambda block: block.name
-)
+RUN_HERE = _distinct([b for b in RUNNABLE if isinstance(matching_rule(b), Run)])
+
+
+@pytest.mark.parametrize("block", RUN_HERE, ids=lambda block: block.name)
 def test_a_shown_block_runs_as_written(block: Block, docs_env: dict[str, str], tmp_path: Path) -> None:
     rule = rule_of(block)
     assert isinstance(rule, Run)
