@@ -188,6 +188,7 @@ def build_parts(
         ),
         batch_size=settings.pump_batch_size,
         idle_interval_ms=settings.pump_idle_interval_ms,
+        capacity_signals=RunEventSubscriber(hot_state),
     )
     scale_out = ScaleOutRequestStore(hot_state)
     requeue = FulfilledRunRequeue(runs, queue, on_requeued=background.wake)

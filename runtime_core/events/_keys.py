@@ -2,6 +2,8 @@
 
 - `<prefix>events:runs`             pub/sub channel; each message is a JSON list of events
                                     (one publication may carry a batch);
+- `<prefix>events:capacity`         pub/sub channel; each message is the id of a runtime
+                                    instance whose heartbeat freed capacity;
 - `<prefix>{run-events}:stream`     STREAM of the durable events (terminal, waiting for
                                     input), one field `event` holding the event JSON; created
                                     by the webhook service (events are appended only to an
@@ -26,6 +28,10 @@ class RunEventKeys:
     @property
     def channel(self) -> str:
         return self.hot_state.key("events", "runs")
+
+    @property
+    def capacity_channel(self) -> str:
+        return self.hot_state.key("events", "capacity")
 
     @property
     def stream(self) -> str:

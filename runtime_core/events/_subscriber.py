@@ -1,8 +1,9 @@
 """RunEventSubscriber: this process's one Redis pub/sub listener of run events.
 
-Owns the subscription to the run-event channel (started with the first listener, one
-connection per process whatever the number of listeners), decoding each message's batch
-and handing every event to the registered listeners, and reconnecting with back-off when
+Owns the subscription to the run-event channel and the capacity channel (started with the
+first listener, one connection whatever the number of listeners), decoding each message's
+batch and handing every event to the registered listeners, handing the id of an instance
+that freed capacity to the capacity listeners, and reconnecting with back-off when
 Redis goes away. Pub/sub delivers at most once: events published while the connection was
 down are lost, so listeners that must not miss an end also re-read the run now and then;
 a listener may also register a `gap` callback, called each time the subscription becomes
@@ -33,6 +34,7 @@ log = logging.getLogger("runtime_core.events")
 
 RunEventListener = Callable[[RunEvent], None]
 GapListener = Callable[[], None]
+CapacityListener = Callable[[str], None]
 _POLL_TIMEOUT_S = 1.0
 _CLOSE_GRACE_S = 1.0
 _LOST = (StoreUnavailableError, RedisError, OSError)
@@ -44,6 +46,7 @@ class RunEventSubscriber:
         self.keys = RunEventKeys(hot_state)
         self._listeners: dict[object, RunEventListener] = {}
         self._gap_listeners: dict[object, GapListener] = {}
+        self._capacity_listeners: dict[object, CapacityListener] = {}
         self._task: asyncio.Task[None] | None = None
         self._pubsub: PubSub | None = None  # the live subscription's, while there is one
         self._closing = False
@@ -58,13 +61,24 @@ class RunEventSubscriber:
         self._listeners[token] = listener
         if gap is not None:
             self._gap_listeners[token] = gap
+        return self._subscribed(token)
+
+    def on_capacity(self, listener: CapacityListener) -> Callable[[], None]:
+        """Register `listener` for capacity freed on any runtime instance (called with its id;
+        at most once per publication, none while disconnected); returns an unsubscribe."""
+        token = object()
+        self._capacity_listeners[token] = listener
+        return self._subscribed(token)
+
+    def _subscribed(self, token: object) -> Callable[[], None]:
+        """Start the subscription if needed; the unsubscribe of `token`'s listeners."""
         if self._task is None or self._task.done():
             self._closing = False
             self._task = asyncio.create_task(self._run(), name="run-events-subscriber")
 
         def unsubscribe() -> None:
-            self._listeners.pop(token, None)
-            self._gap_listeners.pop(token, None)
+            for listeners in (self._listeners, self._gap_listeners, self._capacity_listeners):
+                listeners.pop(token, None)
 
         return unsubscribe
 
@@ -114,7 +128,7 @@ class RunEventSubscriber:
         await self.hot_state.ping()  # a cluster client learns its slots from its first command
         pubsub = self._pubsub = self.hot_state.redis.pubsub()
         try:
-            await pubsub.subscribe(self.keys.channel)
+            await pubsub.subscribe(self.keys.channel, self.keys.capacity_channel)
             self.subscribed.set()
             self._announce_gap()
             while True:
@@ -134,6 +148,9 @@ class RunEventSubscriber:
                 log.exception("run_events.gap_listener_failed")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("channel") == self.keys.capacity_channel:
+            self._capacity_freed(str(message["data"]))
+            return
         try:
             events = [RunEvent.model_validate(raw) for raw in json.loads(message["data"])]
         except (ValueError, TypeError, ValidationError):
@@ -141,3 +158,10 @@ class RunEventSubscriber:
             return
         for event in events:
             self.deliver(event)
+
+    def _capacity_freed(self, runtime_instance_id: str) -> None:
+        for listener in list(self._capacity_listeners.values()):
+            try:
+                listener(runtime_instance_id)
+            except Exception:  # fan-out boundary, as in `deliver`
+                log.exception("run_events.capacity_listener_failed")

@@ -4,8 +4,9 @@ Owns registration by incarnation (Lua `register_instance`: a new start of an ins
 its id's registration over from a predecessor, whose work recovery then takes over; index
 SET), heartbeat publication of the registry descriptor and the capacity descriptor (Lua
 `publish_capacity`, server time, out-of-order publishes of one incarnation ignored, a
-superseded or Unsafe incarnation refused: fenced), retirement on a clean stop (Lua
-`retire_instance`: removed, or handed over to recovery when local runs are left),
+superseded or Unsafe incarnation refused: fenced, freed capacity announced on pub/sub),
+retirement on a clean stop (Lua `retire_instance`: removed, or handed over to recovery
+when local runs are left),
 unregistration, and listing joined entries filtered by tenant visibility (an entry is live
 only while its heartbeat is fresh and the health reconciler has not marked it Unsafe).
 Must not decide admission or create instances.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.errors import ConflictError, NotFoundError
+from runtime_core.events import RunEventKeys
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._keys import InstanceKeys, instance_index_key
@@ -79,6 +81,8 @@ class InstanceRegistry:
     ) -> None:
         self.hot_state = hot_state
         self.tenants = tenants
+        # Where a heartbeat that freed capacity announces it (see `RunEventSubscriber.on_capacity`).
+        self.capacity_channel = RunEventKeys(hot_state).capacity_channel
         self.stale_after_ms = stale_after_ms
 
     def keys(self, runtime_instance_id: str) -> InstanceKeys:
@@ -125,6 +129,8 @@ class InstanceRegistry:
                 version,
                 *_publication(descriptor, capacity),
                 json.dumps(list(counted)),
+                self.capacity_channel,
+                descriptor.runtime_instance_id,
             ],
         )
         return Heartbeat(HeartbeatOutcome(int(reply[0])), str(reply[2]) if len(reply) > 2 else "")

@@ -2,7 +2,9 @@
 
 Owns waiting until runtime capacity is visible (at least one live instance that can accept
 a run) before the first automatic dispatch, and the loop that runs pump cycles, idling
-until woken or a poll interval passes when a cycle dispatched nothing, and backing off
+until woken (new work, capacity freed in this process, or capacity freed on any runtime
+instance, heard on the capacity channel) or a poll interval passes when a cycle
+dispatched nothing, and backing off
 (capped exponential, logged) while Redis is unavailable instead of dying. Must not
 dispatch itself: every cycle goes through the pump.
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from runtime_core.errors import StoreUnavailableError
+from runtime_core.events import RunEventSubscriber
 from runtime_core.hot_state import StoreOutage
 from runtime_core.instances import InstanceRegistry
 from runtime_core.queueing._models import PumpIdentity, PumpRequest
@@ -64,7 +68,9 @@ class BackgroundPump:
         *,
         batch_size: int = 50,
         idle_interval_ms: int = 200,
+        capacity_signals: RunEventSubscriber | None = None,
     ) -> None:
+        """`capacity_signals`: a subscriber of its own, closed by `stop`."""
         self.pump = pump
         self.gate = gate
         self.identity = identity
@@ -74,10 +80,14 @@ class BackgroundPump:
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.capacity_signals = capacity_signals
+        self._unsubscribe: Callable[[], None] | None = None
 
     def start(self) -> None:
         self._stop.clear()
         self._task = asyncio.create_task(self._loop(), name=f"pump:{self.identity.claimer}")
+        if self.capacity_signals is not None and self._unsubscribe is None:
+            self._unsubscribe = self.capacity_signals.on_capacity(lambda _instance_id: self.wake())
 
     @property
     def alive(self) -> bool:
@@ -94,6 +104,10 @@ class BackgroundPump:
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        if self._unsubscribe is not None and self.capacity_signals is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+            await self.capacity_signals.aclose()
 
     async def _loop(self) -> None:
         if not await self.gate.wait_ready(self._stop):
