@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_runtime import TOOL_PERMISSIONS
 from runtime_core.hot_state import EmbeddedRedis, find_free_port
 from tests.e2e.mcp_support import REPOSITORY, clean_environment
 
@@ -346,3 +347,17 @@ def test_the_readme_links_point_at_pages_that_exist() -> None:
     assert targets, "the README links no page of docs/"
     missing = [target for target in targets if not (REPOSITORY / target).exists()]
     assert not missing, f"README.md links pages that do not exist: {missing}"
+
+
+def test_the_readme_names_every_tool_and_spells_each_resource_as_the_server_registers_it() -> None:
+    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
+    paragraph = readme[readme.index("**Over MCP**") :].split("\n\n", 1)[0]
+    named = set(re.findall(r"`([a-z]+(?:\.[a-z]+)?)`", paragraph)) - {"run_pipeline"}
+    assert named == set(TOOL_PERMISSIONS), f"README tool list differs: {named ^ set(TOOL_PERMISSIONS)}"
+    sources = "\n".join(
+        path.read_text(encoding="utf-8") for path in (REPOSITORY / "mcp_runtime").rglob("*.py")
+    )
+    resources = re.findall(r"`((?:pipeline|step|run|ui)://[^`]+)`", paragraph)
+    assert len(resources) == 4
+    for resource in resources:
+        assert resource in sources, f"{resource} is not spelled as the server registers it"
