@@ -349,9 +349,10 @@ def test_the_readme_links_point_at_pages_that_exist() -> None:
     assert not missing, f"README.md links pages that do not exist: {missing}"
 
 
-def test_the_readme_names_every_tool_and_spells_each_resource_as_the_server_registers_it() -> None:
-    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
-    paragraph = readme[readme.index("**Over MCP**") :].split("\n\n", 1)[0]
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
+def test_the_front_page_names_every_tool_and_spells_each_resource_as_registered(page: str) -> None:
+    text = (REPOSITORY / page).read_text(encoding="utf-8")
+    paragraph = text[text.index("**Over MCP**") :].split("\n\n", 1)[0]
     named = set(re.findall(r"`([a-z]+(?:\.[a-z]+)?)`", paragraph)) - {"run_pipeline"}
     assert named == set(TOOL_PERMISSIONS), f"README tool list differs: {named ^ set(TOOL_PERMISSIONS)}"
     sources = "\n".join(
