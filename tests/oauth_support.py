@@ -28,9 +28,10 @@ def acme_claims(tenant: str, roles: list[str], **extra: Any) -> dict[str, Any]:
     return {"tenant": tenant, "tenant_group": f"{tenant}-group", "realm_access": {"roles": roles}, **extra}
 
 
-def identity_provider() -> OAuthServer:
-    """The started server with its realms, users and clients (stop it when done)."""
-    server = OAuthServer()
+def identity_provider(host: str = "127.0.0.1") -> OAuthServer:
+    """The started server with its realms, users and clients (stop it when done); `host` is the name
+    its URLs use (it listens on 127.0.0.1 either way)."""
+    server = OAuthServer(host)
     acme = server.realm("acme")
     acme.users["alice"] = User(
         "alice-password",

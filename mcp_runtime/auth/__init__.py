@@ -11,7 +11,8 @@ from mcp_runtime.auth._audit import ACCESS_REFUSED_EVENT, AccessAudit, refusal_c
 from mcp_runtime.auth._claims import principal_from_claims, resolve
 from mcp_runtime.auth._introspection import Introspector
 from mcp_runtime.auth._issuer_keys import IssuerKeys, IssuerMetadata, IssuerUnavailableError, key_fits
-from mcp_runtime.auth._jwt import JwtVerifier, looks_like_jwt
+from mcp_runtime.auth._jwt import JwtVerifier, looks_like_jwt, verify_signed
+from mcp_runtime.auth._oidc import DashboardSso, SignedIn, SignInError, SsoProvider
 from mcp_runtime.auth._principal import Authentication, AuthMethod, Principal, PrincipalConfig
 from mcp_runtime.auth._refusals import RefusalReason, TokenRefusedError
 from mcp_runtime.auth._resource_server import (
@@ -64,6 +65,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "PrincipalUser",
     "JwtVerifier",
     "looks_like_jwt",
+    "verify_signed",
     "IssuerKeys",
     "IssuerMetadata",
     "IssuerUnavailableError",
@@ -80,6 +82,11 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "protected_resource_metadata",
     "protected_resource_routes",
     "PROTECTED_RESOURCE_PATH",
+    # Dashboard single sign-on
+    "DashboardSso",
+    "SsoProvider",
+    "SignedIn",
+    "SignInError",
     # Audit
     "AccessAudit",
     "ACCESS_REFUSED_EVENT",

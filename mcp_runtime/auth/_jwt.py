@@ -1,15 +1,17 @@
-"""JWT access tokens (RFC 9068) verified with PyJWT against the trusted issuers' keys.
+"""JWTs verified with PyJWT against the trusted issuers' keys: access tokens (RFC 9068), ID tokens.
 
-Owns the order of the checks: the header first (the algorithm must be on the issuer's
-allow-list: never `none`, never HMAC; `typ` at+jwt when required), then the issuer named by
-`iss` must be trusted, then the signature against that issuer's key for the header's `kid`,
-then `iss`, `aud` (this resource, RFC 8707), `exp`, `nbf` and `iat` with the configured skew.
-Each failure is a TokenRefusedError with its reason. Must not map claims to a principal.
+Owns the order of the checks (`verify_signed`): the header first (the algorithm must be on the
+issuer's allow-list: never `none`, never HMAC; `typ` at+jwt when required), then the signature
+against that issuer's key for the header's `kid`, then `iss`, `aud` (this resource for an access
+token, RFC 8707; the dashboard's client for an ID token), `exp`, `nbf` and `iat` with the
+configured skew; and for access tokens (`JwtVerifier`) choosing the issuer by `iss`, which must be
+trusted. Each failure is a TokenRefusedError with its reason; no message quotes the caller's text.
+Must not map claims to a principal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jwt
@@ -26,7 +28,7 @@ from jwt.exceptions import (
 
 from mcp_runtime.auth._issuer_keys import IssuerKeys
 from mcp_runtime.auth._refusals import RefusalReason, TokenRefusedError
-from mcp_runtime.auth._settings import OAuthSettings
+from mcp_runtime.auth._settings import SUPPORTED_ALGORITHMS, OAuthSettings
 
 AT_JWT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
 
@@ -42,42 +44,27 @@ def looks_like_jwt(token: str) -> bool:
 
 
 def _malformed(detail: str) -> TokenRefusedError:
-    return TokenRefusedError(RefusalReason.MALFORMED, f"the access token is malformed ({detail})")
+    return TokenRefusedError(RefusalReason.MALFORMED, f"the token is malformed ({detail})")
 
 
 class JwtVerifier:
+    """Access tokens of any trusted issuer, for this resource."""
+
     def __init__(self, settings: OAuthSettings, keys: Mapping[str, IssuerKeys]) -> None:
         self._settings = settings
         self._keys = keys  # by issuer identifier
 
     async def verify(self, token: str) -> tuple[IssuerKeys, dict[str, Any]]:
         """(the issuer, the verified claims), or TokenRefusedError."""
-        header = self._header(token)
         issuer = self._issuer(token)
-        settings = issuer.issuer
-        algorithm = header.get("alg")
-        if algorithm not in settings.algorithms:
-            raise TokenRefusedError(
-                RefusalReason.UNSUPPORTED_ALGORITHM,
-                f"the token is signed with {algorithm!r}, which issuer {settings.issuer} may not use "
-                f"here (allowed: {', '.join(settings.algorithms)})",
-            )
-        if settings.require_at_jwt and str(header.get("typ", "")).lower() not in AT_JWT_TYPES:
-            raise TokenRefusedError(
-                RefusalReason.WRONG_TYPE,
-                f"the token's typ is {header.get('typ')!r}, not at+jwt: present an access token, "
-                "not an ID token",
-            )
-        kid = header.get("kid")
-        jwk = await issuer.key_for(kid if isinstance(kid, str) else None, algorithm)
-        return issuer, self._decode(token, issuer, jwk, algorithm)
-
-    @staticmethod
-    def _header(token: str) -> dict[str, Any]:
-        try:
-            return jwt.get_unverified_header(token)
-        except PyJWTError as exc:
-            raise _malformed(type(exc).__name__) from None
+        claims = await verify_signed(
+            token,
+            issuer,
+            audiences=self._settings.audiences(issuer.issuer),
+            leeway=self._settings.clock_skew_s,
+            require_at_jwt=issuer.issuer.require_at_jwt,
+        )
+        return issuer, claims
 
     def _issuer(self, token: str) -> IssuerKeys:
         try:
@@ -93,41 +80,62 @@ class JwtVerifier:
             )
         return issuer
 
-    def _decode(self, token: str, issuer: IssuerKeys, jwk: dict[str, Any], algorithm: str) -> dict[str, Any]:
-        try:
-            key = jwt.PyJWK(jwk, algorithm=algorithm).key
-            return jwt.decode(
-                token,
-                key,
-                algorithms=[algorithm],
-                audience=list(self._settings.audiences(issuer.issuer)),
-                issuer=issuer.issuer.issuer,
-                leeway=self._settings.clock_skew_s,
-                options={"require": ["exp", "iss", "aud"]},
-            )
-        except ExpiredSignatureError:
-            raise TokenRefusedError(
-                RefusalReason.EXPIRED, "the access token has expired; get a new one"
-            ) from None
-        except ImmatureSignatureError:
-            raise TokenRefusedError(
-                RefusalReason.NOT_YET_VALID,
-                "the access token is not valid yet (nbf or iat in the future); check the clocks",
-            ) from None
-        except InvalidAudienceError:
-            audiences = ", ".join(self._settings.audiences(issuer.issuer))
-            raise TokenRefusedError(
-                RefusalReason.WRONG_AUDIENCE,
-                f"the access token is not for this resource (its aud must include {audiences}); request "
-                f"it with resource={self._settings.resource}",
-            ) from None
-        except InvalidSignatureError:
-            raise TokenRefusedError(
-                RefusalReason.BAD_SIGNATURE, "the access token's signature is invalid"
-            ) from None
-        except (InvalidIssuerError, InvalidIssuedAtError, MissingRequiredClaimError) as exc:
-            raise TokenRefusedError(
-                RefusalReason.INVALID_CLAIMS, f"the access token's claims are invalid ({exc})"
-            ) from None
-        except PyJWTError as exc:
-            raise _malformed(type(exc).__name__) from None
+
+async def verify_signed(
+    token: str, issuer: IssuerKeys, *, audiences: Sequence[str], leeway: float, require_at_jwt: bool = False
+) -> dict[str, Any]:
+    """The claims of a JWS of `issuer` (an access token, or an ID token with its client as audience)
+    after every check, or TokenRefusedError saying which failed."""
+    settings = issuer.issuer
+    try:
+        header = jwt.get_unverified_header(token)
+    except PyJWTError as exc:
+        raise _malformed(type(exc).__name__) from None
+    algorithm = header.get("alg")
+    if algorithm not in settings.algorithms:
+        shown = (
+            algorithm if algorithm in SUPPORTED_ALGORITHMS or algorithm in ("none", "HS256") else "another"
+        )
+        raise TokenRefusedError(
+            RefusalReason.UNSUPPORTED_ALGORITHM,
+            f"the token is signed with algorithm {shown}, which issuer {settings.issuer} may not use here "
+            f"(allowed: {', '.join(settings.algorithms)})",
+        )
+    if require_at_jwt and str(header.get("typ", "")).lower() not in AT_JWT_TYPES:
+        raise TokenRefusedError(
+            RefusalReason.WRONG_TYPE,
+            "the token's typ is not at+jwt: present an access token, not an ID token",
+        )
+    kid = header.get("kid")
+    jwk = await issuer.key_for(kid if isinstance(kid, str) else None, algorithm)
+    try:
+        return jwt.decode(
+            token,
+            jwt.PyJWK(jwk, algorithm=algorithm).key,
+            algorithms=[algorithm],
+            audience=list(audiences),
+            issuer=settings.issuer,
+            leeway=leeway,
+            options={"require": ["exp", "iss", "aud"]},
+        )
+    except ExpiredSignatureError:
+        raise TokenRefusedError(RefusalReason.EXPIRED, "the token has expired; get a new one") from None
+    except ImmatureSignatureError:
+        raise TokenRefusedError(
+            RefusalReason.NOT_YET_VALID,
+            "the token is not valid yet (nbf or iat in the future); check the clocks",
+        ) from None
+    except InvalidAudienceError:
+        raise TokenRefusedError(
+            RefusalReason.WRONG_AUDIENCE,
+            f"the token is not for this resource: its aud must include {', '.join(audiences)} (RFC 8707: "
+            "request it with that resource)",
+        ) from None
+    except InvalidSignatureError:
+        raise TokenRefusedError(RefusalReason.BAD_SIGNATURE, "the token's signature is invalid") from None
+    except (InvalidIssuerError, InvalidIssuedAtError, MissingRequiredClaimError) as exc:
+        raise TokenRefusedError(
+            RefusalReason.INVALID_CLAIMS, f"the token's claims are invalid ({exc})"
+        ) from None
+    except PyJWTError as exc:
+        raise _malformed(type(exc).__name__) from None

@@ -48,12 +48,12 @@ class OAuthVerifier:
         self.settings = settings
         self.scopes = scopes
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=settings.http_timeout_s, follow_redirects=False)
+        self.http = http or httpx.AsyncClient(timeout=settings.http_timeout_s, follow_redirects=False)
         self.issuers = {
-            issuer.issuer: IssuerKeys(issuer, settings, self._http) for issuer in settings.issuers
+            issuer.issuer: IssuerKeys(issuer, settings, self.http) for issuer in settings.issuers
         }
         self._jwt = JwtVerifier(settings, self.issuers)
-        self.introspector = Introspector(settings, list(self.issuers.values()), self._http)
+        self.introspector = Introspector(settings, list(self.issuers.values()), self.http)
 
     async def authenticate(self, token: str) -> tuple[Principal, dict[str, Any]]:
         """(the principal, the verified claims) of an access token, or TokenRefusedError."""
@@ -74,7 +74,7 @@ class OAuthVerifier:
 
     async def aclose(self) -> None:
         if self._owns_http:
-            await self._http.aclose()
+            await self.http.aclose()
 
 
 class BearerVerifier:

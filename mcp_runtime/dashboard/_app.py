@@ -17,7 +17,7 @@ from starlette.types import ASGIApp
 
 from mcp_runtime._backend import ToolBackend
 from mcp_runtime._guard import ToolGuard
-from mcp_runtime.auth import BearerVerifier
+from mcp_runtime.auth import BearerVerifier, DashboardSso
 from mcp_runtime.dashboard._access import DashboardAccess
 from mcp_runtime.dashboard._actions import DashboardActions
 from mcp_runtime.dashboard._events import LiveStreams
@@ -26,6 +26,7 @@ from mcp_runtime.dashboard._pages import DashboardPages
 from mcp_runtime.dashboard._security import SecurityHeadersMiddleware
 from mcp_runtime.dashboard._sessions import SessionStore
 from mcp_runtime.dashboard._settings import DashboardSettings
+from mcp_runtime.dashboard._sso import SSO_PATH, DashboardSignOn
 
 
 def dashboard_app(
@@ -41,7 +42,8 @@ def dashboard_app(
     access = DashboardAccess(verifier, guard, SessionStore(settings.session_ttl_s, settings.max_sessions))
     reader = backend.run_view_reader()
     pages = DashboardPages(access, backend, reader)
-    login = DashboardLogin(access, settings.session_ttl_s)
+    sign_on = DashboardSignOn(access, _single_sign_on(verifier), settings.session_ttl_s)
+    login = DashboardLogin(access, settings.session_ttl_s, sign_on.providers)
     actions = DashboardActions(access, backend)
     streams = LiveStreams(access, backend, reader, settings, stopping or asyncio.Event())
     static = StaticFiles(packages=[("mcp_runtime.dashboard", "static"), ("mcp_runtime.run_view", "static")])
@@ -50,6 +52,8 @@ def dashboard_app(
         Route("/login", login.form, methods=["GET"]),
         Route("/login", login.submit, methods=["POST"]),
         Route("/logout", login.logout, methods=["POST"]),
+        Route("/sso/callback", sign_on.callback, methods=["GET"]),
+        Route("/sso/{provider}/start", sign_on.start, methods=["GET"]),
         Route("/runs", pages.runs, methods=["GET"]),
         Route("/runs/{run_id}", pages.run, methods=["GET"]),
         Route("/runs/{run_id}/{action}", actions.act, methods=["POST"]),
@@ -60,3 +64,11 @@ def dashboard_app(
         Mount("/static", static, name="static"),
     ]
     return SecurityHeadersMiddleware(Starlette(routes=routes))
+
+
+def _single_sign_on(verifier: BearerVerifier) -> DashboardSso | None:
+    """The OIDC sign-in through the trusted issuers that name a dashboard client, if any do."""
+    oauth = verifier.oauth
+    if oauth is None or not any(issuer.dashboard for issuer in oauth.settings.issuers):
+        return None
+    return DashboardSso(oauth, f"{oauth.settings.origin}{SSO_PATH}/callback")

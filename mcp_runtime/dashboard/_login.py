@@ -1,10 +1,11 @@
 """Signing in and out of the dashboard.
 
-Owns the login page (a token field and the pre-login nonce), checking a submitted token
-(through the same verifier as bearer tokens), opening the session and its cookie, the
-redirect back to the page the user wanted (inside the dashboard only), and signing out (the
-session ends server-side and the cookie is cleared; a CSRF token is required). Must never
-log, store or echo a submitted token.
+Owns the login page (the single sign-on providers, a token field and the pre-login nonce),
+checking a submitted static token (through the same verifier as bearer tokens), opening the
+session and its cookie, the redirect back to the page the user wanted (inside the dashboard
+only), and signing out (the session ends server-side and the cookie is cleared; a CSRF token
+is required; a single sign-on session then goes on to its provider's RP-initiated logout).
+Must never log, store or echo a submitted token.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mcp_runtime.dashboard._security import (
     set_login_nonce,
     set_session_cookie,
 )
+from mcp_runtime.dashboard._sso import moving_on
 from mcp_runtime.dashboard._templates import page
 
 STALE_FORM = (
@@ -36,9 +38,12 @@ def refused_form(request: Request) -> Response:
 
 
 class DashboardLogin:
-    def __init__(self, access: DashboardAccess, session_ttl_s: int) -> None:
+    def __init__(
+        self, access: DashboardAccess, session_ttl_s: int, providers: list[tuple[str, str]] | None = None
+    ) -> None:
         self.access = access
         self.session_ttl_s = session_ttl_s
+        self.providers = providers or []
 
     async def form(self, request: Request) -> Response:
         target = safe_next(request.query_params.get("next"))
@@ -63,22 +68,33 @@ class DashboardLogin:
 
     async def logout(self, request: Request) -> Response:
         user = self.access.user(request)
+        sign_out_url = None
         if user is not None:
             form = await request.form()
             if not user.session.csrf_matches(str(form.get("csrf") or "")):
                 return refused_form(request)
+            sign_out_url = user.session.sign_out_url
             self.access.logout(request)
-        response = RedirectResponse(f"{UI_PATH}/login", status_code=303)
+        if sign_out_url:
+            message = "Signed out here; now signing out at the identity provider."
+            response = moving_on(request, "Signing out", message, sign_out_url)
+        else:
+            response = RedirectResponse(f"{UI_PATH}/login", status_code=303)
         clear_session_cookie(response, request)
         return response
 
-    @staticmethod
     def _login_page(
-        request: Request, target: str, *, error: str | None = None, status_code: int = 200
+        self, request: Request, target: str, *, error: str | None = None, status_code: int = 200
     ) -> Response:
         nonce = new_login_nonce()
         response = page(
-            request, "login.html.j2", status_code=status_code, nonce=nonce, next=target, error=error
+            request,
+            "login.html.j2",
+            status_code=status_code,
+            nonce=nonce,
+            next=target,
+            error=error,
+            providers=self.providers,
         )
         set_login_nonce(response, request, nonce)
         return response
