@@ -2,7 +2,9 @@
 
 Owns building the parts (`build`, through `build_parts`), starting / stopping the
 in-process runtime instances, the background pump, the scale-out watcher, the dataset watch
-(a lost Redis dataset is logged and discovery re-published) and the health / execution
+(a lost Redis dataset is logged, discovery re-published and the runs that were only queued
+queued again from their durable copies; that requeue also runs once after every start, for a
+dataset lost while no control plane ran) and the health / execution
 recovery reconcilers (a start expires the queue claims its killed predecessor left), and
 the caller-facing operations: submit, drain, list_instances, queue_depth, pause_queue,
 resume_queue, run_status / run_pipeline / cancel (answered by `RunStatusReader` /
@@ -42,7 +44,7 @@ from runtime_core.dag import DagEngine
 from runtime_core.errors import MissingSnapshotError, NotFoundError
 from runtime_core.events import RunEventPublisher
 from runtime_core.flow import checked_priority
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, retry_while_unavailable
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
     ExecutionCanceller,
@@ -97,6 +99,7 @@ class ControlPlane:
             parts.hot_state, on_lost=[self._publish_discovery, self._requeue_lost_queued_runs]
         )
         self._dataset_task: asyncio.Task[None] | None = None
+        self._start_requeue_task: asyncio.Task[None] | None = None
 
     @classmethod
     def build(
@@ -160,6 +163,11 @@ class ControlPlane:
         self._dataset_task = asyncio.create_task(
             self.dataset_watch.run_forever(self._stop, interval_ms=self.settings.health_check_interval_ms)
         )
+        # A dataset lost while no control plane ran changed no epoch anyone saw: settle the
+        # durable copies of queued runs once now (a no-op for every run whose record is there).
+        self._start_requeue_task = asyncio.create_task(
+            retry_while_unavailable(self._requeue_lost_queued_runs, "control_plane.requeue_lost")
+        )
         return self
 
     async def _publish_discovery(self) -> None:
@@ -208,9 +216,11 @@ class ControlPlane:
         await self.parts.lifecycle.stop()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
-        background = [task for task in (self._watcher_task, self._dataset_task) if task is not None]
-        await asyncio.gather(*background, return_exceptions=True)
-        self._watcher_task = self._dataset_task = None
+        if self._start_requeue_task is not None:
+            self._start_requeue_task.cancel()  # it may be waiting for Redis to come back
+        tasks = (self._watcher_task, self._dataset_task, self._start_requeue_task)
+        await asyncio.gather(*(task for task in tasks if task is not None), return_exceptions=True)
+        self._watcher_task = self._dataset_task = self._start_requeue_task = None
         if self.parts.hosts is not None:
             await self.parts.hosts.stop_all()
         await self.parts.pool.stop_all()

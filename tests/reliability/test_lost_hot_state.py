@@ -262,3 +262,43 @@ async def test_a_redis_without_appendonly_is_refused_when_persistence_is_require
                 pass
     finally:
         server.stop()
+
+
+async def test_a_dataset_lost_while_no_control_plane_ran_is_noticed_at_the_next_start(tmp_path: Path) -> None:
+    """Runs waiting in the queue when the control plane stopped, Redis restarted empty while
+    nothing ran: the next start queues them again from their durable copies and runs them."""
+    server = EmbeddedRedis(tmp_path / "redis", appendonly=False).start()
+    settings = _settings(tmp_path, server.url)
+    without_capacity = settings.model_copy(
+        update={"control_plane": settings.control_plane.model_copy(update={"local_instances": 0})}
+    )
+    try:
+        async with RuntimeServices(without_capacity) as services:
+            plane = services.control_plane
+            submitted = [
+                await plane.submit(GATED, {"gate": "/", "n": n}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+                for n in range(QUEUED)
+            ]
+            shared = [s.shared_run_id for s in submitted]
+            await _still_queued(services, shared)
+        server = _restart_empty(server)
+        async with RuntimeServices(settings) as services:
+            plane = services.control_plane
+
+            async def all_completed() -> bool:
+                try:
+                    views = [await plane.run_status(s, DEFAULT_TENANT) for s in shared]
+                except NotFoundError:  # until it is queued again
+                    return False
+                return all(run_is_done(v) and v.execution_status == "Completed" for v in views)
+
+            await wait_until(all_completed, timeout=BOUND_S, interval=0.1)
+            await services.audit.ledger.flush()
+            for shared_run_id in shared:
+                ledger = await services.audit.store.list_ledger(
+                    DEFAULT_TENANT.tenant_id, shared_run_id=shared_run_id
+                )
+                reasons = [entry.attributes.get("reason") for entry in ledger]
+                assert reasons.count(HOT_STATE_LOST_REQUEUE_REASON) == 1, reasons
+    finally:
+        server.stop()
