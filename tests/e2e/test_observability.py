@@ -357,3 +357,22 @@ async def test_a_stdio_server_serves_its_metrics_on_the_metrics_port(
     assert f'mcp_server_operation_duration_seconds_count{{error_type="",{listed}}} 1.0' in exposition
     assert 'mcprt_instance_workers{runtime_instance_id="rt_' in exposition  # its in-process instance
     assert "mcprt_queue_depth 0.0" in exposition
+
+
+def test_an_http_server_serves_its_metrics_on_a_separate_address_instead_of_its_own_port(
+    redis_server: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """`--metrics-host` / `--metrics-port`: /metrics (tenant ids with tenant labels on) leaves the MCP
+    port for an address of the operator's choosing, here 127.0.0.2 (loopback, another address)."""
+    metrics_port = find_free_port()
+    config = tmp_path / "server.json"
+    config.write_text(json.dumps({"principals": {}}), encoding="utf-8")
+    prefix = f"obsm{secrets.token_hex(4)}:"
+    env = clean_environment(REDIS_URL=redis_server.url, MCP_RUNTIME_REDIS_PREFIX=prefix)
+    options = ("--metrics-host", "127.0.0.2", "--metrics-port", str(metrics_port))
+    with served_http(config, tmp_path, env, *options) as base_url:
+        assert httpx.get(f"{base_url}/metrics", timeout=5).status_code == 404
+        separate = httpx.get(f"http://127.0.0.2:{metrics_port}/metrics", timeout=5)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5)
+    assert separate.status_code == 200 and "mcprt_queue_depth" in separate.text
