@@ -117,16 +117,16 @@ class DataCentre:
         return killed
 
     def data_dir(self, host: str) -> Path:
-        """Every host's data directory: one shared directory while the durable store is the
-        embedded SQLite file (processes in other namespaces still share the filesystem)."""
-        directory = self.root / "data"
+        """A host's own data directory (the durable store is the PostgreSQL host's)."""
+        directory = self.root / f"data-{host}"
         directory.mkdir(exist_ok=True)
         return directory
 
     def environment(self) -> dict[str, str]:
-        assert self.redis is not None
+        assert self.redis is not None and self.postgres is not None
         return {
             "REDIS_URL": self.redis.url,
+            "MCP_RUNTIME_DURABLE_URL": self.postgres.url,
             "MCP_RUNTIME_REDIS_PREFIX": self.redis_prefix,
             "MCP_RUNTIME_HEARTBEAT_MS": str(HEARTBEAT_MS),
             "MCP_RUNTIME_HEALTH_WINDOW_MS": str(HEALTH_WINDOW_MS),
@@ -150,9 +150,9 @@ class DataCentre:
 
     async def open_observers(self) -> None:
         """On the client loop: this test's own Redis connection and durable store."""
-        assert self.redis is not None
+        assert self.redis is not None and self.postgres is not None
         self.hot_state = connect_hot_state(self.redis.url, prefix=self.redis_prefix)
-        self.store = await open_durable_store(DurableStoreSettings.embedded(self.data_dir("client")))
+        self.store = await open_durable_store(DurableStoreSettings.from_url(self.postgres.url))
 
     async def close_observers(self) -> None:
         if self.store is not None:
