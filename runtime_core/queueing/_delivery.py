@@ -186,6 +186,13 @@ class RunDelivery:
             reason = exc.message if isinstance(exc, RuntimeCoreError) else f"{type(exc).__name__}: {exc}"
             accepted = await self._accepted_despite_failure(run, rid, attempt.id, reason)
             if accepted is None:
+                log.warning(
+                    "dispatch.failed shared_run_id=%s runtime_instance_id=%s attempt_id=%s",
+                    run.shared_run_id,
+                    rid,
+                    attempt.id,
+                    extra={"shared_run_id": run.shared_run_id, "runtime_instance_id": rid, "error": reason},
+                )
                 await self.reservations.release(rid, run.shared_run_id)
                 await self.journal.record(run, "dispatch_failed", runtime_instance=rid, reason=reason)
                 return Delivery(DispatchOutcome.FAILED, f"dispatch to '{rid}' failed: {reason}", rid)

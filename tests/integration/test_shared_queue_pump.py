@@ -188,7 +188,7 @@ async def test_the_instance_releases_a_reservation_with_the_first_capacity_that_
 
 
 async def test_failed_dispatch_returns_item_to_pending_without_local_run_or_execution(
-    hot_state: HotState,
+    hot_state: HotState, caplog: pytest.LogCaptureFixture
 ) -> None:
     plane = control_plane(hot_state)
     instance = await start_instance(plane)
@@ -196,7 +196,12 @@ async def test_failed_dispatch_returns_item_to_pending_without_local_run_or_exec
     plane.parts.providers.add(provider)
     try:
         submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
-        result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        with caplog.at_level("WARNING", logger="runtime_core.queueing"):
+            result = await plane.parts.dispatcher.dispatch_next(PUMP)
+        [logged] = [r for r in caplog.records if r.getMessage().startswith("dispatch.failed")]
+        assert getattr(logged, "shared_run_id", None) == submitted.shared_run_id
+        assert getattr(logged, "runtime_instance_id", None) == instance.runtime_instance_id
+        assert "injected dispatch failure" in getattr(logged, "error", "")
         run = await plane.parts.runs.get(submitted.shared_run_id)
         item = await plane.parts.queue.item(submitted.shared_run_id)
         assert result.success is False and result.outcome is DispatchOutcome.FAILED
