@@ -14,12 +14,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runtime_core.instances import InstanceHealth, LocalRunStatus, RunIndexRecord
 from runtime_core.storage import LedgerEntry
 from tests.hosts import faults, workload
-from tests.hosts.datacentre import CONTROL_PLANES, RUNTIME_HOSTS, DataCentre
+from tests.hosts.datacentre import (
+    CONTROL_PLANES,
+    FENCED_LOG_EVENT,
+    HEALTH_WINDOW_MS,
+    RUNTIME_HOSTS,
+    DataCentre,
+)
 from tests.hosts.workload import Tally
 
 RUNS = 240
@@ -122,3 +129,61 @@ async def fetched_durably(
 
 async def health_is(dc: DataCentre, host: str, health: InstanceHealth) -> bool:
     return (await faults.health_of(dc, host))[0] is health
+
+
+async def test_a_runtime_host_cut_off_from_redis_is_fenced_and_its_runs_finish_elsewhere_once(
+    dc: DataCentre, tmp_path: Path
+) -> None:
+    gate, zombie, survivor = faults.Gate(tmp_path / "gate"), "rt1", "rt2"
+
+    async def scenario() -> tuple[Tally, dict[str, RunIndexRecord], int, list[LedgerEntry]]:
+        started = time.monotonic()
+        async with workload.clients(dc) as opened:
+            acknowledged = await workload.submit_runs(opened, "zombie", RUNS, workload.gated(), gate.input())
+        held = (await faults.running_at_capacity(dc, acknowledged))[zombie]
+        await asyncio.to_thread(dc.network.cut, zombie, "redis")
+        await faults.wait_for(lambda: health_is(dc, zombie, InstanceHealth.RECOVERED), "the zombie recovered")
+        gate.open()  # the zombie's own gate steps end too: it holds results it must never write
+        zombie_runs = [a for a in acknowledged if a.shared_run_id in held]
+        await workload.wait_for_records(dc, zombie_runs, DRAIN_TIMEOUT_S)
+        await asyncio.to_thread(dc.network.heal, zombie)
+        await faults.wait_for(lambda: fenced(dc, zombie), "the zombie learned it was fenced")
+        tally = await workload.tally(dc, "zombie", acknowledged, started, DRAIN_TIMEOUT_S)
+        entries = [e for run in (await workload.ledger_of(dc, acknowledged)).values() for e in run]
+        return tally, held, (await faults.health_of(dc, zombie))[1], entries
+
+    tally, held, unsafe_at_ms, entries = await dc.on_client(scenario())
+    report(
+        tally,
+        f"{RUNS} gated runs; {zombie} (HTTP) held {len(held)} at the gate when nftables in its namespace "
+        f"cut it off from the Redis host, for longer than the {HEALTH_WINDOW_MS} ms health window; "
+        "the gate opened once its runs were recovered, the link healed once they had completed elsewhere",
+    )
+    assert_exactly_once(tally)
+    assert unsafe_at_ms > 0
+    assert "reason=heartbeat refused" in dc.runtimes[zombie].log_text()
+    for shared_run_id, before in held.items():
+        after = tally.records[shared_run_id]
+        assert after.execution_id == before.execution_id
+        assert after.assigned_runtime_instance_id == faults.instance_id(survivor)
+    unsafe_at = datetime.fromtimestamp(unsafe_at_ms / 1000, tz=UTC)
+    after_unsafe = [e for e in entries if by_instance(e, zombie) and e.recorded_at >= unsafe_at]
+    late = [e for e in after_unsafe if e.event in ACTS]
+    events_after = dict(Counter(e.event for e in after_unsafe))
+    print(f"ledger entries naming the zombie after it was marked Unsafe (recovery's): {events_after}")
+    assert late == []
+    assert any(by_instance(e, zombie) for e in entries), "the ledger names the zombie's workers"
+
+
+ACTS = ("step.claimed", "step.completed", "execution.created", "execution.finalized", "execution.reassigned")
+
+
+def by_instance(entry: LedgerEntry, host: str) -> bool:
+    worker = str(entry.attributes.get("worker_id", ""))
+    return worker.startswith(faults.instance_id(host)) or entry.runtime_instance_id == faults.instance_id(
+        host
+    )
+
+
+async def fenced(dc: DataCentre, host: str) -> bool:
+    return FENCED_LOG_EVENT in dc.runtimes[host].log_text()
