@@ -139,6 +139,10 @@ class RunExecutionIndex:
         pipe.hsetnx(key, attempt_id, holder)
         pipe.hget(key, attempt_id)
 
+    async def holds_attempt(self, shared_run_id: str, local_run_id: str) -> bool:
+        """Whether `local_run_id` was accepted for one of the shared run's dispatch attempts."""
+        return local_run_id in await self.hot_state.redis.hvals(self._attempts_key(shared_run_id))
+
     async def settle_attempts(self, shared_run_id: str, attempt_ids: list[str]) -> list[str]:
         """Abandon every unsettled one of `attempt_ids`; their holders, in order (one round trip)."""
         pipe = self.hot_state.redis.pipeline(transaction=False)

@@ -10,7 +10,8 @@ shared run leaves the live structures (`retire_shared_run`), the execution's key
 and the durable copy of the run's request (`QueuedRunCopies`) are forgotten. Every step is
 idempotent, so a sweeper that dies half-way is simply repeated.
 An ended attempt that its shared run has moved on from (recovered, redispatched) only has
-its own index records retired. Must not decide when: the sweeper calls it once a grace passed.
+its own index records retired; one whose acceptance the dispatcher has yet to record (a lost
+reply being settled) waits for it. Must not decide when: the sweeper calls it once a grace passed.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class RunArchiver:
             return ArchiveOutcome.GONE if local is None else ArchiveOutcome.NOT_FINISHED
         shared = await p.runs.get(local.shared_run_id) if local.shared_run_id else None
         if shared is None or shared.local_run_id != local_run_id or shared.status in _WAITING_FOR_DISPATCH:
+            if shared is not None and await self._dispatch_unrecorded(shared, local):
+                return ArchiveOutcome.WAITING
             await p.index.retire(local, self.settings.record_retention_ms)
             return ArchiveOutcome.SUPERSEDED
         ending = await self._ending(local)
@@ -104,6 +107,16 @@ class RunArchiver:
         if not await self._evidence_ready(local):
             return ArchiveOutcome.WAITING
         return await self._archive(shared, local, ending.document)
+
+    async def _dispatch_unrecorded(self, shared: SharedRunRecord, local: RunIndexRecord) -> bool:
+        """The local run ended on its own before its dispatch was recorded: the instance accepted
+        the attempt (it holds it) but the dispatcher has not marked the shared run yet (the
+        reply was lost and is being settled, or the pump died and the next claimer settles it).
+        Retiring it now would leave the shared run, once marked, never archived."""
+        waiting = shared.status in _WAITING_FOR_DISPATCH and shared.local_run_id != local.local_run_id
+        if not waiting or local.taken_over_by is not None:
+            return False
+        return await self.parts.index.holds_attempt(shared.shared_run_id, local.local_run_id)
 
     async def _ending(self, local: RunIndexRecord) -> _Ending | None:
         """How the local run's execution ended; None while it is still Running (or unknown).

@@ -18,8 +18,22 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.dag import DropOutcome
 from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.hot_state import EmbeddedRedis
-from runtime_core.lifecycle import ArchiveOutcome, HotStateRetention, HotStateSweeper, Lifecycle, RunListQuery
+from runtime_core.lifecycle import (
+    ArchiveOutcome,
+    HotStateRetention,
+    HotStateSweeper,
+    Lifecycle,
+    RunArchiver,
+    RunListQuery,
+)
 from runtime_core.pipeline import parse_pipeline
+from runtime_core.providers import (
+    LOCAL_PROVIDER_NAME,
+    DispatchRequest,
+    DispatchResponse,
+    LocalRuntimeProvider,
+    ProviderError,
+)
 from runtime_core.queueing import RetireOutcome, SharedQueueKeys
 from runtime_core.storage import RunRecordQuery
 from tests.helpers import wait_until
@@ -300,6 +314,55 @@ async def test_a_run_is_not_retired_for_a_local_run_it_no_longer_belongs_to(
     assert await retire(view.shared_run_id or "", TENANT_A.tenant_id, view.local_run_id, 1) is (
         RetireOutcome.ALREADY_RETIRED
     )
+
+
+class ReplyLostAfterTheRunEnded(LocalRuntimeProvider):
+    """The local provider: the instance accepts the run and runs it to its end, the archiver
+    looks at the ended run, and only then is the dispatch reply lost (a partition between the
+    control plane and the instance: the dispatcher settles the attempt after its timeout)."""
+
+    def __init__(self, plane: ControlPlane, archiver: RunArchiver) -> None:
+        super().__init__(plane.parts.pool)
+        self.index = plane.parts.index
+        self.archiver = archiver
+        self.outcomes: list[ArchiveOutcome] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        accepted = await super().dispatch(request)
+
+        async def ended() -> bool:
+            record = await self.index.get_local(accepted.local_run_id)
+            return record is not None and record.status.is_terminal
+
+        await wait_until(ended, timeout=20, interval=0.02)
+        self.outcomes.append(await self.archiver.archive_local_end(accepted.local_run_id))
+        raise ProviderError("injected: the dispatch reply was lost after the run ended")
+
+
+async def test_a_run_that_ended_before_its_lost_reply_was_settled_is_archived_once_recorded(
+    plane: ControlPlane, lifecycle: Lifecycle, services: RuntimeServices
+) -> None:
+    assert lifecycle.archiver is not None
+    provider = ReplyLostAfterTheRunEnded(plane, lifecycle.archiver)
+    local = plane.parts.providers.by_name(LOCAL_PROVIDER_NAME)
+    plane.parts.providers.add(provider)
+    try:
+        shared_run_id = await submit_queued(plane, ONE_STEP, TENANT_A)
+        drained = await plane.drain(1, TENANT_A)
+    finally:
+        plane.parts.providers.add(local)
+    assert drained.dispatched == 1
+    assert provider.outcomes == [ArchiveOutcome.WAITING]  # not retired as an attempt moved on from
+    view = await plane.run_status(shared_run_id, TENANT_A)
+    assert view.shared_status == "Dispatched" and view.local_run_id is not None
+    archiver, local_run_id = lifecycle.archiver, view.local_run_id
+
+    async def archived() -> bool:  # once its ledger and trace are durable
+        return await archiver.archive_local_end(local_run_id) is ArchiveOutcome.ARCHIVED
+
+    await wait_until(archived, timeout=20, interval=0.05)
+    record = await services.durable_store.find_run_record(TENANT_A.tenant_id, shared_run_id=shared_run_id)
+    assert record is not None and record.status == "Completed"
 
 
 # Replay of an archived execution
