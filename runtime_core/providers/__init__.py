@@ -5,10 +5,12 @@ pause / resume, capacity, scale-out) with JSON-serializable pydantic requests, t
 in-process LOCAL provider, the HTTP (httpx) and gRPC (`grpc.aio`) providers with their wire
 contract (routes, `proto/runtime_provider.proto`, the runtime error envelope) and their
 process scale-out through the runtime host manager, provider metadata (`provider.name`,
-`transport.name`, `transport.endpoint`) and the provider selector. Must not own recovery
+`transport.name`, `transport.endpoint`), the back-off from instances a dispatch could not
+reach, and the provider selector. Must not own recovery
 or tenancy, execute steps or mutate DAG state.
 """
 
+from runtime_core.providers._backoff import UnansweredDispatches
 from runtime_core.providers._grpc import GRPC_METHODS, GRPC_PROVIDER_NAME, GrpcRuntimeProvider
 from runtime_core.providers._http import (
     HTTP_PROVIDER_NAME,
@@ -57,6 +59,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "GRPC_PROVIDER_NAME",
     "RemoteRuntimeProvider",
     "ProviderSelector",
+    "UnansweredDispatches",
     # Wire contract of the HTTP / gRPC command endpoints
     "Command",
     "InstanceRef",

@@ -3,13 +3,16 @@
 Owns `RemoteRuntimeProvider`: per call it reads the target's `transport.endpoint` from its
 registry record (so one provider object reaches every process of its transport), sends
 one wire command through the transport subclass, decodes the typed response, and turns a
-missing or foreign registry record into `ProviderError`. Its scale-out is the
-provider-specific provisioner: it asks the runtime host manager for a process of its
-transport. Must not execute steps, mutate DAG state, or retry a failed dispatch.
+missing or foreign registry record into `ProviderError`. A dispatch that got no answer
+(`ProviderError`) makes the instance unreachable from this process for a back-off
+(`reaches`, see `_backoff`), so admission offers its runs to other instances meanwhile. Its
+scale-out is the provider-specific provisioner: it asks the runtime host manager for a
+process of its transport. Must not execute steps, mutate DAG state, or retry a failed dispatch.
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from typing import TypeVar
 
@@ -24,6 +27,7 @@ from runtime_core.instances import (
     QueueStateView,
     RuntimeHostManager,
 )
+from runtime_core.providers._backoff import UnansweredDispatches
 from runtime_core.providers._protocol import (
     CancelRunRequest,
     DispatchRequest,
@@ -36,6 +40,8 @@ from runtime_core.providers._protocol import (
     ScaleOutProvisionResult,
 )
 from runtime_core.providers._wire import Command, InstanceRef
+
+log = logging.getLogger("runtime_core.providers")
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -57,6 +63,7 @@ class RemoteRuntimeProvider(ABC):
         self.registry = registry
         self.hosts = hosts
         self.timeout_s = timeout_s
+        self.unanswered = UnansweredDispatches()
         self.metadata = ProviderMetadata(
             provider_name=self.transport.value, transport_name=self.transport.value
         )
@@ -89,7 +96,27 @@ class RemoteRuntimeProvider(ABC):
         return response.model_validate_json(await self._send(endpoint, command, request))
 
     async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
-        return await self._call(Command.DISPATCH, request.runtime_instance_id, request, DispatchResponse)
+        rid = request.runtime_instance_id
+        try:
+            response = await self._call(Command.DISPATCH, rid, request, DispatchResponse)
+        except ProviderError as exc:
+            backoff_s = self.unanswered.unanswered(rid)
+            log.warning(
+                "provider.instance_unanswered runtime_instance_id=%s backoff_ms=%d",
+                rid,
+                backoff_s * 1000,
+                extra={"runtime_instance_id": rid, "backoff_ms": int(backoff_s * 1000), "error": exc.message},
+            )
+            raise
+        except Exception:  # a runtime error is an answer: the instance is reachable
+            self.unanswered.answered(rid)
+            raise
+        self.unanswered.answered(rid)
+        return response
+
+    def reaches(self, runtime_instance_id: str) -> bool:
+        """Whether to offer the instance runs now (not while backing off from an unanswered dispatch)."""
+        return self.unanswered.reaches(runtime_instance_id)
 
     async def run_status(self, ref: RunRef) -> LocalRunView:
         return await self._call(Command.RUN_STATUS, ref.runtime_instance_id, ref, LocalRunView)

@@ -1,7 +1,8 @@
 """The provider selector: which provider reaches a runtime instance, which one scales out.
 
 Owns the lookup by the registry metadata `provider.name`, whether an instance is reachable
-from this process at all (an in-process instance only from the process hosting it), and the
+from this process now (an in-process instance only from the process hosting it, a remote
+one not while its provider backs off after a dispatch got no answer), and the
 scale-out choice by hint (first scale-out-capable provider otherwise). Must not choose runtime instances.
 """
 
@@ -21,7 +22,8 @@ class _Closable(Protocol):
 
 @runtime_checkable
 class _ProcessBound(Protocol):
-    """A provider that reaches only some instances from this process (the in-process one)."""
+    """A provider that reaches only some instances from this process now (the in-process one:
+    those it hosts; a remote one: those whose last dispatch was answered, or long enough ago)."""
 
     def reaches(self, runtime_instance_id: str) -> bool: ...
 
@@ -56,7 +58,8 @@ class ProviderSelector:
 
     def reaches(self, provider_name: str, runtime_instance_id: str) -> bool:
         """Whether a dispatch from this process can reach the instance: its provider is
-        configured and, for an in-process instance, this process hosts it."""
+        configured and, for an in-process instance, this process hosts it; for a remote one,
+        its provider is not backing off from an unanswered dispatch to it."""
         provider = self._providers.get(provider_name)
         if provider is None:
             return False

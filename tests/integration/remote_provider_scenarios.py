@@ -215,12 +215,6 @@ async def dead_endpoint_fails_dispatch_and_returns_the_item_to_pending(
     await hosts(plane).kill_host(hosted.host_id)  # its registry entry stays live until it goes stale
     provider = remote_provider(plane, transport)
 
-    with pytest.raises(ProviderError):
-        await provider.dispatch(
-            DispatchRequest(
-                runtime_instance_id=runtime_instance_id, pipeline=ONE_STEP, snapshot=DEFAULT_TENANT
-            )
-        )
     submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
     drained = await plane.drain(1, DEFAULT_TENANT)
     [attempt] = drained.runs
@@ -232,6 +226,17 @@ async def dead_endpoint_fails_dispatch_and_returns_the_item_to_pending(
     assert item is not None and item.status is QueueItemStatus.PENDING
     assert run is not None and run.status is SharedRunStatus.QUEUED_GLOBALLY and run.local_run_id is None
     assert await plane.parts.index.get_by_shared(submitted.shared_run_id) is None
+    # The unanswered dispatch backs this process off the instance: no run is offered to it
+    # meanwhile (the run stays queued, no attempt fails), though a direct call still fails.
+    assert not provider.reaches(runtime_instance_id)
+    again = await plane.drain(1, DEFAULT_TENANT)
+    assert (again.dispatched, again.failed) == (0, 0)
+    with pytest.raises(ProviderError):
+        await provider.dispatch(
+            DispatchRequest(
+                runtime_instance_id=runtime_instance_id, pipeline=ONE_STEP, snapshot=DEFAULT_TENANT
+            )
+        )
 
 
 async def process_without_control_plane_discovery_refuses_to_start(
