@@ -36,7 +36,7 @@ PREFIX_PATTERN = re.compile(r"^h27p(?P<pid>\d+)x[0-9a-f]{4}-")
 NEEDED_COMMANDS = ("ip", "tc", "nft")
 _CLONE_NEWNET = 0x40000000
 _COMMAND_TIMEOUT_S = 30
-Direction = Literal["both", "in", "out"]
+Direction = Literal["both", "in", "out", "replies"]
 T = TypeVar("T")
 
 
@@ -164,15 +164,20 @@ class Network:
 
     # Partitions: nftables rules in the cut-off host's own namespace (table `inet partition`).
     def cut(self, host: str, peer: str, direction: Direction = "both") -> None:
-        """Drop what `host` receives from `peer` ("in"), sends to it ("out"), or both."""
+        """Drop what `host` receives from `peer` ("in"), sends to it ("out"), or both; "replies":
+        only the packets from `peer` that carry data (over 100 bytes), so connections open and
+        requests arrive, while every answer is lost."""
         namespace, address = self.hosts[host].namespace, self.hosts[peer].address
         nft = ["ip", "netns", "exec", namespace, "nft"]
         run([*nft, "add", "table", "inet", "partition"])
         for chain, hook in (("inbound", "input"), ("outbound", "output")):
             spec = f"{{ type filter hook {hook} priority 0 ; policy accept ; }}"
             run([*nft, "add", "chain", "inet", "partition", chain, spec])
-        if direction in ("both", "in"):
-            run([*nft, "add", "rule", "inet", "partition", "inbound", "ip", "saddr", address, "drop"])
+        inbound = ["ip", "saddr", address]
+        if direction == "replies":
+            inbound += ["ip", "length", "gt", "100"]
+        if direction in ("both", "in", "replies"):
+            run([*nft, "add", "rule", "inet", "partition", "inbound", *inbound, "drop"])
         if direction in ("both", "out"):
             run([*nft, "add", "rule", "inet", "partition", "outbound", "ip", "daddr", address, "drop"])
 

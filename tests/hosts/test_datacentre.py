@@ -42,9 +42,8 @@ def assert_exactly_once(tally: Tally) -> None:
     assert tally.duplicates == {}, f"{len(tally.duplicates)} runs did something twice: {tally.duplicates}"
     missing = tally.submitted - len(tally.records)
     failed = Counter(r.status for r in tally.records.values() if r.status != "Completed")
-    assert tally.lost == 0, (
-        f"{tally.lost} acknowledged runs did not complete ({missing} never ended, {failed})"
-    )
+    stuck = tally.unfinished
+    assert tally.lost == 0, f"{tally.lost} runs did not complete ({missing} never ended, {failed}): {stuck}"
 
 
 async def test_runs_submitted_to_either_control_plane_complete_once(dc: DataCentre) -> None:
@@ -187,3 +186,55 @@ def by_instance(entry: LedgerEntry, host: str) -> bool:
 
 async def fenced(dc: DataCentre, host: str) -> bool:
     return FENCED_LOG_EVENT in dc.runtimes[host].log_text()
+
+
+async def test_a_dispatch_whose_request_or_reply_is_lost_is_settled_and_never_dispatched_twice(
+    dc: DataCentre,
+) -> None:
+    # cp1 never hears rt1's replies (HTTP); cp2's requests never reach rt2 (gRPC).
+    cuts = {"cp1": ("rt1", "replies", LOST_REPLY_LOG), "cp2": ("rt2", "out", LOST_REQUEST_LOG)}
+
+    async def scenario() -> tuple[Tally, dict[str, list[LedgerEntry]]]:
+        started = time.monotonic()
+        seen = {plane: dc.planes[plane].log_text().count(line) for plane, (_, _, line) in cuts.items()}
+        for plane, (peer, direction, _) in cuts.items():
+            await asyncio.to_thread(dc.network.cut, plane, peer, direction)
+        async with workload.clients(dc) as opened:
+            acknowledged = await workload.submit_runs(opened, "dispatch", RUNS)
+        for plane, (_, _, line) in cuts.items():
+            await faults.wait_for(
+                lambda p=plane, t=line: logged_more(dc, p, t, seen[p]), f"{plane} settled a lost dispatch"
+            )
+        for plane in cuts:
+            await asyncio.to_thread(dc.network.heal, plane)
+        tally = await workload.tally(dc, "dispatch", acknowledged, started, DRAIN_TIMEOUT_S)
+        return tally, await workload.ledger_of(dc, acknowledged)
+
+    tally, ledger = await dc.on_client(scenario())
+    entries = [e for run in ledger.values() for e in run]
+    lost_replies = [
+        e for e in entries if e.event == "shared_run.dispatched" and "provider_error" in e.attributes
+    ]
+    lost_requests = [e for e in entries if e.event == "shared_run.dispatch_failed"]
+    report(
+        tally,
+        f"{RUNS} runs while cp1 dropped every data packet from rt1 (replies lost) and cp2 every packet "
+        f"to rt2 (requests lost), healed once both had settled an attempt: {len(lost_replies)} "
+        "attempts whose reply was lost were recorded as the dispatch the instance had accepted, "
+        f"{len(lost_requests)} whose request was lost were abandoned and their runs requeued",
+    )
+    assert_exactly_once(tally)
+    assert lost_replies and lost_requests
+    for shared_run_id, run_entries in ledger.items():
+        dispatched = [e for e in run_entries if e.event == "shared_run.dispatched"]
+        local_runs = {e.local_run_id for e in run_entries if e.event.startswith(("step.", "execution."))}
+        assert len(dispatched) == 1, f"{shared_run_id} dispatched {len(dispatched)} times"
+        assert local_runs == {tally.records[shared_run_id].local_run_id}, local_runs
+
+
+LOST_REPLY_LOG = "dispatch.accepted_despite_provider_error"
+LOST_REQUEST_LOG = "dispatch.failed"
+
+
+async def logged_more(dc: DataCentre, plane: str, line: str, before: int) -> bool:
+    return dc.planes[plane].log_text().count(line) > before

@@ -23,6 +23,8 @@ from typing import Any
 
 from mcp import Client
 
+from runtime_core.instances import RunExecutionIndex
+from runtime_core.queueing import SharedQueue, SharedRunStore
 from runtime_core.storage import LedgerEntry, RunRecord
 from tests.e2e.mcp_support import BearerClient
 from tests.hosts.datacentre import CONTROL_PLANES, DataCentre, Tenant
@@ -152,6 +154,7 @@ class Tally:
     records: dict[str, RunRecord]
     duplicates: dict[str, list[str]]  # shared run id -> what happened twice
     seconds: float
+    unfinished: dict[str, str] = field(default_factory=dict)  # shared run id -> where it is stuck
 
     @property
     def completed(self) -> int:
@@ -254,4 +257,28 @@ async def tally(
     records = await wait_for_records(dc, acknowledged, timeout_s)
     seconds = time.monotonic() - started
     ledger = await ledger_of(dc, acknowledged)
-    return Tally(label, len(acknowledged), records, duplicates_in(ledger), seconds)
+    unfinished = [a.shared_run_id for a in acknowledged if a.shared_run_id not in records]
+    return Tally(
+        label, len(acknowledged), records, duplicates_in(ledger), seconds, await where_stuck(dc, unfinished)
+    )
+
+
+async def where_stuck(dc: DataCentre, shared_run_ids: list[str]) -> dict[str, str]:
+    """What the hot state says of runs that never ended: the shared run, its queue item, its local run."""
+    assert dc.hot_state is not None
+    runs, queue, index = (
+        SharedRunStore(dc.hot_state),
+        SharedQueue(dc.hot_state),
+        RunExecutionIndex(dc.hot_state),
+    )
+    found = {}
+    for shared_run_id in shared_run_ids:
+        run, item = await runs.get(shared_run_id), await queue.item(shared_run_id)
+        local = await index.get_by_shared(shared_run_id)
+        found[shared_run_id] = (
+            f"run {run.status if run else None} local {run.local_run_id if run else None} on "
+            f"{run.assigned_runtime_instance_id if run else None}; item {item.status if item else None}; "
+            f"indexed {local.local_run_id if local else None} {local.status if local else None} "
+            f"exec {local.execution_id if local else None}"
+        )
+    return found
