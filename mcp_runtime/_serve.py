@@ -37,6 +37,7 @@ from mcp_runtime.auth import (
 )
 from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.errors import ConfigurationError
 from runtime_core.health import HealthService
 from runtime_core.hosting import UvicornEndpoint
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
@@ -114,6 +115,12 @@ def resolve_config(options: ServeOptions) -> ServerConfig:
 
 async def serve(options: ServeOptions) -> None:
     config = resolve_config(options)
+    missing = config.oauth.missing_secrets() if config.oauth else []
+    if missing:
+        raise ConfigurationError(
+            f"the oauth section names client secrets in {', '.join(missing)}, which are not set",
+            hint="set those environment variables before starting serve",
+        )
     scopes = ScopeMap.load(config.oauth.scopes_file) if config.oauth else ScopeMap.load()
     authorizer = Authorizer(config.rbac_model, config.rbac_policy, scopes)
     catalog = PipelineCatalog.from_directory(config.pipelines_dir)

@@ -182,6 +182,19 @@ class OAuthSettings(BaseModel):
             raise ValueError("each issuer may be listed once")
         return self
 
+    def missing_secrets(self) -> list[str]:
+        """The environment variables named for client secrets that are unset (checked at start-up)."""
+        named = [
+            name
+            for issuer in self.issuers
+            for name in (
+                issuer.introspection.client_secret_env if issuer.introspection else None,
+                issuer.dashboard.client_secret_env if issuer.dashboard else None,
+            )
+            if name
+        ]
+        return [name for name in named if not os.environ.get(name)]
+
     @property
     def origin(self) -> str:
         parts = urlsplit(self.resource)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from mcp_runtime import hash_token
 from runtime_core.hot_state import EmbeddedRedis, connect_hot_state, find_free_port
 from runtime_core.queueing import SharedRunStore
 from runtime_core.storage import SqliteDurableStore
-from tests.e2e.mcp_support import BearerClient, clean_environment, served_http
+from tests.e2e.mcp_support import BearerClient, clean_environment, serve_command, served_http, wait_for
 from tests.e2e.oauth_client_support import ScriptedUserAgent, machine_client, signed_in_client
 from tests.helpers import wait_until
 from tests.oauth_realm import Realm
@@ -304,3 +305,41 @@ async def test_the_sdk_client_signs_in_by_itself_and_another_tenants_client_cann
         assert (await ok(client_b, "runs.list", {}))["runs"] == []
     assert foreign.replace(run_id, "<id>") == unknown.replace(unknown_id, "<id>")
     assert foreign.startswith("[not_found]")
+
+
+def test_a_rotated_key_is_accepted_after_a_refresh_and_the_removed_key_is_refused(
+    served: Served, idp: OAuthServer
+) -> None:
+    acme = idp.realms["acme"]
+    keys, signing = list(acme.keys), acme.signing_key
+    old_token = acme.mint("alice", audience=served.url)
+    assert post_tool(served, old_token, "pipelines.list", {}).status_code != 401
+    try:
+        acme.rotate()
+        acme.remove_key("rsa-1")
+        new_token = acme.mint("alice", audience=served.url)
+
+        def accepted() -> bool:  # the server refreshes at most once a second (jwks_min_refresh_interval_s)
+            return post_tool(served, new_token, "pipelines.list", {}).status_code != 401
+
+        wait_for(accepted, timeout_s=15)
+        refused = post_tool(served, old_token, "pipelines.list", {})
+        assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["www-authenticate"]
+        assert "signing key 'rsa-1' is not among the keys" in refused.json()["error_description"]
+    finally:
+        acme.keys, acme.signing_key = keys, signing
+
+
+def test_serve_refuses_to_start_when_a_named_client_secret_is_not_set(
+    idp: OAuthServer, tmp_path: Path
+) -> None:
+    config = {"principals": {}, "oauth": oauth_settings(idp, "http://127.0.0.1:1/mcp")}
+    (tmp_path / "server.json").write_text(json.dumps(config), encoding="utf-8")
+    command = serve_command("http", tmp_path, "--config", str(tmp_path / "server.json"))
+    ended = subprocess.run(command, env=clean_environment(), capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 2
+    assert (
+        f"error [invalid_configuration]: the oauth section names client secrets in {INTROSPECTION_SECRET_ENV}"
+        in (ended.stderr)
+    )
+    assert "Traceback" not in ended.stderr
