@@ -17,14 +17,20 @@
 -- KEYS[7] by group     ZSET  each admission group's turns (see lib/pending_index)
 -- KEYS[8] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
 -- KEYS[9] by priority  ZSET  each admission group's items by priority, then arrival
+-- KEYS[10] admitted    ZSET  per-key concurrency (lib/flow_keys): a Failed run's slot goes back
+-- KEYS[11] waiting     ZSET  per-key concurrency: each key's line of Held runs
+-- KEYS[12] evicting    ZSET  per-key concurrency: runs being cancelled, still holding a slot
+-- KEYS[13] slots       HASH  per-key concurrency: run -> the slot it holds
 -- ARGV[1] shared run id   ARGV[2] claim token   ARGV[3] Pending | Waiting | Failed
 -- ARGV[4] reason
 -- Returns: {1, now, seq}  requeued (seq 0 for Failed)
 --          {0, now}       claim lost (not Claimed by this token); nothing changed
-local PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 2, 4, 7, 8, 9
+local ITEMS, PENDING, QUEUE_CLOCK, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 1, 2, 4, 7, 8, 9
+local ADMITTED, WAITING, EVICTING, SLOTS = 10, 11, 12, 13
 -- include: queue_clock
 -- include: pending_members
 -- include: pending_index
+-- include: flow_keys
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local srun = ARGV[1]
@@ -45,6 +51,7 @@ if ARGV[3] == 'Failed' then
     redis.call('HSET', KEYS[5], 'status', 'Failed', 'failure_reason', ARGV[4], 'updated_at_ms', now)
   end
   redis.call('ZADD', KEYS[6], now, srun)
+  release(srun, t)
   return {1, now, 0}
 end
 if ARGV[3] == 'Pending' then

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runtime_core.flow import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
+from runtime_core.flow import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, ConcurrencyKey
 from runtime_core.queueing import MAX_IDEMPOTENCY_KEY_LENGTH
 from runtime_core.webhooks import MAX_CALLBACK_URL_LENGTH
 
@@ -95,6 +95,13 @@ class SubmitInput(PipelineRunInput):
         description=f"{MIN_PRIORITY} (lowest) to {MAX_PRIORITY} (highest), default {DEFAULT_PRIORITY}: "
         "among your tenant's queued runs, a higher priority is dispatched first (oldest first among "
         "equals). It never takes turns from other tenants (see docs/flow-control.md).",
+    )
+    concurrency: ConcurrencyKey | None = Field(
+        None,
+        description='At most `limit` active runs per value of `key`, e.g. {"key": "input.customerId", '
+        '"limit": 1, "strategy": "queue"}; strategy queue (wait in line), cancel-newest (cancel this '
+        "run when the key is full), cancel-in-progress (cancel the key's oldest runs: the newest win) "
+        "or round-robin (wait; waiting keys take turns). Overrides the pipeline's config.flow.concurrency.",
     )
 
 

@@ -25,7 +25,8 @@ class ToolOutput(BaseModel):
 class SubmitOutput(ToolOutput):
     shared_run_id: str = Field(description="The SharedRunId: use it with run.status, cancel, ledger, trace.")
     status: str = Field(
-        description="Shared run status: QueuedGlobally, Dispatched, ScaleOutRequested, Rejected."
+        description="Shared run status: QueuedGlobally, Dispatched, ScaleOutRequested, Rejected, or "
+        "Cancelled (its concurrency key was full, strategy cancel-newest)."
     )
     mode: str = Field(description="The submit mode used: QueueFirst or DirectDispatch.")
     pipeline: str

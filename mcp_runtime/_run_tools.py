@@ -48,6 +48,8 @@ def _next_step(result: SubmitResult) -> str:
         return f"Call queue.drain (or wait for the background pump), then run.status with run_id '{run_id}'."
     if result.status.value == "Rejected":
         return "Admission rejected the run: read `reason`; fix the cause and submit again."
+    if result.status.value == "Cancelled":
+        return "The run was cancelled at submit: read `reason` (its concurrency key had no free slot)."
     return f"Poll run.status with run_id '{run_id}' until done is true."
 
 
@@ -120,6 +122,7 @@ class RunTools:
             idempotency_key=request.idempotency_key,
             callback_url=request.callback_url,
             priority=request.priority,
+            concurrency=request.concurrency,
         )
         answer = self._submit_output(result, pipeline, call)
         if self._progress is None or not _wants_progress(call.ctx):

@@ -60,7 +60,6 @@ def protected_resource_metadata(settings: OAuthSettings, scopes: ScopeMap) -> Pr
     )
 
 
-
 def protected_resource_routes(metadata: ProtectedResourceMetadata) -> list[Route]:
     """The metadata at the well-known root and at its RFC 9728 path-suffixed form (`…/mcp`)."""
     endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])

@@ -27,6 +27,7 @@ from runtime_core.continuity import DatasetWatch, LostRunOutcome
 from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._idempotent_answer import archived_submit_result
+from runtime_core.control_plane._key_evictions import KeyEvictions
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
 from runtime_core.control_plane._run_pipeline import RunPipelineReader
@@ -43,7 +44,7 @@ from runtime_core.control_plane._views import (
 from runtime_core.dag import DagEngine
 from runtime_core.errors import MissingSnapshotError, NotFoundError
 from runtime_core.events import RunEventPublisher
-from runtime_core.flow import checked_priority
+from runtime_core.flow import ConcurrencyKey, checked_priority
 from runtime_core.hot_state import HotState, retry_while_unavailable
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -93,6 +94,7 @@ class ControlPlane:
         self._status = RunStatusReader(parts, self.locator)
         self._pipelines = RunPipelineReader(self.locator, parts.dag_store)
         self._canceller = RunCanceller(parts, self.locator)
+        parts.controller.on_key_evictions = KeyEvictions(self._canceller)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
         self.dataset_watch = DatasetWatch(
@@ -254,12 +256,13 @@ class ControlPlane:
         idempotency_key: str | None = None,
         callback_url: str | None = None,
         priority: int | None = None,
+        concurrency: ConcurrencyKey | None = None,
     ) -> SubmitResult:
         """Refuses an oversized or non-JSON input, a `callback_url` the tenant does not
         allow-list, or a priority outside 1-9, before anything is queued. An `idempotency_key`
         the caller's tenant used within `idempotency_window_ms` returns the run it made (same
         pipeline and input) or an `idempotency_conflict` (another request); nothing new is
-        submitted. `priority` (1-9, default 5) orders the run among its tenant's queued runs."""
+        submitted. `priority` and `concurrency`: docs/flow-control.md."""
         caller = _require(snapshot)
         priority = checked_priority(priority)
         self.parts.engine.check_input(input)
@@ -282,6 +285,7 @@ class ControlPlane:
                 idempotency=idempotency,
                 callback_url=callback_url,
                 priority=priority,
+                concurrency=concurrency,
             )
         except IdempotentRunGoneError as gone:  # finished and retired: its durable record answers
             try:

@@ -171,8 +171,9 @@ def build_parts(
     runs, queue = SharedRunStore(hot_state), SharedQueue(hot_state, claim_lease_ms=settings.claim_lease_ms)
     reservations = ReservationStore(hot_state, stale_after_ms=settings.instance_stale_after_ms)
     journal = SharedRunJournal(audit.ledger if audit else None, events)
+    index.key_release = queue.release_key  # a run holding a concurrency key's slot ends
     delivery = RunDelivery(
-        reservations, providers, reservation_ttl_ms=settings.reservation_ttl_ms, journal=journal
+        reservations, providers, reservation_ttl_ms=settings.reservation_ttl_ms, journal=journal, index=index
     )
     copies = QueuedRunCopies(audit.store, runs, queue, audit.ledger, journal) if audit else None
     dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)

@@ -7,6 +7,7 @@ priorities, per-key admission and submit rate limits inside its own scripts; thi
 never claims or dispatches runs itself. See docs/flow-control.md.
 """
 
+from runtime_core.flow._concurrency_keys import FLOW_KEY_ATTRIBUTE, KeyPlacement, key_value, place_key
 from runtime_core.flow._declarations import (
     NO_FLOW,
     ConcurrencyKey,
@@ -35,6 +36,11 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "TenantRateLimits",
     "ProviderRateLimits",
     "ProviderRateLimit",
+    # Per-key concurrency
+    "KeyPlacement",
+    "place_key",
+    "key_value",
+    "FLOW_KEY_ATTRIBUTE",
     # Rate limits
     "RateLimit",
     "NamedRateLimit",

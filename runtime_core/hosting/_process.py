@@ -41,6 +41,7 @@ from runtime_core.instances import (
     UnparkDoorbell,
 )
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
+from runtime_core.queueing import SharedQueue
 from runtime_core.steps import PROVIDERS_FILE_ENV
 from runtime_core.storage import DurableStoreSettings
 
@@ -60,7 +61,8 @@ class RuntimeInstanceHost:
         self.services = services
         hot_state = services.hot_state
         self.registry = InstanceRegistry(hot_state, options.tenant_catalog())
-        index = RunExecutionIndex(hot_state)
+        # A run holding a concurrency key's slot gives it back where it ends.
+        index = RunExecutionIndex(hot_state, key_release=SharedQueue(hot_state).release_key)
         self.pool = LocalInstancePool(
             InstanceDependencies(
                 services.engine,

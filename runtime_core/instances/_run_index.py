@@ -20,6 +20,7 @@ later (and requeued) - never both.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel, Field
 from redis.asyncio.client import Pipeline
 
 from runtime_core.errors import NotFoundError
+from runtime_core.flow import FLOW_KEY_ATTRIBUTE
 from runtime_core.hot_state import HotState, reply_error
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._models import LocalRunStatus
@@ -74,9 +76,16 @@ def run_not_found(any_id: str) -> NotFoundError:
     )
 
 
+KeyRelease = Callable[[str, str], Awaitable[object]]
+"""(shared run id, local run id) -> give back the concurrency-key slot the run held."""
+
+
 class RunExecutionIndex:
-    def __init__(self, hot_state: HotState) -> None:
+    def __init__(self, hot_state: HotState, *, key_release: KeyRelease | None = None) -> None:
         self.hot_state = hot_state
+        # Releases a concurrency key's slot when a run holding one ends (the queue's
+        # `release_key`; the assembly sets it); None: such runs release through the lifecycle.
+        self.key_release = key_release
 
     def _local_key(self, local_run_id: str) -> str:
         return self.hot_state.key("runindex", "local", local_run_id)
@@ -215,14 +224,24 @@ class RunExecutionIndex:
         pipe = self.hot_state.redis.pipeline(transaction=False)
         self._queue_put(pipe, updated, point_shared=False, announced=announced)
         await pipe.execute()
+        if announced and updated.status.is_terminal and not record.status.is_terminal:
+            await self._release_key(updated)
         return updated
 
     async def leave_assigned(self, record: RunIndexRecord) -> None:
         """An ended local run whose end was announced leaves its instance's assigned set for
-        the ended one (the lifecycle sweeper retires it from there)."""
+        the ended one (the lifecycle sweeper retires it from there), and gives back the
+        concurrency-key slot its shared run held."""
         pipe = self.hot_state.redis.pipeline(transaction=False)
         self._queue_links(pipe, record, point_shared=False)
         await pipe.execute()
+        await self._release_key(record)
+
+    async def _release_key(self, ended: RunIndexRecord) -> None:
+        """The run ended: the concurrency-key slot its shared run held goes back (the queue
+        checks that the shared run ended as this local run)."""
+        if self.key_release is not None and ended.shared_run_id and ended.metadata.get(FLOW_KEY_ATTRIBUTE):
+            await self.key_release(ended.shared_run_id, ended.local_run_id)
 
     async def swap(self, expected: RunIndexRecord, **changes: Any) -> RecordSwap:
         """Compare-and-set: apply `changes` only if the stored record is still `expected`.

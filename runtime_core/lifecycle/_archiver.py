@@ -200,6 +200,10 @@ class RunArchiver:
             )
         )
         ended_by = local.local_run_id if local else None
+        if ended_by is not None and shared.flow_key:
+            # The release its instance made when the run ended, again (idempotent): a process
+            # that died in between left the key's slot taken.
+            await p.queue.release_key(shared.shared_run_id, ended_by)
         if (
             await p.runs.retire(shared.shared_run_id, shared.tenant_id, ended_by, retention)
             is RetireOutcome.NOT_FINISHED

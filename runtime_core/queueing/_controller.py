@@ -25,7 +25,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime_core.errors import ConflictError, MissingSnapshotError
-from runtime_core.flow import PipelineFlow, TenantRateLimits, submit_cells, submit_refused
+from runtime_core.flow import (
+    ConcurrencyKey,
+    PipelineFlow,
+    TenantRateLimits,
+    place_key,
+    submit_cells,
+    submit_refused,
+)
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import AdmissionController, AdmissionDecision, AdmissionKind
 from runtime_core.observability import allocate_run_trace
@@ -36,12 +43,20 @@ from runtime_core.queueing._idempotency import (
     IdempotencyKey,
     IdempotentRunGoneError,
 )
-from runtime_core.queueing._models import DispatchOutcome, SharedRunRecord, SharedRunStatus, SubmitMode
+from runtime_core.queueing._models import (
+    DispatchOutcome,
+    QueueItemStatus,
+    SharedRunRecord,
+    SharedRunStatus,
+    SubmitMode,
+)
 from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
 from runtime_core.queueing._run_store import RunTransition, SharedRunStore, TransitionOutcome
 from runtime_core.queueing._scale_out import ScaleOutRequestStore, new_scale_out_request_id
 
 PipelineValidator = Callable[[PipelineDefinition], None]
+KeyEvictions = Callable[[list[str], ExecutionContextSnapshot], Awaitable[None]]
+"""Cancel the given shared runs of the snapshot's tenant (cancel-in-progress: the newest win)."""
 log = logging.getLogger("runtime_core.queueing")
 
 
@@ -84,7 +99,13 @@ _KEY_USED = frozenset(
     }
 )
 
+
+def _key_text(record: SharedRunRecord) -> str:
+    return f"concurrency key {record.concurrency_key} (limit {record.flow_limit}, {record.flow_strategy})"
+
+
 _SUBMIT_EVENTS = {
+    SharedRunStatus.CANCELLED: "cancelled",
     SharedRunStatus.QUEUED_GLOBALLY: "queued",
     SharedRunStatus.SCALE_OUT_REQUESTED: "scale_out_requested",
     SharedRunStatus.REJECTED: "rejected",
@@ -114,6 +135,8 @@ class SharedRuntimeController:
         self.on_enqueued = on_enqueued
         self.keep_copy = keep_copy
         self.rate_limits = rate_limits or TenantRateLimits()
+        # Cancels the runs a cancel-in-progress key picked (the control plane sets it).
+        self.on_key_evictions: KeyEvictions | None = None
 
     async def submit(
         self,
@@ -126,16 +149,23 @@ class SharedRuntimeController:
         idempotency: IdempotencyKey | None = None,
         callback_url: str | None = None,
         priority: int | None = None,
+        concurrency: ConcurrencyKey | None = None,
     ) -> SubmitResult:
         """With `idempotency`, a key the tenant already used returns the run it made (or a
         conflict for another request) and submits nothing; the claim is atomic with creation.
-        `priority` orders the run among its admission group's queued runs (None: the default)."""
+        `priority` orders the run among its admission group's queued runs (None: the default).
+        `concurrency` (else the pipeline's `config.flow.concurrency`) places the run under a
+        concurrency key; such a run is always queued first (the queue holds the key's slots)."""
         if snapshot is None:
             raise MissingSnapshotError(
                 "A shared run needs the caller's ExecutionContextSnapshot.",
                 hint="Capture the snapshot from the authenticated principal before submitting.",
             )
         self.validate(pipeline)
+        flow = PipelineFlow.of_config(pipeline.config)
+        declared = concurrency or flow.concurrency
+        key = place_key(declared, snapshot.tenant_id, pipeline.name, input) if declared else None
+        mode = SubmitMode.QUEUE_FIRST if key is not None else mode
         first_status = (
             SharedRunStatus.QUEUED_GLOBALLY if mode is SubmitMode.QUEUE_FIRST else SharedRunStatus.SUBMITTED
         )
@@ -151,10 +181,9 @@ class SharedRuntimeController:
             trace_context=run_trace.encode() if run_trace is not None else None,
             callback_url=callback_url,
             priority=priority,
+            **(key.record_fields() if key is not None else {}),
         )
-        cells = submit_cells(
-            snapshot.tenant_id, pipeline.name, self.rate_limits, PipelineFlow.of_config(pipeline.config)
-        )
+        cells = submit_cells(snapshot.tenant_id, pipeline.name, self.rate_limits, flow)
         with restored_snapshot(snapshot):
             if mode is SubmitMode.QUEUE_FIRST:
                 queued = await self.queue.enqueue_new(record, idempotency, cells)
@@ -162,9 +191,7 @@ class SharedRuntimeController:
                     return await self._replayed(idempotency, queued.outcome is QueueOutcome.DUPLICATE, queued)
                 if queued.outcome is QueueOutcome.RATE_LIMITED:
                     raise submit_refused(cells, queued.detail, queued.wait_us)
-                await self._expect_applied(_created(queued, record), record)
-                await self._keep_copy(record)
-                result = self._queued(record, None, "queue-first submit")
+                result = await self._queued_first(record, queued)
             else:
                 created = await self.runs.create(record, idempotency, cells)
                 if idempotency is not None and created.outcome in _KEY_USED:
@@ -176,6 +203,26 @@ class SharedRuntimeController:
                 result = await self._direct(record, provider_hint)
             await self._journal_submit(record, result)
         return result
+
+    async def _queued_first(self, record: SharedRunRecord, queued: QueueTransition) -> SubmitResult:
+        """The answer to a created queue-first run: queued (Pending, or Held in its concurrency
+        key's line), or cancelled at once (cancel-newest); runs its key's cancel-in-progress
+        picked are cancelled before it answers."""
+        if queued.outcome is QueueOutcome.KEY_CANCELLED:  # ended: nothing to requeue, no durable copy
+            return self._result(
+                record,
+                SharedRunStatus.CANCELLED,
+                None,
+                f"{_key_text(record)} had no free slot (cancel-newest)",
+            )
+        await self._expect_applied(_created(queued, record), record)
+        await self._keep_copy(record)
+        if queued.picked and self.on_key_evictions is not None:
+            assert record.snapshot is not None
+            await self.on_key_evictions(list(queued.picked), record.snapshot)
+        if queued.placement == QueueItemStatus.HELD.value:
+            return self._queued(record, None, f"waiting for a slot of {_key_text(record)}")
+        return self._queued(record, None, "queue-first submit")
 
     async def _keep_copy(self, record: SharedRunRecord) -> None:
         """The durable copy of a new run's request (what requeues it if Redis loses it queued)."""

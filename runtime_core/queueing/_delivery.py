@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from runtime_core.errors import RuntimeCoreError
+from runtime_core.flow import FLOW_KEY_ATTRIBUTE
 from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import new_claim_token
 from runtime_core.instances import (
@@ -249,6 +250,7 @@ class RunDelivery:
             DISPATCH_ATTEMPT_KEY: attempt.id,
             **_pump_attributes(pump, run),
             **({TRACE_CONTEXT_KEY: run.trace_context} if run.trace_context else {}),
+            **({FLOW_KEY_ATTRIBUTE: run.flow_key} if run.flow_key else {}),
         }
         if attempt.reservation.incarnation:
             attributes[TARGET_INCARNATION_KEY] = attempt.reservation.incarnation

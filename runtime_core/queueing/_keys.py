@@ -91,6 +91,43 @@ class QueuePartition:
         return self._key("flow", "rates")
 
     @property
+    def flow_admitted(self) -> str:
+        """Per-key concurrency (lua/lib/flow_keys.lua): runs holding a slot of their key."""
+        return self._key("flow", "admitted")
+
+    @property
+    def flow_waiting(self) -> str:
+        """Per-key concurrency: each key's line of Held runs."""
+        return self._key("flow", "waiting")
+
+    @property
+    def flow_evicting(self) -> str:
+        """Per-key concurrency: runs cancel-in-progress is cancelling, still holding their slot."""
+        return self._key("flow", "evicting")
+
+    @property
+    def flow_slots(self) -> str:
+        """Per-key concurrency: run -> the slot it holds."""
+        return self._key("flow", "slots")
+
+    @property
+    def queue_keys(self) -> list[str]:
+        """items, pending, seq and the pending indexes: what a script making items Pending takes."""
+        return [
+            self.items,
+            self.pending,
+            self.seq,
+            self.pending_by_group,
+            self.group_heads,
+            self.pending_by_priority,
+        ]
+
+    @property
+    def flow_keys(self) -> list[str]:
+        """admitted, waiting, evicting, slots: the order the scripts take them in."""
+        return [self.flow_admitted, self.flow_waiting, self.flow_evicting, self.flow_slots]
+
+    @property
     def claimed(self) -> str:
         return self._key("claimed")
 

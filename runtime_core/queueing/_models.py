@@ -36,6 +36,7 @@ class SubmitMode(StrEnum):
 
 class QueueItemStatus(StrEnum):
     PENDING = "Pending"
+    HELD = "Held"  # waiting in its concurrency key's line (no queue turn)
     CLAIMED = "Claimed"
     DISPATCHED = "Dispatched"
     CANCELLED = "Cancelled"
@@ -59,6 +60,9 @@ _OPTIONAL_TEXT_FIELDS = (
     "trace_context",
     "queue_status",
     "callback_url",
+    "flow_key",
+    "flow_strategy",
+    "concurrency_key",
 )
 _OPTIONAL_INT_FIELDS = (
     "updated_at_ms",
@@ -66,6 +70,7 @@ _OPTIONAL_INT_FIELDS = (
     "reservation_expires_at_ms",
     "archived_at_ms",
     "priority",
+    "flow_limit",
 )
 
 
@@ -109,6 +114,12 @@ class SharedRunRecord(BaseModel):
     queue_status: str | None = None
     callback_url: str | None = None
     priority: int | None = None
+    # Per-key concurrency (`runtime_core.flow.KeyPlacement`): the key's id, limit and strategy,
+    # and the key as `<expression>=<value>` for people to read.
+    flow_key: str | None = None
+    flow_limit: int | None = None
+    flow_strategy: str | None = None
+    concurrency_key: str | None = None
 
     @property
     def submitted_by(self) -> str:
@@ -132,6 +143,10 @@ class SharedRunRecord(BaseModel):
             "callback_url": self.callback_url,
             "trace_context": self.trace_context,
             "priority": None if self.priority is None else str(self.priority),
+            "flow_key": self.flow_key,
+            "flow_limit": None if self.flow_limit is None else str(self.flow_limit),
+            "flow_strategy": self.flow_strategy,
+            "concurrency_key": self.concurrency_key,
         }
         return fields | {name: value for name, value in optional.items() if value}
 

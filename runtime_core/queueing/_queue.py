@@ -46,14 +46,20 @@ class QueueOutcome(Enum):
     DUPLICATE = 2  # the idempotency key already made run `detail` (same request)
     KEY_CONFLICT = 3  # the idempotency key made run `detail` for another request
     RATE_LIMITED = 4  # the rate limit `detail` refused the new run; it conforms in `wait_us`
+    KEY_CANCELLED = 5  # cancel-newest: its concurrency key had no free slot, the run was cancelled
 
 
 @dataclass(frozen=True)
 class QueueTransition:
+    """`placement`: where an enqueued run went (Pending, or Held in its concurrency key's line);
+    `picked`: runs cancel-in-progress picked for the caller to cancel."""
+
     outcome: QueueOutcome
     now_ms: int
     detail: str | None = None
     wait_us: int | None = None
+    placement: str | None = None
+    picked: tuple[str, ...] = ()
 
     @property
     def applied(self) -> bool:
@@ -64,7 +70,12 @@ def _transition(reply: list[object]) -> QueueTransition:
     outcome, now_ms = QueueOutcome(int(str(reply[0]))), int(str(reply[1]))
     if outcome is QueueOutcome.RATE_LIMITED:
         return QueueTransition(outcome, now_ms, str(reply[3]), int(str(reply[2])))
-    return QueueTransition(outcome, now_ms, str(reply[2]) if len(reply) > 2 else None)
+    detail = str(reply[2]) if len(reply) > 2 else None
+    if outcome is QueueOutcome.APPLIED and len(reply) > 3:
+        return QueueTransition(
+            outcome, now_ms, detail, placement=str(reply[3]), picked=tuple(map(str, reply[4:]))
+        )
+    return QueueTransition(outcome, now_ms, detail)
 
 
 class SharedQueue:
@@ -110,6 +121,8 @@ class SharedQueue:
             k.group_heads,
             k.pending_by_priority,
             k.flow_rates,
+            *k.flow_keys,
+            k.ended,
         ]
         args = [
             record.shared_run_id,
@@ -273,6 +286,7 @@ class SharedQueue:
                 k.pending_by_group,
                 k.group_heads,
                 k.pending_by_priority,
+                *k.flow_keys,
             ],
             args=[claim.shared_run_id, claim.token, target, reason],
         )
@@ -288,10 +302,25 @@ class SharedQueue:
                 k.ended,
                 k.pending_by_group,
                 k.pending_by_priority,
+                k.group_heads,
+                k.seq,
+                *k.flow_keys,
             ],
             args=[shared_run_id, reason, requested_by],
         )
         return _transition(reply)
+
+    async def release_key(self, shared_run_id: str, local_run_id: str) -> bool:
+        """A run holding a concurrency key's slot ended after dispatch as `local_run_id`: the
+        slot goes back and the key's waiting runs take it (idempotent; False: it held none, or
+        the run goes on as another local run). Coalesced: runs of a process that end together
+        release in one round trip."""
+        k = self.keys.of_run(shared_run_id)
+        reply = await self.hot_state.coalesced("flow_release")(
+            keys=[*k.queue_keys, *k.flow_keys, k.run(shared_run_id)],
+            args=[shared_run_id, local_run_id],
+        )
+        return int(reply[0]) == 1
 
     async def item(self, shared_run_id: str) -> QueueItem | None:
         raw = await self.hot_state.redis.hget(self.keys.of_run(shared_run_id).items, shared_run_id)

@@ -48,15 +48,7 @@ class SharedRunRecovery:
         """Only while the run is still Dispatched to `runtime_instance_id` as `local_run_id`."""
         k = self.keys.of_run(shared_run_id)
         reply = await self.hot_state.scripts["shared_recover"](
-            keys=[
-                k.run(shared_run_id),
-                k.items,
-                k.pending,
-                k.seq,
-                k.pending_by_group,
-                k.group_heads,
-                k.pending_by_priority,
-            ],
+            keys=[k.run(shared_run_id), *k.queue_keys],
             args=[
                 shared_run_id,
                 runtime_instance_id,

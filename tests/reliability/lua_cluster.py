@@ -51,6 +51,7 @@ FIRST_ARG_IS_KEY = frozenset(
         "ZRANGEBYLEX",
         "ZREMRANGEBYSCORE",
         "ZREMRANGEBYLEX",
+        "ZLEXCOUNT",
         "ZPOPMIN",
         "LPUSH",
         "RPUSH",

@@ -399,11 +399,35 @@ async def _schedule_scenario(hot_state: HotState) -> None:
 
 
 async def _flow_scenario(hot_state: HotState) -> None:
-    """flow_rate_limit: a provider budget takes a call, then refuses the next one."""
+    """flow_rate_limit: a provider budget takes a call, then refuses the next one. Per-key
+    concurrency: a run holds its key's slot, the next waits in line (shared_enqueue), one in
+    line is cancelled (shared_cancel), the first ends and gives its slot back (flow_release)."""
     budget = ProviderRateLimit(limit=1, period="1h", providers=("template",))
     limiter = StepRateLimiter(hot_state, ProviderRateLimits(budgets={"lua-key": budget}))
     assert await limiter.take("template") is None
     assert await limiter.take("template") is not None
+    flow = {"concurrency": {"key": "input.k", "limit": 1}}
+    keyed = parse_pipeline(
+        {"name": "keyed", "config": {"flow": flow}, "steps": [{"name": "a", "stepKey": "test.noop"}]}
+    )
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    try:
+        first, second, third = [
+            (await plane.submit(keyed, {"k": "x"}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+            for _ in range(3)
+        ]
+        await plane.cancel(third, DEFAULT_TENANT)
+
+        async def second_admitted() -> bool:  # the first ran, ended and released its slot
+            await plane.drain(10, DEFAULT_TENANT)
+            item = await plane.parts.queue.item(second)
+            return item is not None and item.status.value != "Held"
+
+        await wait_until(second_admitted, interval=0.05)
+        assert first != second
+    finally:
+        await plane.stop()
 
 
 async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
