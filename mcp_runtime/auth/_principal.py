@@ -38,17 +38,11 @@ class Authentication(BaseModel):
     client_id: str | None = None
 
 
-class Principal(BaseModel):
-    """Who is calling: tenant, roles and namespaces, and how that was established.
-
-    `scope_permissions` is None when nothing narrows the roles (static tokens, stdio); for an
-    OAuth caller it is the set of `object:action` permissions its token's scopes grant, and a
-    call needs both a role and a scope allowing it.
-    """
+class Identity(BaseModel):
+    """The fields a principal and its configuration share: who, in which tenant, with which roles."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
     user_id: str
     tenant_id: str
     tenant_group_id: str | None = None
@@ -56,6 +50,17 @@ class Principal(BaseModel):
     namespaces: tuple[str, ...] = ()
     current_namespace: str | None = None
     project: str = ""
+
+
+class Principal(Identity):
+    """Who is calling: tenant, roles and namespaces, and how that was established.
+
+    `scope_permissions` is None when nothing narrows the roles (static tokens, stdio); for an
+    OAuth caller it is the set of `object:action` permissions its token's scopes grant, and a
+    call needs both a role and a scope allowing it.
+    """
+
+    name: str
     authentication: Authentication | None = None
     scopes: tuple[str, ...] = ()
     scope_permissions: frozenset[str] | None = None
@@ -82,18 +87,9 @@ class Principal(BaseModel):
         )
 
 
-class PrincipalConfig(BaseModel):
+class PrincipalConfig(Identity):
     """One principal as written in the configuration file (static: stdio, service accounts, CI)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    user_id: str
-    tenant_id: str
-    tenant_group_id: str | None = None
-    roles: tuple[str, ...] = ()
-    namespaces: tuple[str, ...] = ()
-    current_namespace: str | None = None
-    project: str = ""
     token_sha256: tuple[str, ...] = Field(
         (), description="sha256 hex digests of the bearer tokens / API keys of this principal"
     )

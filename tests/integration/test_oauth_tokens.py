@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
@@ -52,10 +54,18 @@ def acme(idp: OAuthServer) -> Iterator[Realm]:
 @pytest.fixture
 async def verifier(idp: OAuthServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OAuthVerifier]:
     monkeypatch.setenv(INTROSPECTION_SECRET_ENV, INTROSPECTION_SECRET)
-    settings = parsed_settings(idp, RESOURCE, jwks_min_refresh_interval_s=3600)
-    verifier = OAuthVerifier(settings, ScopeMap.load())
-    yield verifier
-    await verifier.aclose()
+    async with fresh_verifier(idp, jwks_min_refresh_interval_s=3600) as verifier:
+        yield verifier
+
+
+@asynccontextmanager
+async def fresh_verifier(idp: OAuthServer, **settings: Any) -> AsyncIterator[OAuthVerifier]:
+    """A verifier with an empty key cache and these settings."""
+    verifier = OAuthVerifier(parsed_settings(idp, RESOURCE, **settings), ScopeMap.load())
+    try:
+        yield verifier
+    finally:
+        await verifier.aclose()
 
 
 async def refused(verifier: OAuthVerifier, token: str) -> TokenRefusedError:
@@ -167,8 +177,7 @@ async def test_the_refusal_of_a_tenantless_token_says_how_to_fix_it(
 async def test_a_rotated_key_is_accepted_after_one_refresh_and_a_removed_key_is_refused(
     idp: OAuthServer, acme: Realm
 ) -> None:
-    verifier = OAuthVerifier(parsed_settings(idp, RESOURCE, jwks_min_refresh_interval_s=0), ScopeMap.load())
-    try:
+    async with fresh_verifier(idp, jwks_min_refresh_interval_s=0) as verifier:
         old = acme.mint("alice", audience=RESOURCE)
         assert (await principal(verifier, old)).user_id == "alice"
         new_key = acme.rotate()
@@ -177,8 +186,6 @@ async def test_a_rotated_key_is_accepted_after_one_refresh_and_a_removed_key_is_
         assert (await principal(verifier, acme.mint("alice", audience=RESOURCE))).user_id == "alice"
         assert acme.jwks_requests == fetched + 1 and new_key.kid in str(acme.jwks())
         assert (await refused(verifier, old)).reason is RefusalReason.UNKNOWN_KEY
-    finally:
-        await verifier.aclose()
 
 
 async def test_a_flood_of_invented_kids_costs_the_issuer_one_jwks_request(
@@ -198,34 +205,25 @@ async def test_a_flood_of_invented_kids_costs_the_issuer_one_jwks_request(
 async def test_with_the_jwks_down_cached_keys_work_and_unknown_keys_are_refused_clearly(
     idp: OAuthServer, acme: Realm
 ) -> None:
-    verifier = OAuthVerifier(parsed_settings(idp, RESOURCE, jwks_min_refresh_interval_s=0), ScopeMap.load())
-    try:
+    async with fresh_verifier(idp, jwks_min_refresh_interval_s=0) as verifier:
         await principal(verifier, acme.mint("alice", audience=RESOURCE))
         acme.jwks_mode = "down"
         assert (await principal(verifier, acme.mint("bob", audience=RESOURCE))).tenant_id == "tenant-b"
         refusal = await refused(verifier, acme.mint("alice", audience=RESOURCE, key=acme.rotate()))
         assert refusal.reason is RefusalReason.UNKNOWN_KEY and "HTTP 503" in str(refusal)
-    finally:
-        await verifier.aclose()
 
 
 async def test_an_issuer_whose_jwks_never_answered_is_refused_as_unavailable(
     idp: OAuthServer, acme: Realm
 ) -> None:
     acme.jwks_mode = "down"
-    verifier = OAuthVerifier(parsed_settings(idp, RESOURCE), ScopeMap.load())
-    try:
+    async with fresh_verifier(idp) as verifier:
         refusal = await refused(verifier, acme.mint("alice", audience=RESOURCE))
         assert refusal.reason is RefusalReason.KEYS_UNAVAILABLE and "retry later" in str(refusal)
-    finally:
-        await verifier.aclose()
 
 
 async def test_a_slow_jwks_holds_only_the_token_with_the_unknown_key(idp: OAuthServer, acme: Realm) -> None:
-    verifier = OAuthVerifier(
-        parsed_settings(idp, RESOURCE, jwks_min_refresh_interval_s=0, http_timeout_s=30), ScopeMap.load()
-    )
-    try:
+    async with fresh_verifier(idp, jwks_min_refresh_interval_s=0, http_timeout_s=30) as verifier:
         await principal(verifier, acme.mint("alice", audience=RESOURCE))
         acme.jwks_mode = "slow"
         fetched = acme.jwks_requests
@@ -241,23 +239,16 @@ async def test_a_slow_jwks_holds_only_the_token_with_the_unknown_key(idp: OAuthS
         assert caller.tenant_id == "tenant-b" and not waiting.done()
         acme.slow_release.set()
         assert (await waiting).user_id == "alice"  # released: the new key arrived
-    finally:
-        await verifier.aclose()
 
 
 async def test_a_jwks_slower_than_the_timeout_refuses_the_unknown_key_with_a_clear_error(
     idp: OAuthServer, acme: Realm
 ) -> None:
-    verifier = OAuthVerifier(
-        parsed_settings(idp, RESOURCE, jwks_min_refresh_interval_s=0, http_timeout_s=0.5), ScopeMap.load()
-    )
-    try:
+    async with fresh_verifier(idp, jwks_min_refresh_interval_s=0, http_timeout_s=0.5) as verifier:
         await principal(verifier, acme.mint("alice", audience=RESOURCE))
         acme.jwks_mode = "slow"
         refusal = await refused(verifier, acme.mint("alice", audience=RESOURCE, key=acme.rotate()))
         assert refusal.reason is RefusalReason.UNKNOWN_KEY and "ReadTimeout" in str(refusal)
-    finally:
-        await verifier.aclose()
 
 
 # Opaque tokens: RFC 7662 introspection with a short positive cache
