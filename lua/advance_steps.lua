@@ -9,26 +9,37 @@
 -- KEYS[5] token  KEYS[6] retries  KEYS[7] control  KEYS[8] needs  KEYS[9] result
 -- KEYS[10] claimed (HASH step -> claimed-at ms, read by release_execution_claims)
 -- KEYS[11] pending (HASH step -> dependencies not yet Completed)  KEYS[12] children
+-- KEYS[13] assistants (ZSET assistant -> assistance lease-until ms, see assist_join)
 -- ARGV[1] completions C, then C triples ARGV[2..1+3C]: step, claim token, result (JSON text)
 -- ARGV[2+3C] max steps to claim N   ARGV[3+3C] lease ms   ARGV[4+3C] token prefix (random)
 -- ARGV[5+3C] blocked control statuses, comma separated
 -- ARGV[6+3C] owner: the local run claiming ('' or absent = any); claims are refused when the
---            meta's owner_local_run_id names another local run (recovery took it over)
+--            meta's owner_local_run_id names another local run (recovery took it over).
+--            '@<assistant>': an instance assisting the execution (no ownership check): its
+--            completions and claims are refused once its assistance lease lapsed
 -- Returns: {-1, now} execution missing
 --          {1, now, converged, C, per completion: code, detail,
 --           claim_code, claim_detail, next_eligible_ms, n, per claimed step: name, token,
---           retry_count, deps_json}
---   converged=1 when nothing is ready or running after this call.
+--           retry_count, deps_json, backlog}
+--   converged=1 when nothing is ready or running after this call; backlog = steps left in
+--   the ready set after the claims (what idle workers elsewhere could take: assistance).
 --   completion code 1 completed (detail = dependents it made Ready) | 0 token mismatch (stale
---   owner, nothing changed; detail '') | -2 step not Running (detail = its status)
+--   owner, or an assistant whose lease lapsed: nothing changed; detail '') | -2 step not
+--   Running (detail = its status)
 --   claim_code 1 (claim_detail = control status or '') | -2 execution terminal (claim_detail
 --   = its status) | -3 claims blocked by execution control (claim_detail = control status)
---   | -8 the execution belongs to another local run (claim_detail = that owner);
+--   | -8 the execution belongs to another local run (claim_detail = that owner), or the
+--   assistant's lease lapsed (claim_detail = 'assistance lease lapsed');
 --   next_eligible_ms is the earliest not-yet-open retry window ('' when n > 0 or none).
+local ASSISTANTS = 13
+-- include: assistant_lease
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, now} end
 local completions = tonumber(ARGV[1])
+local base = 2 + 3 * completions
+local claimer = ARGV[base + 4] or ''
+local refused = assistant_refusal(claimer, now)
 local out = {1, now, 0, completions}
 local completed = 0
 for i = 0, completions - 1 do
@@ -37,7 +48,7 @@ for i = 0, completions - 1 do
   if status ~= 'Running' then
     table.insert(out, -2)
     table.insert(out, status or '')
-  elseif redis.call('HGET', KEYS[5], name) ~= token then
+  elseif refused or redis.call('HGET', KEYS[5], name) ~= token then
     table.insert(out, 0)
     table.insert(out, '')
   else
@@ -60,17 +71,18 @@ for i = 0, completions - 1 do
 end
 if completed > 0 then redis.call('HINCRBY', KEYS[1], 'completed_count', completed) end
 
-local base = 2 + 3 * completions
 local max_claim = tonumber(ARGV[base])
 local control = redis.call('HGET', KEYS[7], 'status') or ''
 local exec_status = redis.call('HGET', KEYS[1], 'status')
 local claim_code, claim_detail, next_eligible = 1, control, ''
 local names = {}
 if max_claim > 0 then
-  local claimer = ARGV[base + 4] or ''
-  local owner = claimer ~= '' and redis.call('HGET', KEYS[1], 'owner_local_run_id')
+  local owner = claimer ~= '' and string.sub(claimer, 1, 1) ~= '@'
+    and redis.call('HGET', KEYS[1], 'owner_local_run_id')
   if exec_status ~= 'Running' then
     claim_code, claim_detail = -2, exec_status
+  elseif refused then
+    claim_code, claim_detail = -8, refused
   elseif owner and owner ~= claimer then
     claim_code, claim_detail = -8, owner
   elseif control ~= '' and string.find(',' .. ARGV[base + 3] .. ',', ',' .. control .. ',', 1, true) then
@@ -105,5 +117,7 @@ for _, name in ipairs(names) do
   table.insert(out, redis.call('HGET', KEYS[6], name) or '0')
   table.insert(out, cjson.encode(deps))
 end
-if redis.call('ZCARD', KEYS[3]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 then out[3] = 1 end
+local backlog = redis.call('ZCARD', KEYS[3])
+if backlog == 0 and redis.call('ZCARD', KEYS[4]) == 0 then out[3] = 1 end
+table.insert(out, backlog)
 return out

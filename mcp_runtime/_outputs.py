@@ -99,6 +99,13 @@ class RuntimeInstanceInfo(ToolOutput):
     provider_name: str
     transport_name: str
     provider_endpoint: str
+    assistance_worker_count: int = Field(
+        description="Execution assistance: the effective worker count it offers to another instance's "
+        "execution, min(worker_count, max_local_workers_per_execution, available_worker_count); 0 when "
+        "assistance is off or it takes no work."
+    )
+    assisting_execution_count: int = Field(description="Other instances' executions it assists now.")
+    assisting_worker_count: int = Field(description="Its workers assisting them now.")
 
 
 class InstancesListOutput(ToolOutput):
@@ -161,6 +168,16 @@ class WaitingInput(ToolOutput):
     )
 
 
+class RunAssistant(ToolOutput):
+    runtime_instance_id: str = Field(description="A runtime instance whose idle workers assisted the run.")
+    effective_workers: int = Field(description="The workers it brought (its effective count).")
+    active: bool = Field(description="Assisting now (it has not left and its assistance lease holds).")
+    joined_at: datetime
+    left_at: datetime | None = Field(None, description="When it left (none: still there, or it died).")
+    left_reason: str | None = None
+    steps_completed: int = Field(0, description="Steps it completed, counted when it left.")
+
+
 class RunStatusOutput(ToolOutput):
     requested_id: str
     tenant_id: str
@@ -199,6 +216,11 @@ class RunStatusOutput(ToolOutput):
         None, description="Why the run failed or was rejected; for a failed step: its name, code and message."
     )
     failed_step: str | None = Field(None, description="The step whose failure failed the run.")
+    assistants: list[RunAssistant] = Field(
+        default_factory=list,
+        description="Runtime instances of other processes that assisted this wide run (execution "
+        "assistance), with the workers each brought; `effective_workers` are the run's own.",
+    )
     steps: list[StepRow] = []
     result: Any = Field(
         None,

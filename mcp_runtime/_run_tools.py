@@ -87,6 +87,9 @@ def instance_info(view: InstanceView) -> RuntimeInstanceInfo:
         provider_name=view.provider_name,
         transport_name=view.transport_name,
         provider_endpoint=view.provider_endpoint,
+        assistance_worker_count=view.assistance_workers,
+        assisting_execution_count=view.assisting_executions,
+        assisting_worker_count=view.assisting_workers,
     )
 
 

@@ -62,7 +62,7 @@ class RunSubscriptionBus:
         return unsubscribe
 
     def _on_run_event(self, event: RunEvent) -> None:
-        if event.step_level:
+        if event.progress:
             return
         updates = [ResourceUpdated(uri=uri) for uri in event_uris(event)]
         for tenant_id, listener in list(self._listeners.values()):

@@ -92,7 +92,7 @@ class ResourceSubscriptions:
         subscriptions.uris.add(uri)
 
     def _on_run_event(self, event: RunEvent) -> None:
-        if event.step_level:
+        if event.progress:
             return
         uris = set(event_uris(event))
         for connection, subscriptions in list(self._connections.items()):

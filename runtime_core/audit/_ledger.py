@@ -2,7 +2,8 @@
 
 Owns turning engine events (and entries other components hand it: submitted, queued,
 dispatched, paused, cancelled, ...) into LedgerEntry rows carrying the tenant from the
-event's snapshot, this runtime instance's id and the run identities stored on the
+event's snapshot, this runtime instance's id (the assisting instance's, for the events of
+workers assisting another instance's execution) and the run identities stored on the
 execution (re-read when the execution is reassigned to a new run attempt, so entries after a
 resume carry the new LocalRunId and earlier ones keep theirs), and buffering them so the
 hot path does not pay one durable write per event. Flushes when a batch is full or
@@ -17,6 +18,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
+from runtime_core.assistance import ASSISTING_INSTANCE_ATTRIBUTE
 from runtime_core.audit._batching import DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_INTERVAL_S, BatchBuffer
 from runtime_core.dag import DagStore, EngineEvent, ExecutionMeta
 from runtime_core.retention import tenant_of
@@ -72,7 +74,7 @@ class LedgerRecorder:
                 execution_id=event.execution_id,
                 shared_run_id=context.get("shared_run_id"),
                 local_run_id=context.get("local_run_id"),
-                runtime_instance_id=self.instance_id,
+                runtime_instance_id=attributes.get(ASSISTING_INSTANCE_ATTRIBUTE, self.instance_id),
                 assigned_runtime_instance_id=context.get(ASSIGNED_INSTANCE_FIELD),
                 event=event.name,
                 step_name=event.step_name,

@@ -16,6 +16,7 @@ from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
     TERMINAL_RUN_STATUSES,
+    AssistantView,
     CancelResult,
     DrainedRun,
     DrainResult,
@@ -41,6 +42,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "DrainedRun",
     "InstanceView",
     "TenantCapacityView",
+    "AssistantView",
     "RunStatusView",
     "StepRow",
     "StepErrorView",

@@ -3,7 +3,8 @@
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
 hot state (steps with their last errors and next retries, control status, the input a waiting
-run expects, the step that failed a failed run, sink results), marking an older local attempt
+run expects, the step that failed a failed run, sink results, the instances that assisted it),
+marking an older local attempt
 than the one the shared run is dispatched to (so it is not `done`); or, for a finished run
 whose hot state was retired (also when that happens while it is being read), from its durable
 RunRecord, so the answer is the same before and after the cleanup. Must not change any state.
@@ -11,12 +12,14 @@ RunRecord, so the answer is the same before and after the cleanup. Must not chan
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from runtime_core.assistance import ASSISTANCE_FIELD, assistant_records
 from runtime_core.control_plane._parts import ControlPlaneParts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._step_rows import explain_execution
-from runtime_core.control_plane._views import RunStatusView, StepRow
+from runtime_core.control_plane._views import AssistantView, RunStatusView, StepRow
 from runtime_core.dag import ExecutionView
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
@@ -89,6 +92,10 @@ class RunStatusReader:
             )
             if record.result and record.execution_id:
                 view.result = await self._decoded(record.execution_id, record.result, snapshot)
+            if record.execution_id and self.parts.durable is not None:
+                terminal = await self.parts.durable.get_snapshot(record.execution_id, record.tenant_id)
+                if terminal is not None:
+                    view.assistants = _assistants(terminal.snapshot.get("attributes", {}), None)
         return view
 
     async def _fill_shared(self, view: RunStatusView, located: LocatedRun) -> None:
@@ -149,6 +156,11 @@ class RunStatusReader:
             return False
         view.execution_status = execution.meta.status
         view.control_status = execution.control_status
+        if execution.meta.attributes.get(ASSISTANCE_FIELD):
+            now_ms = (
+                await self.parts.hot_state.server_time_ms() if execution.meta.status == "Running" else None
+            )
+            view.assistants = _assistants(execution.meta.attributes, now_ms)
         explain_execution(view, execution, self.parts.engine.executors)
         if execution.meta.status != "Running":
             view.result = await self._sink_results(execution, snapshot)
@@ -165,3 +177,24 @@ class RunStatusReader:
         """The sink results as values (payload references resolved); one sink gives its value alone."""
         decoded = await self.parts.engine.results.decode(execution_id, sinks, snapshot)
         return next(iter(decoded.values())) if len(decoded) == 1 else decoded
+
+
+def _assistants(attributes: dict[str, Any], now_ms: int | None) -> list[AssistantView]:
+    """The instances an execution records as its assistants; `now_ms` None: it finished (none
+    is active)."""
+    return [
+        AssistantView(
+            runtime_instance_id=r.runtime_instance_id,
+            effective_workers=r.workers,
+            active=now_ms is not None and r.active(now_ms),
+            joined_at=_utc(r.joined_at_ms),
+            left_at=_utc(r.left_at_ms) if r.left_at_ms is not None else None,
+            left_reason=r.left_reason,
+            steps_completed=r.steps_completed,
+        )
+        for r in assistant_records(attributes)
+    ]
+
+
+def _utc(milliseconds: int) -> datetime:
+    return datetime.fromtimestamp(milliseconds / 1000, tz=UTC)

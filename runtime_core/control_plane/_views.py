@@ -47,6 +47,11 @@ class InstanceView(BaseModel):
     provider_name: str
     transport_name: str
     provider_endpoint: str
+    # Execution assistance: the effective worker count it offers to another instance's
+    # execution, and whom it assists now (counts only: the executions may be other tenants').
+    assistance_workers: int = 0
+    assisting_executions: int = 0
+    assisting_workers: int = 0
 
     @classmethod
     def of(cls, entry: InstanceEntry) -> InstanceView:
@@ -81,6 +86,9 @@ class InstanceView(BaseModel):
             provider_name=d.provider_name,
             transport_name=c.transport_name,
             provider_endpoint=d.provider_endpoint,
+            assistance_workers=c.assistance_workers if entry.live else 0,
+            assisting_executions=c.assisting_executions,
+            assisting_workers=c.assisting_workers,
         )
 
 
@@ -190,6 +198,18 @@ class WaitingInputView(BaseModel):
     expected_input: dict[str, Any] = Field(default_factory=dict)
 
 
+class AssistantView(BaseModel):
+    """A runtime instance that assisted the run's execution (execution assistance)."""
+
+    runtime_instance_id: str
+    effective_workers: int
+    active: bool
+    joined_at: datetime
+    left_at: datetime | None = None
+    left_reason: str | None = None
+    steps_completed: int = 0
+
+
 class RunStatusView(BaseModel):
     """Every identity and status of one run, as its own tenant may read them.
 
@@ -217,6 +237,7 @@ class RunStatusView(BaseModel):
     waiting_input: WaitingInputView | None = None
     failure_reason: str | None = None
     failed_step: str | None = None
+    assistants: list[AssistantView] = Field(default_factory=list)
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None
     _attempt_superseded: bool = PrivateAttr(default=False)

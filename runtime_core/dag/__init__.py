@@ -10,6 +10,7 @@ from runtime_core.dag._engine import DagEngine
 from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
     SUPERSEDED_STATUS,
+    AssistanceHook,
     EngineSettings,
     InlineResults,
     ResultCodec,
@@ -43,6 +44,7 @@ __all__ = [
     "BLOCKING_CONTROL_STATUSES",
     "PARKED_CONTROL_STATUSES",
     "SUPERSEDED_STATUS",
+    "AssistanceHook",
     "ClaimBatch",
     "ClaimOutcome",
     "CompositeObserver",

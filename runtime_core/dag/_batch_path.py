@@ -4,7 +4,8 @@ Owns `BatchPath`: each round trip reports the steps a worker executed and claims
 batch (`advance_steps`, sized by the execution's `ClaimSizer`), a long step handing the
 not-started rest of its batch back to idle workers, a worker that holds a wanted permit
 past its time slice reporting only and ending its round, and reading why a claim came back
-empty. Must not run a step or make its transition itself: its `StepRunner` does.
+empty, and telling the assistance hook when the ready steps outnumber the execution's workers
+here. Must not run a step or make its transition itself: its `StepRunner` does.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class BatchPath:
                 handing_off = bool(done) and permit is not None and permit.should_hand_off()
                 claim_count = run.sizer.size() if run.advancing and not handing_off else 0
                 advanced = await steps.advance(done, claim_count)
+                if run.help_threshold is not None:
+                    await steps.tell_backlog(advanced.backlog)
                 await steps.report(done, advanced)
                 done = []
                 batch = advanced.claims

@@ -5,19 +5,24 @@ the hooks execution control, retention and tracing plug in, and the `owner` and 
 permits a runtime instance sets on its copy), creating and reassigning executions, and
 `validate`, the one full pipeline check (create time, shared-run submit and the
 `pipelines.validate` tool all call it). `run` starts the execution's workers (`WorkerLoop`)
-and returns once they stopped: at a terminal status, or parked by execution control. Must
-not claim steps or make their transitions itself, nor write state a Lua script guards.
+and returns once they stopped: at a terminal status, or parked by execution control; `assist`
+starts workers of an instance assisting another instance's execution, which return once
+nothing is claimable. Must not claim steps or make their transitions itself, nor write state
+a Lua script guards.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 from typing import Any
 
 from runtime_core.concurrency import ConcurrencyGate, parallelism_limit
 from runtime_core.dag._batching import ClaimSizer
 from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
+    AssistanceHook,
     ControlSettler,
     EngineSettings,
     InlineResults,
@@ -84,9 +89,21 @@ class DagEngine:
         self.check_retention: RetentionCheck | None = None
         # Spans around step invocations; `runtime_core.bootstrap` sets it when tracing is on.
         self.step_tracing: StepTracing = NoStepTracing()
+        # Told when an execution's ready steps outnumber its workers here (a runtime instance
+        # sets it on its copy: `runtime_core.assistance` asks other instances for help).
+        self.assistance: AssistanceHook | None = None
         # The metadata this engine just stored by creating an execution: the `run` that
         # follows starts from it instead of reading it back (consumed once).
         self._created: ExecutionMeta | None = None
+
+    def with_settings(self, settings: EngineSettings) -> DagEngine:
+        """A copy of this engine (same store, executors and hooks) working with `settings`
+        (its invoker too: step leases are renewed with the copy's lease)."""
+        engine = copy.copy(self)
+        engine.settings = settings
+        engine.invoker = copy.copy(self.invoker)
+        engine.invoker.settings = settings
+        return engine
 
     @property
     def results(self) -> ResultCodec:
@@ -185,13 +202,22 @@ class DagEngine:
         """
         context = self.worker_context()
         run = await context.until_available(lambda: self._load(execution_id), "engine.load", execution_id)
+        cap = parallelism_limit(run.meta.pipeline.config)
         # No more workers than steps: a worker with nothing to claim still costs a claim call.
-        limit = min(workers, parallelism_limit(run.meta.pipeline.config) or workers, len(run.steps))
-        count = max(1, limit)
+        count = max(1, min(workers, cap or workers, len(run.steps)))
+        # A pipeline capping its own parallelism is never assisted (the cap is per execution).
+        run.workers, run.help_threshold = count, None if cap else count
+        try:
+            return await self._advance(context, run, watched)
+        finally:
+            if run.help_wanted and context.assistance is not None:
+                run.help_wanted = False
+                await context.assistance.settled(run.meta)
+
+    async def _advance(self, context: WorkerContext, run: ExecutionRun, watched: bool) -> str:
+        execution_id = run.execution_id
         while True:
-            async with asyncio.TaskGroup() as group:
-                for n in range(count):
-                    group.create_task(WorkerLoop(context, run, f"{self.instance_id}/w{n}").work())
+            await self._workers(context, run, "w")
             if run.final_status is not None or run.parked_status is None:
                 if run.final_status:
                     return run.final_status
@@ -209,6 +235,28 @@ class DagEngine:
             # Resumed (or input arrived) while the workers were stopping: advance again.
             run.parked_status, run.stopped = None, False
 
+    async def assist(
+        self, execution_id: str, *, workers: int, claimer: str, meta: ExecutionMeta | None = None
+    ) -> str:
+        """Advance another runtime instance's execution as its assistant, with `workers`
+        workers claiming as `claimer` ('@<assistant>', accepted while the assistance lease
+        holds), until nothing is claimable. Returns the terminal or parked status it saw,
+        SUPERSEDED_STATUS when the assistance lease lapsed, else "" (it simply ran out of
+        claimable steps). `meta`: the execution's metadata, when the caller has it already."""
+        context = dataclasses.replace(self.worker_context(), owner=claimer, assisting=True)
+        run = await context.until_available(
+            lambda: self._load(execution_id, meta), "engine.assist_load", execution_id
+        )
+        run.workers = max(1, min(workers, len(run.steps)))
+        await self._workers(context, run, "assist-w")
+        return run.final_status or run.parked_status or ""
+
+    async def _workers(self, context: WorkerContext, run: ExecutionRun, name: str) -> None:
+        """`run.workers` workers named `<instance>/<name><n>`, until they all stopped."""
+        async with asyncio.TaskGroup() as group:
+            for n in range(run.workers):
+                group.create_task(WorkerLoop(context, run, f"{self.instance_id}/{name}{n}").work())
+
     def worker_context(self) -> WorkerContext:
         """What the workers of a run started now work with."""
         return WorkerContext(
@@ -224,12 +272,13 @@ class DagEngine:
             settle_control=self.settle_control,
             worker_permits=self.worker_permits,
             owner=self.owner,
+            assistance=self.assistance,
         )
 
-    async def _load(self, execution_id: str) -> ExecutionRun:
+    async def _load(self, execution_id: str, known: ExecutionMeta | None = None) -> ExecutionRun:
         created, self._created = self._created, None
         fresh = created is not None and created.execution_id == execution_id
-        meta = created if fresh else await self.store.load_meta(execution_id)
+        meta = known or (created if fresh else await self.store.load_meta(execution_id))
         if meta is None:
             raise NotFoundError(f"Execution '{execution_id}' not found.", hint="Check the ExecutionId.")
         limited = self.rate_limiter.limits if self.rate_limiter is not None else None

@@ -1,9 +1,9 @@
 """What a DagEngine is configured with: its settings and the collaborators plugged into it.
 
 Owns `EngineSettings` (leases, claim batching, idle pacing, store retry, size limits), the
-protocols of the retry decider and the result codec (with the inline default), and the hook
-signatures execution control plugs in (park, read human input, settle control). Must not
-hold behaviour of the worker loop.
+protocols of the retry decider, the result codec (with the inline default) and the assistance
+hook, and the hook signatures execution control plugs in (park, read human input, settle
+control). Must not hold behaviour of the worker loop.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime_core.dag._store import StepClaim
+from runtime_core.dag._store import ExecutionMeta, StepClaim
 from runtime_core.hot_state import DEFAULT_STORE_RETRY, StoreRetryPolicy
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_RESULT_BYTES
@@ -71,6 +71,20 @@ class EngineSettings:
     store_retry: StoreRetryPolicy = DEFAULT_STORE_RETRY
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+
+
+class AssistanceHook(Protocol):
+    """Told when an execution's ready steps come to outnumber the workers advancing it here
+    (`runtime_core.assistance` asks idle runtime instances elsewhere to assist it, until told
+    it is settled). Called on the worker's path: it must return quickly and never raise."""
+
+    async def wants_help(self, meta: ExecutionMeta, backlog: int, workers: int) -> None:
+        """`backlog` steps wait in the ready set; `workers` advance it here."""
+        ...
+
+    async def settled(self, meta: ExecutionMeta) -> None:
+        """No more help wanted: the ready set emptied, or the workers here stopped."""
+        ...
 
 
 ParkHandler = Callable[[StepClaim, StepParked, ExecutionContextSnapshot | None], Awaitable[None]]

@@ -5,6 +5,9 @@ with every claim and read only for steps in `running` (a finished claim's entry 
 the next claim to overwrite), so recovery can tell a dead owner's claims from later ones
 without knowing the lease they were made with. `fenced` exists only for an ExecutionId that
 recovery gave up before its DAG was created: `create_execution` refuses it until it expires.
+`assistants` holds assistant -> lease-until ms of the runtime instances assisting the execution
+(`runtime_core.assistance`): the claim scripts accept an assistant's claims and completions only
+while its lease there is unexpired.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class ExecutionKeys:
     control: str
     human_input: str
     fenced: str
+    assistants: str
 
     @classmethod
     def of(cls, hot_state: HotState, execution_id: str) -> ExecutionKeys:
@@ -46,8 +50,9 @@ class ExecutionKeys:
         return [getattr(self, name) for name in self.__dataclass_fields__]
 
     def advance_keys(self) -> list[str]:
-        """KEYS of advance_steps.lua: the claim keys, `claimed`, then what completions touch."""
-        return [*self.claim_keys(), self.claimed, self.pending, self.children]
+        """KEYS of advance_steps.lua: the claim keys, `claimed`, what completions touch, then
+        `assistants`."""
+        return [*self.claim_keys(), self.claimed, self.pending, self.children, self.assistants]
 
     def claim_keys(self) -> list[str]:
         """KEYS[1..9] of both claim scripts (advance_steps.lua, claim_step.lua)."""

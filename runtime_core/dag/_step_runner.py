@@ -4,7 +4,8 @@ Owns running a claimed step (its event and span, the invoker call, the result's 
 the transition after it ran (completion reported with the next claim, failure -> retry or
 Failed, parking for human input, a step handed back), waking this process's idle workers
 for what became claimable, settling execution control (Pausing -> Paused, Resuming ->
-Running), and finalization once the execution converged. A completion, failure or release
+Running), finalization once the execution converged, and asking for assistance (the engine's
+hook) when the ready steps outnumber the workers. A completion, failure or release
 is retried with the same claim token while Redis is unavailable (accepted at most once)
 instead of being dropped. Must not choose which steps to claim (the batch and gated paths
 do) and must not write state a Lua script guards.
@@ -83,7 +84,7 @@ class StepRunner:
         error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
         result = await context.until_available(
             lambda: context.store.fail_step(
-                claim, retry=decision.retry, delay_ms=decision.delay_ms, error=error
+                claim, retry=decision.retry, delay_ms=decision.delay_ms, error=error, claimer=context.owner
             ),
             "step.fail",
             run.execution_id,
@@ -164,6 +165,20 @@ class StepRunner:
         run.sizer.record_call((time.perf_counter() - started) * 1000)
         return advanced
 
+    async def tell_backlog(self, backlog: int) -> None:
+        """Ask for assistance once more steps are ready than this process's workers of the
+        execution (the hook keeps asking until told it is settled); settle once none are left.
+        Never from an assistant's workers."""
+        hook, run = self.context.assistance, self.run
+        if hook is None or self.context.assisting or run.help_threshold is None:
+            return
+        if not run.help_wanted and backlog > run.help_threshold:
+            run.help_wanted = True
+            await hook.wants_help(run.meta, backlog, run.workers)
+        elif run.help_wanted and backlog == 0:
+            run.help_wanted = False
+            await hook.settled(run.meta)
+
     async def report(self, done: list[Completion], advanced: AdvanceResult) -> None:
         """Emit each completion's event, wake idle workers for what became claimable, and
         finalize once the execution converged with nothing left to run."""
@@ -207,7 +222,13 @@ class StepRunner:
             await self.try_finalize()
 
     async def try_finalize(self) -> bool:
-        """Finalize the execution once it converged; True when it is final (now or before)."""
+        """Finalize the execution once it converged; True when it is final (now or before).
+
+        An assistant's workers never finalize: the owner's do (its idle workers notice the
+        convergence at their next poll), so the run's end stays with its owning instance and
+        the terminal snapshot sees the assistants that left by then."""
+        if self.context.assisting:
+            return False
         run = self.run
         outcome, status = await self.context.store.finalize(run.execution_id)
         if outcome is FinalizeOutcome.NOT_CONVERGED:

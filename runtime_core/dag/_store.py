@@ -139,13 +139,15 @@ class TransitionResult:
 
 @dataclass(frozen=True)
 class AdvanceResult:
-    """What one `advance` did: a result per completion (in order), the claims, and whether
-    the execution converged (nothing ready or running) afterwards."""
+    """What one `advance` did: a result per completion (in order), the claims, whether the
+    execution converged (nothing ready or running) afterwards, and its `backlog`: the steps
+    left in its ready set after the claims (what workers elsewhere could take)."""
 
     now_ms: int
     completed: list[TransitionResult]
     claims: ClaimBatch
     converged: bool
+    backlog: int = 0
 
 
 @dataclass(frozen=True)
@@ -295,7 +297,9 @@ class DagStore:
     ) -> AdvanceResult:
         """Complete `completions` ((claim, stored result) pairs), then claim up to `max_claim`
         steps: the common path of an execution in one scripted round trip. `owner`: the local
-        run claiming; claims are SUPERSEDED once the execution belongs to another one."""
+        run claiming; claims are SUPERSEDED once the execution belongs to another one. An
+        assisting instance claims as '@<assistant>': its completions are rejected and its
+        claims SUPERSEDED once its assistance lease lapsed."""
         k = self._keys(execution_id)
         args: list[Any] = [len(completions)]
         for claim, result in completions:
@@ -310,8 +314,8 @@ class DagStore:
             )
         converged, count = int(reply[2]) == 1, int(reply[3])
         completed = [self._completion(reply[4 + 2 * i], reply[5 + 2 * i], now) for i in range(count)]
-        claims = self._claims(execution_id, reply[4 + 2 * count :], now)
-        return AdvanceResult(now, completed, claims, converged)
+        claims = self._claims(execution_id, reply[4 + 2 * count : -1], now)
+        return AdvanceResult(now, completed, claims, converged, int(reply[-1]))
 
     @staticmethod
     def _completion(code: Any, detail: Any, now: int) -> TransitionResult:
@@ -360,7 +364,7 @@ class DagStore:
     ) -> ClaimBatch:
         k = self.keys(execution_id)
         reply = await self._scripts["claim_step"](
-            keys=[*k.claim_keys(), k.pending, k.claimed],
+            keys=[*k.claim_keys(), k.pending, k.claimed, k.assistants],
             args=[step_name, lease_ms, worker_id, token_prefix, BLOCKING_CONTROL_ARG, owner],
         )
         code, now = int(reply[0]), int(reply[1])
@@ -399,17 +403,19 @@ class DagStore:
         return replace(completed, converged=advanced.converged)
 
     async def fail_step(
-        self, claim: StepClaim, *, retry: bool, delay_ms: int, error: dict[str, Any]
+        self, claim: StepClaim, *, retry: bool, delay_ms: int, error: dict[str, Any], claimer: str = ""
     ) -> TransitionResult:
+        """Fail (or schedule the retry of) a claimed step; `claimer` as in `advance`."""
         k = self.keys(claim.execution_id)
         reply = await self._scripts["fail_step"](
-            keys=[k.meta, k.status, k.ready, k.running, k.token, k.retries, k.error],
+            keys=[k.meta, k.status, k.ready, k.running, k.token, k.retries, k.error, k.assistants],
             args=[
                 claim.step_name,
                 claim.token,
                 "retry" if retry else "fail",
                 delay_ms,
                 canonical_json(error),
+                claimer,
             ],
         )
         code, now = int(reply[0]), int(reply[1])

@@ -2,8 +2,9 @@
 
 Owns `WorkerContext`: the engine's store, settings, collaborators and hooks as they stood
 when `run` was called (a runtime instance sets `owner` and `worker_permits` on its copy of
-the engine first), the events its workers emit, and the retry of an idempotent store call
-while Redis is unavailable. Must not decide anything about steps or claims.
+the engine first, an assisting instance `assisting` and its '@<assistant>' claimer as `owner`),
+the events its workers emit, and the retry of an idempotent store call while Redis is
+unavailable. Must not decide anything about steps or claims.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from runtime_core.concurrency import ConcurrencyGate
-from runtime_core.dag._engine_settings import ControlSettler, EngineSettings, ParkHandler, RetryDecider
+from runtime_core.dag._engine_settings import (
+    AssistanceHook,
+    ControlSettler,
+    EngineSettings,
+    ParkHandler,
+    RetryDecider,
+)
 from runtime_core.dag._events import EngineEvent, ExecutionObserver
 from runtime_core.dag._invocation import StepInvoker
 from runtime_core.dag._step_tracing import StepTracing
@@ -43,8 +50,14 @@ class WorkerContext:
     settle_control: ControlSettler | None
     # The process's worker permits (a runtime instance sets them); None: unbounded by others.
     worker_permits: WorkerPermits | None
-    # The local run the workers claim for ("" outside runtime instances, see DagEngine.owner).
+    # The local run the workers claim for ("" outside runtime instances, see DagEngine.owner),
+    # or '@<assistant>' for the workers of an instance assisting the execution.
     owner: str
+    # Told when the execution's ready steps outnumber its workers here (see DagEngine.assistance).
+    assistance: AssistanceHook | None = None
+    # The workers assist another instance's execution: they leave once nothing is claimable
+    # instead of waiting, and never ask for assistance themselves.
+    assisting: bool = False
 
     async def emit(
         self,

@@ -3,9 +3,9 @@
 Owns a worker's rounds: each holds a worker permit (when the process shares its workers)
 while it claims and runs steps through the batch or the gated path, then, when nothing was
 claimable, finalizes a converged execution, recovers stale claims and waits idle (woken by
-a local change, or polling with backoff for other processes' work). While Redis is
-unavailable the worker backs off and tries again. Must not run steps nor make transitions
-itself.
+a local change, or polling with backoff for other processes' work); a worker assisting
+another instance's execution leaves instead of waiting. While Redis is unavailable the worker
+backs off and tries again. Must not run steps nor make transitions itself.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class WorkerLoop:
             idle = await self.gated.advance() if run.gates.active else await self.batch.advance(permit)
         if idle is None:
             return WorkerPace(settings.idle_poll_min_ms)
-        if not run.advancing:
-            return None
+        if not run.advancing or self.context.assisting:
+            return None  # an assistant leaves once nothing is claimable: the owner finishes
         # Woken by a local completion that left nothing claimable: that worker finalizes what
         # it converged, so skip the finalize / stale-claim checks (2 round trips per idle worker
         # per step on a chain). A timed-out wait still makes them: other processes' work.

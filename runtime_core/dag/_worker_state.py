@@ -1,9 +1,10 @@
 """What one process keeps about an execution it advances, shared by its local workers.
 
 Owns the execution's cached definition, gates and claim sizer, the idle workers waiting for a
-local change (`IdleWorkers`), the stop / park state, how many workers hold claims, the pace of
-an idle worker's next round, and `Completion` (a step that ran, to report with the next
-claim). Must not touch Redis.
+local change (`IdleWorkers`), the stop / park state, how many workers hold claims, how many
+workers advance it here and whether they asked for assistance, the pace of an idle worker's
+next round, and `Completion` (a step that ran, to report with the next claim). Must not touch
+Redis.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ class ExecutionRun:
     sizer: ClaimSizer
     idle: IdleWorkers = field(default_factory=IdleWorkers)
     holding: int = 0  # this process's workers holding claims (executing or reporting them)
+    workers: int = 1  # this process's workers advancing it
+    # More ready steps than this asks for assistance (None: never, e.g. a pipeline that caps
+    # its own parallelism); `help_wanted` once asked.
+    help_threshold: int | None = None
+    help_wanted: bool = False
     final_status: str | None = None
     parked_status: str | None = None
     stopped: bool = False

@@ -13,6 +13,7 @@ decide what a consumer does with an event.
 from runtime_core.events._keys import EVENT_FIELD, RUN_EVENTS_TAG, RunEventKeys
 from runtime_core.events._models import (
     DURABLE_EVENTS,
+    PROGRESS_EVENTS,
     STEP_EVENTS,
     TERMINAL_EVENTS,
     UNPARKING_EVENTS,
@@ -32,6 +33,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "run_event_id",
     "terminal_event_id",
     "STEP_EVENTS",
+    "PROGRESS_EVENTS",
     "TERMINAL_EVENTS",
     "DURABLE_EVENTS",
     "UNPARKING_EVENTS",

@@ -38,6 +38,8 @@ class RunEventType(StrEnum):
     WAITING_FOR_INPUT = "run.waiting_for_input"
     STEP_COMPLETED = "run.step_completed"
     STEP_FAILED = "run.step_failed"
+    # More steps are ready than the run's workers: idle runtime instances may assist it
+    ASSISTANCE_WANTED = "run.assistance_wanted"
     # The end of the run (its local run closed, or a shared run cancelled before dispatch)
     COMPLETED = "run.completed"
     FAILED = "run.failed"
@@ -46,6 +48,10 @@ class RunEventType(StrEnum):
 
 STEP_EVENTS = frozenset({RunEventType.STEP_COMPLETED, RunEventType.STEP_FAILED})
 """Progress within a run: published lazily in batches, never durable."""
+
+PROGRESS_EVENTS = STEP_EVENTS | {RunEventType.ASSISTANCE_WANTED}
+"""Within a run, nothing a subscriber of the run must re-read it for: step progress, and a wish
+for assistance (what wakes idle runtime instances). Published lazily in batches, never durable."""
 
 TERMINAL_EVENTS = frozenset(
     {RunEventType.COMPLETED, RunEventType.FAILED, RunEventType.CANCELLED, RunEventType.REJECTED}
@@ -86,8 +92,9 @@ class RunEvent(BaseModel):
         return self.type in DURABLE_EVENTS
 
     @property
-    def step_level(self) -> bool:
-        return self.type in STEP_EVENTS
+    def progress(self) -> bool:
+        """Within the run (see PROGRESS_EVENTS): run subscribers are not notified of it."""
+        return self.type in PROGRESS_EVENTS
 
 
 def run_event_id(event_type: RunEventType, *identity: str | None) -> str:

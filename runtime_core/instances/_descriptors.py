@@ -31,6 +31,10 @@ class InstanceLoad:
     paused: bool
     stopping: bool
     fenced: bool
+    # Execution assistance: the workers it offers (0: off), and whom it assists now.
+    assistance_workers: int = 0
+    assisting_executions: int = 0
+    assisting_workers: int = 0
 
 
 def _endpoint(s: RuntimeInstanceSettings) -> str:
@@ -98,4 +102,7 @@ def instance_capacity(s: RuntimeInstanceSettings, load: InstanceLoad) -> Capacit
         provider_name=s.provider_name,
         transport_name=s.transport_name,
         provider_endpoint=_endpoint(s),
+        assistance_workers=0 if load.paused or load.stopping or load.fenced else load.assistance_workers,
+        assisting_executions=load.assisting_executions,
+        assisting_workers=load.assisting_workers,
     )

@@ -45,6 +45,12 @@ class UnparkDoorbell:
         self._watched: dict[str, asyncio.Event] = {}
         self._unsubscribe: Callable[[], None] | None = None
 
+    @property
+    def subscriber(self) -> RunEventSubscriber | None:
+        """The process's run-event subscription the doorbell listens on (other listeners of the
+        instance share it: one connection per process)."""
+        return self._subscriber
+
     def listen(self) -> None:
         """Start the subscription (idempotent; an instance calls it when it starts)."""
         if self._subscriber is not None and self._unsubscribe is None:

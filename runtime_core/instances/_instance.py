@@ -9,7 +9,8 @@ ExecutionId exists; a running one through execution control by its ExecutionId),
 controller that starts queued runs into free run slots, and the registry and capacity
 descriptors of its state. Its `Membership` keeps the registration, its `RunDriver` carries
 each started run to its end. Must not read tenants from anything but the snapshot, nor touch
-another instance's runs.
+another instance's runs. Its `InstanceAssistance` asks for help for its wide runs and lends its
+idle workers to other instances' (execution assistance).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from runtime_core.dag import WorkerPermits
 from runtime_core.errors import ConflictError, FencedError, MissingSnapshotError
 from runtime_core.hot_state import ServerClock, read_outcome
 from runtime_core.identity import new_local_run_id
+from runtime_core.instances._assistance import InstanceAssistance
 from runtime_core.instances._dependencies import InstanceDependencies
 from runtime_core.instances._descriptors import InstanceLoad, instance_capacity, instance_descriptor
 from runtime_core.instances._local_queue import LocalQueue
@@ -50,7 +52,11 @@ class RuntimeInstance:
         self._stopping = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._membership = Membership(settings, deps, self._queue, self._stopping, self._describe)
-        self._driver = RunDriver(settings, deps, self._queue, self._membership, self._permits, self._clock)
+        self._assistance = InstanceAssistance(settings, deps, self._queue, self._membership, self._permits)
+        requester = self._assistance.requester if self._assistance.enabled else None
+        self._driver = RunDriver(
+            settings, deps, self._queue, self._membership, self._permits, self._clock, assistance=requester
+        )
 
     @property
     def runtime_instance_id(self) -> str:
@@ -65,6 +71,11 @@ class RuntimeInstance:
     def fenced(self) -> str | None:
         """Why this incarnation was fenced (it takes no more work), None while it is live."""
         return self._membership.fenced
+
+    @property
+    def assistance(self) -> InstanceAssistance:
+        """Its wide runs' requests for help, and the executions its idle workers assist."""
+        return self._assistance
 
     @property
     def loops_alive(self) -> bool:
@@ -83,6 +94,10 @@ class RuntimeInstance:
                 self._membership.heartbeat_loop(), name=f"{self.runtime_instance_id}:heartbeat"
             ),
         ]
+        if self._assistance.enabled:
+            self._loops.append(
+                asyncio.create_task(self._assistance.loop(), name=f"{self.runtime_instance_id}:assistance")
+            )
         return self
 
     async def stop(self, *, unregister: bool = True) -> None:
@@ -106,6 +121,7 @@ class RuntimeInstance:
         return self.descriptor(), self.capacity()
 
     def _load(self) -> InstanceLoad:
+        seat = self._assistance.seat
         return InstanceLoad(
             incarnation=self.incarnation,
             queued=len(self._queue.queued),
@@ -114,6 +130,9 @@ class RuntimeInstance:
             paused=self._queue.paused,
             stopping=self._stopping.is_set(),
             fenced=self.fenced is not None,
+            assistance_workers=self._assistance.offered_workers(),
+            assisting_executions=1 if seat is not None else 0,
+            assisting_workers=seat.workers if seat is not None else 0,
         )
 
     def descriptor(self) -> InstanceDescriptor:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime_core.assistance import AssistanceSettings
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances._tenants import IsolationMode, TenantRuntimeSettings
 from runtime_core.pipeline import PipelineDefinition
@@ -35,6 +36,8 @@ class RuntimeInstanceSettings(BaseModel):
 
     `metadata` adds registry metadata (e.g. the control-plane id and host id of a
     runtime-instance process); the provider keys always come from the transport fields.
+    `assistance`: whether (and how) its idle workers assist other instances' wide executions
+    and its own wide runs ask for that help.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -57,6 +60,7 @@ class RuntimeInstanceSettings(BaseModel):
     transport_name: str = "in-memory"
     transport_endpoint: str = ""
     metadata: dict[str, str] = Field(default_factory=dict)
+    assistance: AssistanceSettings = Field(default_factory=AssistanceSettings)
 
     @classmethod
     def for_tenant(
@@ -141,6 +145,14 @@ class CapacityDescriptor(BaseModel):
     provider_name: str = ""
     transport_name: str = ""
     provider_endpoint: str = ""
+    assistance_workers: int = Field(
+        0,
+        description="What it offers as an assistance candidate: its effective worker count for "
+        "another instance's execution, min(worker_count, max_local_workers_per_execution, "
+        "available_workers); 0 when assistance is off or it takes no work.",
+    )
+    assisting_executions: int = Field(0, description="Other instances' executions it assists now.")
+    assisting_workers: int = Field(0, description="Its workers assisting them.")
 
 
 class InstanceHealth(StrEnum):

@@ -9,7 +9,9 @@ through parks (woken by the doorbell), restoring an execution whose hot state wa
 the dataset, and recording the run's end, then publishing it as a run event. Every record is
 written by compare-and-set, so a record recovery sealed is never started or finished here;
 while Redis is unavailable each step backs off and retries. Restores the run's snapshot
-before creating and advancing its DAG. Must not touch another instance's runs.
+before creating and advancing its DAG. Its engine copy tells `assistance` (the instance's
+help requester, when assistance is on) when a run's ready steps outnumber its workers. Must not
+touch another instance's runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from runtime_core.concurrency import parallelism_limit
-from runtime_core.dag import PARKED_CONTROL_STATUSES, DagEngine, ReassignOutcome, WorkerPermits
+from runtime_core.dag import (
+    PARKED_CONTROL_STATUSES,
+    AssistanceHook,
+    DagEngine,
+    ReassignOutcome,
+    WorkerPermits,
+)
 from runtime_core.errors import FencedError, NotFoundError
 from runtime_core.hot_state import ServerClock, retry_while_unavailable
 from runtime_core.identity import restored_snapshot
@@ -53,8 +61,11 @@ class RunDriver:
         membership: Membership,
         permits: WorkerPermits,
         clock: ServerClock,
+        *,
+        assistance: AssistanceHook | None = None,
     ) -> None:
         self.settings = settings
+        self.assistance = assistance
         self.deps = deps
         self.queue = queue
         self.membership = membership
@@ -98,6 +109,7 @@ class RunDriver:
         engine.instance_id = self.settings.runtime_instance_id
         engine.owner = run.record.local_run_id
         engine.worker_permits = self.permits
+        engine.assistance = self.assistance
         execution_id = run.execution_id
         with restored_snapshot(run.snapshot):
             # A heartbeat before anything else: an incarnation fenced while it was paused or

@@ -25,6 +25,13 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from runtime_core.assistance import (
+    AssistanceLeases,
+    HelpBoard,
+    SeatOutcome,
+    assistant_claimer,
+    tenant_scope,
+)
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
 from runtime_core.dag import DagStore, DropOutcome
@@ -221,6 +228,52 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     assert (
         await store.fence_execution("exec_lua_never_created", "lua safety test", retention_ms=60_000) is None
     )
+
+
+async def _assistance_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
+    """assist_post / assist_wanted on a help board, assist_join (join, renew) / assist_leave, and
+    an assistant's claims and failures through advance_steps, claim_step and fail_step."""
+    pipeline = parse_pipeline(
+        {
+            "name": "lua-assist",
+            "steps": [
+                {"name": "a", "stepKey": "test.noop"},
+                {"name": "b", "stepKey": "test.noop"},
+                {"name": "c", "stepKey": "test.noop"},
+            ],
+        }
+    )
+    rig = make_rig(hot_state, durable)
+    store: DagStore = rig.dag_store
+    execution_id = await rig.engine.create_execution(pipeline, {}, TENANT_A)
+    board = HelpBoard(hot_state)
+    scopes = [tenant_scope(TENANT_A.tenant_id)]
+    await board.post(execution_id, scopes, ttl_ms=60_000)
+    assert await board.wanted(scopes, limit=10) == [execution_id]
+    leases = AssistanceLeases(store)
+    seat = await leases.join(
+        execution_id,
+        "rt_lua|inc_lua",
+        runtime_instance_id="rt_lua",
+        incarnation="inc_lua",
+        workers=2,
+        lease_ms=60_000,
+    )
+    assert seat.outcome is SeatOutcome.SEATED
+    claimer = assistant_claimer("rt_lua|inc_lua")
+    claim = dict(lease_ms=60_000, worker_id="lua-test", token_prefix="lua", owner=claimer)
+    [first] = (await store.claim_ready_steps(execution_id, max_steps=1, **claim)).claims
+    await store.fail_step(first, retry=True, delay_ms=0, error={"code": "transient"}, claimer=claimer)
+    [again] = (await store.claim_step(execution_id, first.step_name, **claim)).claims
+    await store.advance(
+        execution_id, [(again, {"data": {}})], max_claim=0, lease_ms=0, token_prefix="", owner=claimer
+    )
+    assert (await leases.renew(execution_id, "rt_lua|inc_lua", lease_ms=60_000)).outcome is SeatOutcome.SEATED
+    assert (await leases.leave(execution_id, "rt_lua|inc_lua", steps_completed=1, reason="lua")).outcome is (
+        SeatOutcome.LEFT
+    )
+    await board.withdraw(execution_id, scopes)
+    assert await board.wanted(scopes, limit=10) == []
 
 
 async def _lease_scenario(hot_state: HotState) -> None:
@@ -451,6 +504,7 @@ async def observed_calls(
     monitor = await ScriptMonitor(redis_server.url, hot_state.prefix).__aenter__()
     try:
         await _dag_scenario(hot_state, durable)
+        await _assistance_scenario(hot_state, durable)
         await _lease_scenario(hot_state)
         await _control_plane_scenario(hot_state)
         await _task_scenario(hot_state)

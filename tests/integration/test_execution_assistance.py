@@ -1,0 +1,232 @@
+"""Execution assistance, in process (real redis-server): the lease an assistant's writes are
+checked against, when an execution asks for help and on which boards, and which instances may
+answer. The same over real runtime-instance processes: `test_assistance_processes.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from runtime_core.assistance import (
+    SHARED_SCOPE,
+    AssistanceLeases,
+    AssistanceSettings,
+    HelpBoard,
+    SeatOutcome,
+    assistant_claimer,
+    assistant_records,
+    tenant_scope,
+)
+from runtime_core.dag import ClaimOutcome, TransitionOutcome
+from runtime_core.hot_state import HotState
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.instances import (
+    IsolationMode,
+    LocalRunStatus,
+    RuntimeInstance,
+    TenantRuntimeSettings,
+    TenantSettingsCatalog,
+)
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.queueing import SubmitMode
+from tests.helpers import wait_until
+from tests.integration.control_plane_support import (
+    DEFAULT_TENANT,
+    GateExecutor,
+    control_plane,
+    make_engine,
+    start_instance,
+)
+
+FAST = AssistanceSettings(poll_interval_ms=20, board_ttl_ms=400)
+OWNED = ExecutionContextSnapshot(user_id="erin", tenant_id="tenant-own", context_key="assist-own")
+TENANTS = TenantSettingsCatalog(
+    {
+        "tenant-own": TenantRuntimeSettings(
+            tenant_id="tenant-own", isolation_mode=IsolationMode.DEDICATED, allow_shared_fallback=False
+        )
+    }
+)
+
+
+def _gated_fan_out(width: int, config: dict[str, Any] | None = None) -> PipelineDefinition:
+    steps: list[dict[str, Any]] = [{"name": "start", "stepKey": "test.noop"}]
+    steps += [{"name": f"g{i:03d}", "stepKey": "test.gate", "dependsOn": ["start"]} for i in range(width)]
+    return parse_pipeline({"name": f"gated-fan-{width}", "config": config or {}, "steps": steps})
+
+
+def _chain(length: int) -> PipelineDefinition:
+    steps = [{"name": "s0", "stepKey": "test.noop"}]
+    steps += [{"name": f"s{i}", "stepKey": "test.noop", "dependsOn": [f"s{i - 1}"]} for i in range(1, length)]
+    return parse_pipeline({"name": f"chain-{length}", "steps": steps})
+
+
+class CountingBoard(HelpBoard):
+    """The instance's help board, counting its posts (the board itself is real Redis)."""
+
+    posts = 0
+
+    async def post(self, execution_id: str, scopes: Sequence[str], *, ttl_ms: int) -> None:
+        CountingBoard.posts += 1
+        await super().post(execution_id, scopes, ttl_ms=ttl_ms)
+
+
+async def test_an_assistant_whose_lease_lapsed_can_neither_claim_complete_nor_fail(
+    hot_state: HotState,
+) -> None:
+    engine, _ = make_engine(hot_state)
+    store = engine.store
+    pipeline = parse_pipeline(
+        {"name": "three", "steps": [{"name": n, "stepKey": "test.noop"} for n in "abc"]}
+    )
+    execution_id = await engine.create_execution(pipeline, {}, DEFAULT_TENANT)
+    leases, assistant = AssistanceLeases(store), "rt_helper|inc_1"
+    seat = await leases.join(
+        execution_id, assistant, runtime_instance_id="rt_helper", incarnation="inc_1", workers=2, lease_ms=300
+    )
+    claim = dict(lease_ms=60_000, worker_id="helper", token_prefix="h", owner=assistant_claimer(assistant))
+    held = (await store.claim_ready_steps(execution_id, max_steps=2, **claim)).claims
+    assert seat.outcome is SeatOutcome.SEATED and len(held) == 2
+
+    async def lapsed() -> bool:
+        return await hot_state.server_time_ms() > seat.lease_until_ms
+
+    await wait_until(lapsed)
+    completed = await store.advance(
+        execution_id,
+        [(held[0], {"data": {}})],
+        max_claim=1,
+        lease_ms=60_000,
+        token_prefix="h",
+        owner=claim["owner"],
+    )
+    failed = await store.fail_step(
+        held[1], retry=True, delay_ms=0, error={"code": "x"}, claimer=claim["owner"]
+    )
+    single = await store.claim_step(execution_id, "c", **claim)
+    renewed = await leases.renew(execution_id, assistant, lease_ms=300)
+    view = await store.read_execution(execution_id)
+
+    assert [r.outcome for r in completed.completed] == [TransitionOutcome.STALE_TOKEN]
+    assert completed.claims.outcome is ClaimOutcome.SUPERSEDED
+    assert completed.claims.detail == "assistance lease lapsed"
+    assert failed.outcome is TransitionOutcome.STALE_TOKEN
+    assert single.outcome is ClaimOutcome.SUPERSEDED
+    assert renewed.outcome is SeatOutcome.NOT_SEATED
+    assert view is not None
+    assert {s.name: s.status for s in view.steps} == {"a": "Running", "b": "Running", "c": "Ready"}
+    # The owner's workers (no claimer) complete as ever; its held steps come back by their lease.
+    [mine] = (
+        await store.claim_ready_steps(
+            execution_id, max_steps=1, lease_ms=60_000, worker_id="w", token_prefix="o"
+        )
+    ).claims
+    assert (await store.complete_step(mine, {"data": {}})).outcome is TransitionOutcome.APPLIED
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "posts"),
+    [
+        (_chain(20), 0),
+        (_gated_fan_out(3), 0),
+        (_gated_fan_out(40, {"concurrency": {"maxDegreeOfParallelism": 4}}), 0),
+        (_gated_fan_out(40), 1),
+    ],
+    ids=[
+        "chain",
+        "fan-out-not-wider-than-its-workers",
+        "fan-out-capping-its-own-parallelism",
+        "wide-fan-out",
+    ],
+)
+async def test_a_run_asks_for_help_only_once_more_steps_are_ready_than_its_workers(
+    hot_state: HotState, pipeline: PipelineDefinition, posts: int
+) -> None:
+    gate = GateExecutor()
+    gate.release()
+    plane = control_plane(hot_state, gate)
+    await plane.start()
+    try:
+        owner = await start_instance(
+            plane, worker_count=4, max_local_workers_per_execution=4, assistance=FAST
+        )
+        owner.assistance.requester.board = CountingBoard(hot_state)
+        CountingBoard.posts = 0
+        submitted = await plane.submit(pipeline, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        record = await _completed(plane, submitted.shared_run_id)
+    finally:
+        await plane.stop()
+    assert record.status is LocalRunStatus.COMPLETED
+    assert min(CountingBoard.posts, 1) == posts  # a wide run's post is refreshed while it wants help
+
+
+async def test_a_wide_run_asks_on_the_boards_its_tenant_rules_allow_and_only_their_instances_assist(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate, tenants=TENANTS)
+    await plane.start()
+    try:
+        shared = await start_instance(plane, "shared-runtime", worker_count=2, assistance=FAST)
+        owner = await _owned_instance(plane, 1)
+        submitted = await plane.submit(_gated_fan_out(30), {}, SubmitMode.DIRECT_DISPATCH, OWNED)
+        record = await _started(plane, submitted.shared_run_id)
+        assert record.runtime_instance_id == owner.runtime_instance_id  # the shared one is not visible to it
+        helper = await _owned_instance(plane, 2)
+
+        async def assisted() -> bool:
+            return bool(await _assistants(plane, record.execution_id))
+
+        await wait_until(assisted, timeout=20)
+        board = HelpBoard(hot_state)
+        on_own_board = await board.wanted([tenant_scope(OWNED.tenant_id)], limit=10)
+        on_shared_board = await board.wanted([SHARED_SCOPE], limit=10)
+        gate.release()
+        final = await _completed(plane, submitted.shared_run_id)
+        assistants = await _assistants(plane, record.execution_id)
+    finally:
+        await plane.stop()
+    assert final.status is LocalRunStatus.COMPLETED
+    assert record.execution_id in on_own_board and record.execution_id not in on_shared_board
+    assert [a.runtime_instance_id for a in assistants] == [helper.runtime_instance_id]
+    assert shared.runtime_instance_id not in {a.runtime_instance_id for a in assistants}
+
+
+async def _owned_instance(plane: Any, n: int) -> RuntimeInstance:
+    return await start_instance(
+        plane,
+        "tenant-own-runtime",
+        n,
+        worker_count=2,
+        isolation_mode=IsolationMode.DEDICATED,
+        tenant_id=OWNED.tenant_id,
+        allow_shared_fallback=False,
+        assistance=FAST,
+    )
+
+
+async def _assistants(plane: Any, execution_id: str | None) -> list[Any]:
+    assert execution_id is not None
+    meta = await plane.parts.dag_store.load_meta(execution_id)
+    return assistant_records(meta.attributes) if meta is not None else []
+
+
+async def _started(plane: Any, shared_run_id: str) -> Any:
+    async def started() -> bool:
+        record = await plane.parts.index.get_by_shared(shared_run_id)
+        return record is not None and record.execution_id is not None
+
+    await wait_until(started, timeout=20)
+    return await plane.parts.index.get_by_shared(shared_run_id)
+
+
+async def _completed(plane: Any, shared_run_id: str) -> Any:
+    async def ended() -> bool:
+        record = await plane.parts.index.get_by_shared(shared_run_id)
+        return record is not None and record.status.is_terminal
+
+    await wait_until(ended, timeout=30)
+    return await plane.parts.index.get_by_shared(shared_run_id)
