@@ -116,6 +116,8 @@ class BatchPath:
             )
         if not_started:
             run.idle.wake(len(not_started))
+            if run.help_threshold is not None:  # they wait while this process's workers are busy
+                await steps.tell_backlog(len(not_started))
 
     async def _nothing_claimed(self, batch: ClaimBatch) -> Idle | None:
         """Why a claim came back empty: the execution ended, control blocks claims, or nothing
