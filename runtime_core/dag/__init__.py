@@ -19,6 +19,7 @@ from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionOb
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
+from runtime_core.dag._operations import ClaimOperations, operations_in_doubt
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     ClaimBatch,
@@ -46,6 +47,7 @@ __all__ = [
     "SUPERSEDED_STATUS",
     "AssistanceHook",
     "ClaimBatch",
+    "ClaimOperations",
     "ClaimOutcome",
     "CompositeObserver",
     # Engine
@@ -82,4 +84,6 @@ __all__ = [
     # Explaining failures and waits
     "failing_step",
     "failure_summary",
+    # Operations of steps (side effects that survive uncertainty)
+    "operations_in_doubt",
 ]

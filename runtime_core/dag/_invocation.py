@@ -1,10 +1,11 @@
 """StepInvoker: running one claimed step's executor, the engine's call into user code.
 
 Owns resolving the step's inputs (bindings over the run state and upstream results),
-building its `StepInvocation`, calling the executor with its `timeoutMs` (an executor's
-exception becomes a StepFailure, never a worker crash), re-running a parked step with its
-stored human input, keeping the step's lease renewed while it runs, and refusing a result
-that is not strict JSON or too large. Must not make step transitions: the engine does.
+building its `StepInvocation` (with the claim's operations journal), calling the executor
+with its `timeoutMs` (an executor's exception becomes a StepFailure, never a worker crash),
+re-running a parked step with its stored human input, keeping the step's lease renewed
+while it runs, and refusing a result that is not strict JSON or too large. Must not make
+step transitions: the engine does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime_core.dag._engine_settings import EngineSettings, InputReader, ResultCodec
+from runtime_core.dag._operations import ClaimOperations, OperationEvent
 from runtime_core.dag._store import DagStore, StepClaim
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import RuntimeCoreError
@@ -68,7 +70,10 @@ class StepInvoker:
         except RuntimeCoreError as exc:
             raise StepFailure(f"[{exc.code}] {exc.message}", code="permanent") from exc
 
-    async def invoke(self, run: ExecutionRun, step: StepDefinition, claim: StepClaim) -> Any:
+    async def invoke(
+        self, run: ExecutionRun, step: StepDefinition, claim: StepClaim, emit: OperationEvent
+    ) -> Any:
+        """The executor's result; `emit` sends the step's operation events (see `ClaimOperations`)."""
         executor = self.executors.get(step.step_key)
         if executor is None:
             raise StepFailure(f"No executor registered for stepKey '{step.step_key}'.", code="permanent")
@@ -88,6 +93,7 @@ class StepInvoker:
             state=run.meta.state,
             attempt=claim.retry_count,
             snapshot=run.snapshot,
+            operations=ClaimOperations(self.store, claim, emit),
         )
         try:
             return await self._call(run, executor, invocation)

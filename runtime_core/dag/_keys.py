@@ -7,7 +7,8 @@ without knowing the lease they were made with. `fenced` exists only for an Execu
 recovery gave up before its DAG was created: `create_execution` refuses it until it expires.
 `assistants` holds assistant -> lease-until ms of the runtime instances assisting the execution
 (`runtime_core.assistance`): the claim scripts accept an assistant's claims and completions only
-while its lease there is unexpired.
+while its lease there is unexpired. `operations` holds, per step, the operations its calls to
+peers recorded (`_operations`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class ExecutionKeys:
     human_input: str
     fenced: str
     assistants: str
+    operations: str
 
     @classmethod
     def of(cls, hot_state: HotState, execution_id: str) -> ExecutionKeys:

@@ -56,10 +56,14 @@ class StepRunner:
         )
         tracing = context.step_tracing.step_span(run.meta, step, claim.retry_count, self.worker_id)
         invoker = context.invoker
+
+        async def emit(event: str, **attributes: Any) -> None:
+            await context.emit(event, run, step=step.name, worker_id=self.worker_id, **attributes)
+
         try:
             with restored_snapshot(run.snapshot), tracing:
                 async with invoker.lease_kept(claim):
-                    result = await invoker.invoke(run, step, claim)
+                    result = await invoker.invoke(run, step, claim, emit)
             invoker.check_result(step, result)
         except StepParked as parked:
             await self._park(step, claim, parked)

@@ -20,6 +20,7 @@ from runtime_core.policy._retry_engine import (
     NON_RETRYABLE_FAILURE_CODES,
     NOT_FOUND_FAILURE_CODE,
     PERMANENT_FAILURE_CODE,
+    UNCERTAIN_FAILURE_CODE,
     RetryDecision,
     RetryEngine,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "PERMANENT_FAILURE_CODE",
     "TIMEOUT_POLICY",
     "TRANSIENT_POLICY",
+    "UNCERTAIN_FAILURE_CODE",
     "CodeRetryPolicy",
     "Policy",
     "PolicyDefinition",

@@ -21,9 +21,14 @@ from runtime_core.policy._retry_policies import RetryPolicy, RetryPolicyOutcome
 
 PERMANENT_FAILURE_CODE = "permanent"
 NOT_FOUND_FAILURE_CODE = "not_found"
+# A step refused a second call to a peer that may have acted already (runtime_core.steps.operations).
+UNCERTAIN_FAILURE_CODE = "uncertain"
 # Without Retry policies every other code counts as transient. These never are: trying again
-# cannot change the answer. A policy naming one of them explicitly still retries it.
-NON_RETRYABLE_FAILURE_CODES = frozenset({PERMANENT_FAILURE_CODE, NOT_FOUND_FAILURE_CODE})
+# cannot change the answer (or, for `uncertain`, could repeat a side effect). A policy naming
+# one of them explicitly still retries it.
+NON_RETRYABLE_FAILURE_CODES = frozenset(
+    {PERMANENT_FAILURE_CODE, NOT_FOUND_FAILURE_CODE, UNCERTAIN_FAILURE_CODE}
+)
 _MAX_DOUBLINGS = 62
 
 

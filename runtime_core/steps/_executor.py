@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from runtime_core.identity import ExecutionContextSnapshot
 
 
 class StepInvocation(BaseModel):
-    """Everything an executor may read. Inputs are already resolved from bindings."""
+    """Everything an executor may read. Inputs are already resolved from bindings.
+
+    `operations` is the claimed step's `runtime_core.steps.operations.OperationJournal` (None
+    outside the engine): steps calling peers that may act go through `guarded_call` with it.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -25,6 +29,7 @@ class StepInvocation(BaseModel):
     attempt: int
     snapshot: ExecutionContextSnapshot | None = None
     human_input: dict[str, Any] | None = None
+    operations: Any = Field(default=None, exclude=True, repr=False)
 
 
 class StepFailure(Exception):

@@ -34,7 +34,7 @@ from runtime_core.assistance import (
 )
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
-from runtime_core.dag import DagStore, DropOutcome
+from runtime_core.dag import ClaimOperations, DagStore, DropOutcome
 from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventType
 from runtime_core.flow import ProviderRateLimit, ProviderRateLimits, StepRateLimiter
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state, script_source
@@ -58,6 +58,7 @@ from runtime_core.recovery import (
 )
 from runtime_core.retention import EVICT_POLICY
 from runtime_core.scheduling import TICK_KIND_SCHEDULED, ClaimOutcome, ScheduleTicks, SettleOutcome
+from runtime_core.steps.operations import OperationState, StartOutcome, UncertaintyPolicy
 from runtime_core.storage import SqliteDurableStore
 from runtime_core.tasks import TaskRecord, TaskStatus, TaskStore
 from runtime_core.webhooks import (
@@ -483,6 +484,23 @@ async def _flow_scenario(hot_state: HotState) -> None:
         await plane.stop()
 
 
+async def _operations_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
+    """operation_begin / operation_settle: a step's operation recorded, then settled."""
+    rig = make_rig(hot_state, durable)
+    execution_id = await rig.engine.create_execution(ONE_STEP, {}, TENANT_A)
+    store: DagStore = rig.dag_store
+    claim = dict(lease_ms=60_000, worker_id="lua-test", token_prefix="ops")
+    [claimed] = (await store.claim_ready_steps(execution_id, max_steps=1, **claim)).claims
+
+    async def emit(event: str, **attributes: object) -> None:
+        return None
+
+    operations = ClaimOperations(store, claimed, emit)
+    start = await operations.begin("call", policy=UncertaintyPolicy.RETRY)
+    assert start.outcome is StartOutcome.FRESH
+    await operations.settle("call", OperationState.DONE, "answered", consume_input=True)
+
+
 async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
     claimed: list[ClaimedDelivery] = []
 
@@ -512,6 +530,7 @@ async def observed_calls(
         await _run_event_scenario(hot_state)
         await _schedule_scenario(hot_state)
         await _flow_scenario(hot_state)
+        await _operations_scenario(hot_state, durable)
     finally:
         await monitor.stop(hot_state)
         await durable.close()

@@ -116,8 +116,8 @@ def test_non_transient_codes_are_never_retried_without_policies(code: str) -> No
     assert f"'{code}' is not transient" in decision.reason
 
 
-def test_the_non_retryable_codes_are_permanent_and_not_found() -> None:
-    assert NON_RETRYABLE_FAILURE_CODES == {"permanent", "not_found"}
+def test_the_non_retryable_codes_are_permanent_not_found_and_uncertain() -> None:
+    assert NON_RETRYABLE_FAILURE_CODES == {"permanent", "not_found", "uncertain"}
 
 
 def test_a_policy_naming_not_found_still_retries_it() -> None:
