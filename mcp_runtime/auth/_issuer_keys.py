@@ -143,6 +143,10 @@ class IssuerKeys:
             f"{unavailable}; get a new token",
         )
 
+    def holds(self, kid: str | None) -> bool:
+        """Whether the key `kid` is among the keys fetched last (a removed key no longer is)."""
+        return kid in self._keys
+
     def _find(self, kid: str | None, algorithm: str) -> dict[str, Any] | None:
         if kid is not None:
             jwk = self._keys.get(kid)

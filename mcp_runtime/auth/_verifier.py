@@ -1,7 +1,9 @@
 """Bearer token -> principal: configured static tokens first, then the trusted OAuth issuers.
 
 Owns `OAuthVerifier` (a JWT verified against its issuer's keys, or an opaque token introspected,
-then mapped to a principal by the issuer's claim paths and the scopes file), `BearerVerifier`
+then mapped to a principal by the issuer's claim paths and the scopes file; a verified JWT's
+principal is reused, keyed by the token's sha256, until its `exp` or for at most
+VERIFIED_JWT_TTL_S, and only while its signing key is still among the issuer's keys), `BearerVerifier`
 (static digests, then OAuth; the SDK's `TokenVerifier`), and the verified caller handed to the
 MCP transport (`PrincipalUser`: the SDK's authenticated user carrying our principal; its
 AccessToken holds the token's sha256, never the token). Must not log or keep a token.
@@ -9,6 +11,9 @@ AccessToken holds the token's sha256, never the token). Must not log or keep a t
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +46,19 @@ class PrincipalUser(AuthenticatedUser):
         self.principal = caller.principal
 
 
+VERIFIED_JWT_TTL_S = 60.0
+MAX_VERIFIED_JWTS = 10_000
+
+
+@dataclass(frozen=True)
+class _Verified:
+    until: float
+    issuer: IssuerKeys
+    kid: str | None
+    principal: Principal
+    claims: dict[str, Any]
+
+
 class OAuthVerifier:
     def __init__(
         self, settings: OAuthSettings, scopes: ScopeMap, http: httpx.AsyncClient | None = None
@@ -49,28 +67,45 @@ class OAuthVerifier:
         self.scopes = scopes
         self._owns_http = http is None
         self.http = http or httpx.AsyncClient(timeout=settings.http_timeout_s, follow_redirects=False)
-        self.issuers = {
-            issuer.issuer: IssuerKeys(issuer, settings, self.http) for issuer in settings.issuers
-        }
+        self.issuers = {issuer.issuer: IssuerKeys(issuer, settings, self.http) for issuer in settings.issuers}
         self._jwt = JwtVerifier(settings, self.issuers)
         self.introspector = Introspector(settings, list(self.issuers.values()), self.http)
+        self._verified: OrderedDict[str, _Verified] = OrderedDict()
+        self._clock = time.time
 
     async def authenticate(self, token: str) -> tuple[Principal, dict[str, Any]]:
         """(the principal, the verified claims) of an access token, or TokenRefusedError."""
         if looks_like_jwt(token):
-            issuer, claims = await self._jwt.verify(token)
-        elif self.introspector.enabled:
+            return await self._authenticate_jwt(token)
+        if self.introspector.enabled:
             issuer, claims = await self.introspector.introspect(token)
-        else:
-            raise TokenRefusedError(
-                RefusalReason.UNKNOWN_TOKEN,
-                "the bearer token is neither a configured token nor a JWT access token of a trusted issuer",
-            )
+            return self._principal(issuer, claims), claims
+        raise TokenRefusedError(
+            RefusalReason.UNKNOWN_TOKEN,
+            "the bearer token is neither a configured token nor a JWT access token of a trusted issuer",
+        )
+
+    async def _authenticate_jwt(self, token: str) -> tuple[Principal, dict[str, Any]]:
+        key = hashlib.sha256(token.encode()).hexdigest()
+        now = self._clock()
+        known = self._verified.get(key)
+        if known is not None and known.until > now and known.issuer.holds(known.kid):
+            return known.principal, known.claims
+        self._verified.pop(key, None)
+        verified = await self._jwt.verify(token)
+        principal = self._principal(verified.issuer, verified.claims)
+        exp = verified.claims.get("exp")
+        until = min(float(exp), now + VERIFIED_JWT_TTL_S) if isinstance(exp, int | float) else now
+        while len(self._verified) >= MAX_VERIFIED_JWTS:
+            self._verified.popitem(last=False)
+        self._verified[key] = _Verified(until, verified.issuer, verified.kid, principal, verified.claims)
+        return principal, verified.claims
+
+    def _principal(self, issuer: IssuerKeys, claims: dict[str, Any]) -> Principal:
         jti = claims.get("jti")
-        principal = principal_from_claims(
+        return principal_from_claims(
             issuer.issuer, claims, self.scopes, token_id=jti if isinstance(jti, str) else None
         )
-        return principal, claims
 
     async def aclose(self) -> None:
         if self._owns_http:
