@@ -4,13 +4,21 @@ challenge headers, and the guard's refusals being audited."""
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
-from mcp_runtime import DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY, Authorizer, InsufficientScopeError
+from mcp_runtime import (
+    DEFAULT_RBAC_MODEL,
+    DEFAULT_RBAC_POLICY,
+    Authorizer,
+    InsufficientScopeError,
+    ServerConfig,
+)
 from mcp_runtime._permissions import Permission, request_permission
 from mcp_runtime.auth import (
     AccessAudit,
@@ -191,3 +199,13 @@ def test_an_audited_refusal_counts_by_reason_and_logs_fields_never_a_token(
         "j1",
         "acme",
     )
+
+
+def test_the_example_configurations_of_docs_identity_load() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "identity.md").read_text(encoding="utf-8")
+    examples = [block for block in re.findall(r"```json\n(.*?)```", page, re.S) if '"oauth"' in block]
+    assert len(examples) == 2  # Keycloak-style and Entra-style
+    configs = [ServerConfig.model_validate_json(block) for block in examples]
+    keycloak, entra = (config.oauth for config in configs)
+    assert keycloak is not None and keycloak.issuers[0].claims.tenant_id == "tenant"
+    assert entra is not None and [issuer.static_tenant_id for issuer in entra.issuers] == ["contoso", "fabrikam"]
