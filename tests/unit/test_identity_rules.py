@@ -208,4 +208,5 @@ def test_the_example_configurations_of_docs_identity_load() -> None:
     configs = [ServerConfig.model_validate_json(block) for block in examples]
     keycloak, entra = (config.oauth for config in configs)
     assert keycloak is not None and keycloak.issuers[0].claims.tenant_id == "tenant"
-    assert entra is not None and [issuer.static_tenant_id for issuer in entra.issuers] == ["contoso", "fabrikam"]
+    assert entra is not None
+    assert [issuer.static_tenant_id for issuer in entra.issuers] == ["contoso", "fabrikam"]
