@@ -20,7 +20,7 @@ from typing import Any
 
 from runtime_core.assistance import ASSISTING_INSTANCE_ATTRIBUTE
 from runtime_core.audit._batching import DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_INTERVAL_S, BatchBuffer
-from runtime_core.dag import DagStore, EngineEvent, ExecutionMeta
+from runtime_core.dag import LIVE_EVENTS, DagStore, EngineEvent, ExecutionMeta
 from runtime_core.retention import tenant_of
 from runtime_core.storage import DurableStore, LedgerEntry
 
@@ -61,6 +61,8 @@ class LedgerRecorder:
         return self._batches.pending
 
     async def on_event(self, event: EngineEvent) -> None:
+        if event.name in LIVE_EVENTS:
+            return
         try:
             if event.name in IDENTITY_EVENTS:
                 self._contexts.pop(event.execution_id, None)

@@ -6,6 +6,7 @@ terminal fingerprint. Must not know about queues or tenants beyond the snapshot 
 given, and never writes the state a Lua script guards from Python.
 """
 
+from runtime_core.dag._claimed import OUTPUT_EVENT, OUTPUT_MAX_BYTES, ClaimHandle
 from runtime_core.dag._engine import DagEngine
 from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
@@ -15,7 +16,13 @@ from runtime_core.dag._engine_settings import (
     InlineResults,
     ResultCodec,
 )
-from runtime_core.dag._events import CompositeObserver, EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._events import (
+    LIVE_EVENTS,
+    CompositeObserver,
+    EngineEvent,
+    ExecutionObserver,
+    NullObserver,
+)
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
@@ -43,10 +50,14 @@ from runtime_core.dag._worker_permits import WorkerPermits
 
 __all__ = [
     "BLOCKING_CONTROL_STATUSES",
+    "LIVE_EVENTS",
+    "OUTPUT_EVENT",
+    "OUTPUT_MAX_BYTES",
     "PARKED_CONTROL_STATUSES",
     "SUPERSEDED_STATUS",
     "AssistanceHook",
     "ClaimBatch",
+    "ClaimHandle",
     "ClaimOperations",
     "ClaimOutcome",
     "CompositeObserver",

@@ -26,6 +26,10 @@ class EngineEvent:
     meta: ExecutionMeta | None = None
 
 
+LIVE_EVENTS = frozenset({"step.output"})
+"""Events for live views only (a streaming step's partial output): never written to the ledger."""
+
+
 class ExecutionObserver(Protocol):
     async def on_event(self, event: EngineEvent) -> None: ...
 

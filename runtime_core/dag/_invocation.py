@@ -1,7 +1,7 @@
 """StepInvoker: running one claimed step's executor, the engine's call into user code.
 
 Owns resolving the step's inputs (bindings over the run state and upstream results),
-building its `StepInvocation` (with the claim's operations journal), calling the executor
+building its `StepInvocation` (with the claim's operations journal and `ClaimHandle`), calling the executor
 with its `timeoutMs` (an executor's exception becomes a StepFailure, never a worker crash),
 re-running a parked step with its stored human input, keeping the step's lease renewed
 while it runs, and refusing a result that is not strict JSON or too large. Must not make
@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from runtime_core.dag._claimed import ClaimHandle
 from runtime_core.dag._engine_settings import EngineSettings, InputReader, ResultCodec
 from runtime_core.dag._operations import ClaimOperations, OperationEvent
 from runtime_core.dag._store import DagStore, StepClaim
@@ -94,6 +95,7 @@ class StepInvoker:
             attempt=claim.retry_count,
             snapshot=run.snapshot,
             operations=ClaimOperations(self.store, claim, emit),
+            claim=ClaimHandle(self.store, claim, emit),
         )
         try:
             return await self._call(run, executor, invocation)

@@ -9,6 +9,8 @@ recovery gave up before its DAG was created: `create_execution` refuses it until
 (`runtime_core.assistance`): the claim scripts accept an assistant's claims and completions only
 while its lease there is unexpired. `operations` holds, per step, the operations its calls to
 peers recorded (`_operations`).
+`output` holds the live partial output of streaming steps (`_claimed`); `agents` the
+checkpoints (sub-steps) of agent steps (`runtime_core.agents`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class ExecutionKeys:
     fenced: str
     assistants: str
     operations: str
+    output: str
+    agents: str
 
     @classmethod
     def of(cls, hot_state: HotState, execution_id: str) -> ExecutionKeys:

@@ -9,6 +9,7 @@ name in the providers file. Must not coordinate: claiming, retries, parking and 
 belong to the DAG engine; plug-in discovery belongs to `runtime_core.plugins`.
 """
 
+from runtime_core.steps._claimed import ClaimedStep, OutputStream
 from runtime_core.steps._compose import ComposeConfig, RagComposeExecutor
 from runtime_core.steps._config import StepConfig, StepConfigError, parse_config, validation_problems
 from runtime_core.steps._config_checks import PROVIDER_RULE, STEP_CONFIG_RULE, check_step_configs
@@ -69,6 +70,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepInvocation",
     "StepFailure",
     "StepParked",
+    "ClaimedStep",
+    "OutputStream",
     "ExecutorRegistry",
     "ANY_INPUT_SCHEMA",
     "default_executor_registry",

@@ -14,6 +14,8 @@ class StepInvocation(BaseModel):
 
     `operations` is the claimed step's `runtime_core.steps.operations.OperationJournal` (None
     outside the engine): steps calling peers that may act go through `guarded_call` with it.
+    `claim` is the engine's `ClaimedStep` for this attempt (None outside the engine): its
+    token, events and live output.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -30,6 +32,7 @@ class StepInvocation(BaseModel):
     snapshot: ExecutionContextSnapshot | None = None
     human_input: dict[str, Any] | None = None
     operations: Any = Field(default=None, exclude=True, repr=False)
+    claim: Any = Field(default=None, exclude=True, repr=False)
 
 
 class StepFailure(Exception):

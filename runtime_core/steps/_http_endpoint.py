@@ -2,14 +2,16 @@
 
 Owns `HttpEndpointSettings` (the fields every HTTP-backed provider entry shares), reading a
 secret from the environment variable a config names, and sending one request whose failure
-(no reply, or a non-2xx reply) is raised as a StepFailure with every secret redacted.
-Must not know any provider's wire format, and must never log or store a secret.
+(no reply, or a non-2xx reply) is raised as a StepFailure with every secret redacted; or
+opening a streamed reply (Server-Sent Events) the same way. Must not know any provider's
+wire format, and must never log or store a secret.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
@@ -81,6 +83,34 @@ class HttpEndpoint:
         if failure is not None:
             raise failure
         return response
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        secret_headers: Mapping[str, str] | None = None,
+        **arguments: Any,
+    ) -> AsyncIterator[httpx.Response]:
+        """The open 2xx reply to `method path`, its body not read yet (a stream); a failure to
+        connect or a non-2xx reply raises StepFailure like `request` (secrets redacted). A
+        transport error while the caller reads the body is a StepFailure too."""
+        secrets = _secret_values(secret_headers or {})
+        url = f"{self.settings.base_url}{path}"
+        what = f"{method} {url}"
+        all_headers = {**self.settings.headers, **(headers or {}), **(secret_headers or {})}
+        try:
+            async with self._open().stream(method, url, headers=all_headers, **arguments) as response:
+                if response.status_code >= 300:
+                    await response.aread()
+                    failure = failure_for_status(what, response, secrets=secrets)
+                    if failure is not None:
+                        raise failure
+                yield response
+        except httpx.HTTPError as error:
+            raise failure_for_transport(what, error, secrets=secrets) from None
 
     def _open(self) -> httpx.AsyncClient:
         if self._client is None:

@@ -4,8 +4,9 @@ Owns template rendering (`{name}` or `{name.path}` reads the (unwrapped) input, 
 values render as key-sorted JSON, `{{` and `}}` are literal braces), validating structured
 output against `config.responseSchema`, and the result: `data` holds the `prompt`, the
 reply `text` and, with a schema, the parsed `output`; meta holds model, provider, prompt
-hash and the token `usage` (which the engine copies into the ledger). Must not talk to a
-model itself: that is the provider's job (see `runtime_core.steps.llm`).
+hash and the token `usage` (which the engine copies into the ledger). With `stream` the
+reply's text goes to the claim's live output as it arrives (the result is the same). Must
+not talk to a model itself: that is the provider's job (see `runtime_core.steps.llm`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from runtime_core.steps._config import parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
 from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
 from runtime_core.steps._results import sha256_hex, step_result, unwrap_result
-from runtime_core.steps.llm import LlmProviders, LlmRequest, parse_structured_output
+from runtime_core.steps.llm import LlmProvider, LlmProviders, LlmReply, LlmRequest, parse_structured_output
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}")
 
@@ -39,17 +40,16 @@ class AiPromptExecutor:
         config = parse_config(PromptConfig, invocation)
         prompt = render_template(config.template, invocation.inputs)
         provider = self._providers.resolve(config.provider)
-        reply = await provider.complete(
-            LlmRequest(
-                prompt=prompt,
-                model=config.model,
-                system=render_template(config.system, invocation.inputs) if config.system else None,
-                params=dict(config.params),
-                response_schema=config.response_schema,
-                schema_name=config.schema_name,
-                schema_strict=config.schema_strict,
-            )
+        request = LlmRequest(
+            prompt=prompt,
+            model=config.model,
+            system=render_template(config.system, invocation.inputs) if config.system else None,
+            params=dict(config.params),
+            response_schema=config.response_schema,
+            schema_name=config.schema_name,
+            schema_strict=config.schema_strict,
         )
+        reply = await streamed_completion(provider, request, invocation if config.stream else None)
         usage = reply.usage.record(config.provider, reply.model) if reply.usage else None
         data: dict[str, Any] = {"prompt": prompt, "text": reply.text}
         if config.response_schema is not None:
@@ -61,6 +61,21 @@ class AiPromptExecutor:
         return step_result(
             data, model=reply.model, promptSha256=sha256_hex(prompt), provider=config.provider, **meta
         )
+
+
+async def streamed_completion(
+    provider: LlmProvider, request: LlmRequest, streaming: StepInvocation | None
+) -> LlmReply:
+    """The provider's reply; with `streaming` (an invocation in the engine) its text goes to the
+    claim's live output while it arrives, and the output is closed once the reply is complete."""
+    claim = streaming.claim if streaming is not None else None
+    if claim is None:
+        return await provider.complete(request)
+    stream = claim.output_stream()
+    await stream.begin()
+    reply = await provider.complete(request, stream.write)
+    await stream.finish()
+    return reply
 
 
 def render_template(template: str, inputs: dict[str, Any]) -> str:

@@ -24,7 +24,8 @@ RESERVED_PARAMS = OPENAI_RESERVED_PARAMS | ANTHROPIC_RESERVED_PARAMS
 
 
 class PromptConfig(StepConfig):
-    """`model` None: the provider's configured model. `params` go to the provider as-is (temperature, ...)."""
+    """`model` None: the provider's configured model. `params` go to the provider as-is (temperature, ...).
+    `stream`: the reply is streamed; its text so far is visible while the step runs."""
 
     template: str
     provider: str = TEMPLATE_PROVIDER
@@ -34,6 +35,7 @@ class PromptConfig(StepConfig):
     response_schema: dict[str, Any] | None = None
     schema_name: str = Field(default="output", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     schema_strict: bool = True
+    stream: bool = False
 
     @field_validator("params")
     @classmethod

@@ -103,7 +103,7 @@ def _problem(issue: Any) -> str:
     if issue["type"] == "extra_forbidden" and f"{field}_env" in ENV_FIELDS:
         return (
             f"{where}: secrets never go in the providers file; put the value in an environment variable "
-            f"and name that variable with `{field}_env` (e.g. \"{field}_env\": \"{field.upper()}\")"
+            f'and name that variable with `{field}_env` (e.g. "{field}_env": "{field.upper()}")'
         )
     return f"{where}: {issue['msg']}"
 

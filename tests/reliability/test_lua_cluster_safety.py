@@ -183,8 +183,8 @@ class ScriptMonitor:
 
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
-    release_execution_claims / reassign_execution / control_cas / finalize / compact_results /
-    drop_execution / restore_execution / fence_execution."""
+    release_execution_claims / reassign_execution / control_cas / step_output / finalize /
+    compact_results / drop_execution / restore_execution / fence_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
         {
@@ -193,7 +193,13 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
             "steps": [
                 {"name": "a", "stepKey": "test.noop"},
                 {"name": "b", "stepKey": "test.noop", "dependsOn": ["a"]},
-                {"name": "c", "stepKey": "test.noop", "dependsOn": ["a"]},
+                # A streamed prompt writes its live output (step_output).
+                {
+                    "name": "c",
+                    "stepKey": "ai.prompt",
+                    "dependsOn": ["a"],
+                    "config": {"template": "hello there", "stream": True},
+                },
             ],
         }
     )

@@ -1,8 +1,9 @@
-"""The LLM provider contract `ai.prompt` calls, and the registry of providers by name.
+"""The LLM provider contract `ai.prompt` and `ai.agent` call, and the registry of providers by name.
 
-Owns the request / reply / token-usage models, the `LlmProvider` protocol and provider
-lookup by name (`config.provider` of an `ai.prompt` step). Must not render templates, shape
-step results or speak any provider's wire format.
+Owns the request / reply / token-usage models, the `LlmProvider` protocol (one completion,
+streamed to a `TextSink` when one is given: the reply is the same either way) and provider
+lookup by name (`config.provider` of a step). Must not render templates, shape step results
+or speak any provider's wire format.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from runtime_core.steps._executor import StepFailure
+from runtime_core.steps.llm._chat import ChatMessage, TextSink, ToolCall, ToolSpec
 
 
 class TokenUsage(BaseModel):
@@ -45,8 +47,10 @@ def _count(value: Any) -> int:
 
 
 class LlmRequest(BaseModel):
-    """One completion: the rendered prompt and how to ask for it.
+    """One completion: the rendered prompt (or a conversation) and how to ask for it.
 
+    `messages`, when given, is the conversation after the system text (a tool-calling loop);
+    otherwise `prompt` is its one user message. `tools` are offered to the model.
     `model` None means the provider's configured model. `response_schema` (a JSON schema)
     asks for structured output in the provider's own response-format field; the caller still
     validates what comes back.
@@ -54,7 +58,9 @@ class LlmRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    prompt: str
+    prompt: str = ""
+    messages: list[ChatMessage] = []
+    tools: list[ToolSpec] = []
     model: str | None = None
     system: str | None = None
     params: dict[str, Any] = {}
@@ -62,21 +68,33 @@ class LlmRequest(BaseModel):
     schema_name: str = "output"
     schema_strict: bool = True
 
+    def conversation(self) -> list[ChatMessage]:
+        """The messages to send: `messages`, or `prompt` as the one user message."""
+        return list(self.messages) or [ChatMessage(role="user", text=self.prompt)]
+
 
 class LlmReply(BaseModel):
+    """The model's turn: its text, the tools it calls (a tool-calling request) and what it cost."""
+
     model_config = ConfigDict(frozen=True)
 
     text: str
     model: str
     usage: TokenUsage | None = None
+    tool_calls: list[ToolCall] = []
+    stop_reason: str | None = None
 
 
 @runtime_checkable
 class LlmProvider(Protocol):
     default_model: str
 
-    async def complete(self, request: LlmRequest) -> LlmReply:
-        """Return the completion; raise StepFailure with a retry code on provider errors."""
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmReply:
+        """Return the completion; raise StepFailure with a retry code on provider errors.
+
+        With `on_text` the provider streams: each piece of text goes to it as it arrives, and
+        the reply returned is the one the same call without streaming gives.
+        """
         ...
 
 

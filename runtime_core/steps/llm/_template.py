@@ -6,6 +6,7 @@ Owns the `template` provider's reply format. Must not make network calls.
 from __future__ import annotations
 
 from runtime_core.steps._results import sha256_hex
+from runtime_core.steps.llm._chat import TextSink
 from runtime_core.steps.llm._provider import LlmReply, LlmRequest
 
 SUMMARY_CHARS = 160
@@ -14,13 +15,19 @@ TEMPLATE_MODEL = "template-v1"
 
 
 class TemplateLlmProvider:
-    """A stable summary of the prompt tagged with its sha256 prefix; no token usage."""
+    """A stable summary of the prompt (a conversation's last message) tagged with its sha256
+    prefix; no token usage and no tool calls. Streamed word by word when asked."""
 
     default_model = TEMPLATE_MODEL
 
-    async def complete(self, request: LlmRequest) -> LlmReply:
+    async def complete(self, request: LlmRequest, on_text: TextSink | None = None) -> LlmReply:
         model = request.model or self.default_model
-        digest = sha256_hex(f"{model}\n{request.prompt}")[:16]
-        flattened = " ".join(request.prompt.split())
+        prompt = request.conversation()[-1].text
+        digest = sha256_hex(f"{model}\n{prompt}")[:16]
+        flattened = " ".join(prompt.split())
         summary = flattened if len(flattened) <= SUMMARY_CHARS else f"{flattened[:SUMMARY_CHARS]}..."
-        return LlmReply(text=f"[{model} {digest}] {summary}", model=model)
+        text = f"[{model} {digest}] {summary}"
+        if on_text is not None:
+            for index, word in enumerate(text.split(" ")):
+                await on_text(word if index == 0 else f" {word}")
+        return LlmReply(text=text, model=model)
