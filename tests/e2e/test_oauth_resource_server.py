@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from runtime_core.storage import SqliteDurableStore
 from tests.e2e.mcp_support import BearerClient, clean_environment, serve_command, served_http, wait_for
 from tests.e2e.oauth_client_support import ScriptedUserAgent, machine_client, signed_in_client
 from tests.helpers import wait_until
-from tests.oauth_realm import Realm
+from tests.oauth_realm import Realm, SigningKey
 from tests.oauth_server import OAuthServer
 from tests.oauth_support import (
     INTROSPECTION_SECRET,
@@ -343,3 +344,51 @@ def test_serve_refuses_to_start_when_a_named_client_secret_is_not_set(
         in (ended.stderr)
     )
     assert "Traceback" not in ended.stderr
+
+
+def test_with_the_jwks_slow_or_down_known_keys_keep_working_and_only_an_unknown_key_waits(
+    served: Served, idp: OAuthServer
+) -> None:
+    acme = idp.realms["acme"]
+    keys, signing = list(acme.keys), acme.signing_key
+    stranger = acme.mint("alice", audience=served.url, key=SigningKey.generate("ec", "ec-stranger"))
+    held: list[httpx.Response] = []
+    try:
+        acme.jwks_mode = "slow"
+        fetched = acme.jwks_requests
+
+        def unknown_key_held() -> bool:  # retried until the server's refresh is held by the issuer
+            if acme.jwks_requests > fetched:
+                return True
+            if not held or held[-1].status_code == 401:
+                holder = threading.Thread(
+                    target=lambda: held.append(post_tool(served, stranger, "runs.list", {}))
+                )
+                holder.start()
+                holder.join(timeout=0.2)
+            return acme.jwks_requests > fetched
+
+        wait_for(unknown_key_held, timeout_s=15)
+        waiting = len(held)
+        known = post_tool(
+            served, acme.mint("bob", audience=served.url, key=acme.key("ec-1")), "pipelines.list", {}
+        )
+        assert known.status_code != 401 and len(held) == waiting  # answered while the refresh is held
+        acme.slow_release.set()
+        wait_for(lambda: len(held) > waiting, timeout_s=15)
+        refused = held[-1]
+        assert refused.status_code == 401 and "'ec-stranger' is not among the keys" in refused.text
+
+        acme.jwks_mode = "down"
+        assert (
+            post_tool(served, acme.mint("bob", audience=served.url), "pipelines.list", {}).status_code != 401
+        )
+
+        def refused_as_unavailable() -> bool:
+            answer = post_tool(served, stranger, "runs.list", {})
+            return answer.status_code == 401 and "HTTP 503" in answer.json()["error_description"]
+
+        wait_for(refused_as_unavailable, timeout_s=15)  # once the refresh interval (1 s) has passed
+    finally:
+        acme.keys, acme.signing_key, acme.jwks_mode = keys, signing, "up"
+        acme.slow_release.clear()
