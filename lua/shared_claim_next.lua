@@ -21,6 +21,9 @@
 -- requeued elsewhere or retired is dropped here when it reaches its group's front, and a
 -- head sequence is only a lower bound, corrected here before it is trusted.
 -- A queue written before the indexes existed (`indexed` not '2') is indexed once.
+-- A run whose tenant has a dispatch rate limit (item `dispatch_limits`: GCRA cells) is
+-- claimed only if every such limit takes a unit; otherwise its group is passed over for the
+-- rest of this call (its turn keeps its place) and the reply says when it conforms again.
 -- Key layout: every key lives under the hash tag of one shared-queue partition
 -- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items        HASH  shared run id -> JSON item
@@ -30,6 +33,7 @@
 -- KEYS[5] group heads  ZSET  group -> a lower bound of its oldest Pending item's sequence
 -- KEYS[6] indexed      STRING '2' once the pending items were indexed by group and priority
 -- KEYS[7] by priority  ZSET  each admission group's items by priority, then arrival
+-- KEYS[8] rates        HASH  the partition's rate limits (lib/gcra): tenants' dispatch limits
 -- ARGV[1] claim token (random, from the caller)
 -- ARGV[2] claimer: "<pump runtime instance id>/<pump worker id>"
 -- ARGV[3] claim lease ms
@@ -50,10 +54,13 @@
 --                                             item now, "" when none
 --          {2, now, seq}                      nothing claimed: the oldest claimable item
 --                                             (its sequence: seq) is newer than ARGV[7]
---          {0, now, passed_over}              nothing claimable: no Pending item outside
+--          {0, now, passed_over, wait_us}     nothing claimable: no Pending item outside
 --                                             the passed-over groups (passed_over: how
---                                             many of those groups have Pending items)
-local PENDING, BY_GROUP, GROUP_HEADS, BY_PRIORITY = 2, 4, 5, 7
+--                                             many of those groups have Pending items;
+--                                             wait_us: the soonest a group a dispatch rate
+--                                             limit passed over conforms again, "" if none)
+local PENDING, BY_GROUP, GROUP_HEADS, BY_PRIORITY, RATES = 2, 4, 5, 7, 8
+-- include: gcra
 -- include: pending_members
 -- include: pending_index
 local t = redis.call('TIME')
@@ -171,11 +178,10 @@ local function best_of_group(turn)
   end
 end
 
--- Claim the group's best item with the turn `turn`; the turn's holder, when another item,
--- takes the claimed item's turn instead.
-local function claim(turn, token)
-  local group, chosen = turn.group, best_of_group(turn)
-  local item = chosen.item
+-- Claim `chosen` (the group's best item) with the turn `turn`; the turn's holder, when another
+-- item, takes the claimed item's turn instead.
+local function claim(turn, chosen, token)
+  local group, item = turn.group, chosen.item
   redis.call('ZREM', KEYS[BY_GROUP], turn.member)
   redis.call('ZREM', KEYS[BY_PRIORITY], priority_member(chosen.srun, item))
   redis.call('ZREM', KEYS[PENDING], chosen.srun)
@@ -208,24 +214,35 @@ end
 local limit = tonumber(ARGV[6] or '1')
 local below = tonumber(ARGV[7] or '')
 local reply = {1, now, ''}
-for n = 1, limit do
+local claimed, wait_us = 0, nil
+while claimed < limit do
   local found, passed_over = oldest_claimable()
   if not found then
-    if n == 1 then return {0, now, passed_over} end
+    if claimed == 0 then return {0, now, passed_over, wait_us or ''} end
     break
   end
   -- Claims only while older than the next partition's head, so claims stay FIFO across
   -- partitions. The first may tie with it (the caller chose this partition on a tie); when it
   -- is newer, the caller's view of the heads was stale (another pump claimed meanwhile):
   -- nothing is claimed and its sequence returned, so the caller looks again.
-  if below and (found.seq > below or (n > 1 and found.seq == below)) then
-    if n == 1 then return {2, now, found.seq} end
+  if below and (found.seq > below or (claimed > 0 and found.seq == below)) then
+    if claimed == 0 then return {2, now, found.seq} end
     break
   end
-  local srun, item = claim(found, ARGV[1] .. n)
-  table.insert(reply, srun)
-  table.insert(reply, item.attempts)
-  table.insert(reply, cjson.encode(item.unsettled or {}))
+  local chosen = best_of_group(found)
+  local refused = 0
+  if chosen.item.dispatch_limits then refused = gcra_take(cjson.decode(chosen.item.dispatch_limits), t) end
+  if refused ~= 0 then
+    skipped[found.group] = true
+    skipped_count = skipped_count + 1
+    wait_us = math.min(wait_us or refused[1], refused[1])
+  else
+    claimed = claimed + 1
+    local srun, item = claim(found, chosen, ARGV[1] .. claimed)
+    table.insert(reply, srun)
+    table.insert(reply, item.attempts)
+    table.insert(reply, cjson.encode(item.unsettled or {}))
+  end
 end
 reply[3] = redis.call('ZRANGE', KEYS[PENDING], 0, 0, 'WITHSCORES')[2] or ''
 return reply

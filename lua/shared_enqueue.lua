@@ -13,7 +13,8 @@
 -- KEYS[1] run record   HASH  {squeue}:run:<shared run id>
 -- KEYS[2] items        HASH  shared run id -> JSON item {status, seq, arrival, priority,
 --                            attempts, group, ...} (group: the run's `admission_group`, which
---                            claims may pass over; priority: the run's `priority` field)
+--                            claims may pass over; priority, the concurrency key and the
+--                            dispatch rate limits: copied from the run's fields)
 -- KEYS[3] pending      ZSET  shared run id -> queue sequence (the partition's turns)
 -- KEYS[4] seq          STRING the partition's queue clock: the last sequence given, in microseconds
 --                            (max(last + 1, now): increasing, and comparable across partitions)
@@ -139,10 +140,11 @@ local function pick_oldest(key, keep)
 end
 
 local seq = string.format('%d', next_queue_seq(t))
-local run = redis.call('HMGET', KEYS[1], 'admission_group', 'priority', 'flow_key', 'flow_limit', 'flow_strategy')
+local run = redis.call('HMGET', KEYS[1], 'admission_group', 'priority', 'flow_key', 'flow_limit', 'flow_strategy',
+  'dispatch_limits')
 local item = {status = 'Pending', seq = seq, arrival = seq, attempts = attempts, enqueued_at_ms = now,
   group = run[1] or nil, priority = tonumber(run[2]), flow_key = run[3] or nil, flow_limit = tonumber(run[4]),
-  flow_strategy = run[5] or nil}
+  flow_strategy = run[5] or nil, dispatch_limits = run[6] or nil}
 local picked, picked_waiting = {}, 0
 if item.flow_key and not redis.call('HGET', KEYS[SLOTS], srun) then
   if item.flow_strategy == 'cancel-newest' and slots_used(item.flow_key) >= item.flow_limit then

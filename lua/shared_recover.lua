@@ -53,9 +53,12 @@ local attempts = 0
 local raw = redis.call('HGET', KEYS[2], srun)
 if raw then attempts = cjson.decode(raw).attempts or 0 end
 local seq = string.format('%d', next_queue_seq(t))
-local run = redis.call('HMGET', KEYS[1], 'admission_group', 'priority')
+local run = redis.call('HMGET', KEYS[1], 'admission_group', 'priority', 'flow_key', 'flow_limit', 'flow_strategy',
+  'dispatch_limits')
 local item = {status = 'Pending', seq = seq, arrival = seq, attempts = attempts, enqueued_at_ms = now,
-  last_requeue_reason = fields.last_requeue_reason, group = run[1] or nil, priority = tonumber(run[2])}
+  last_requeue_reason = fields.last_requeue_reason, group = run[1] or nil, priority = tonumber(run[2]),
+  flow_key = run[3] or nil, flow_limit = tonumber(run[4]), flow_strategy = run[5] or nil,
+  dispatch_limits = run[6] or nil}
 redis.call('HSET', KEYS[2], srun, cjson.encode(item))
 index_pending(srun, item)
 redis.call('HSET', KEYS[1], 'status', 'QueuedGlobally')

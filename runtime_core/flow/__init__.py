@@ -18,9 +18,15 @@ from runtime_core.flow._declarations import (
     TenantRateLimits,
 )
 from runtime_core.flow._priority import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, checked_priority
-from runtime_core.flow._rate_limits import GcraCell, NamedRateLimit, RateLimit, RateLimitedError
+from runtime_core.flow._rate_limits import (
+    GcraCell,
+    NamedRateLimit,
+    RateLimit,
+    RateLimitedError,
+    retry_after_ms,
+)
 from runtime_core.flow._step_limits import StepRateLimiter, StepRateRefusal
-from runtime_core.flow._submit_limits import cells_json, submit_cells, submit_refused
+from runtime_core.flow._submit_limits import cells_json, dispatch_cells, submit_cells, submit_refused
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Priorities
@@ -46,7 +52,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "NamedRateLimit",
     "GcraCell",
     "RateLimitedError",
+    "retry_after_ms",
     "submit_cells",
+    "dispatch_cells",
     "submit_refused",
     "cells_json",
     "StepRateLimiter",

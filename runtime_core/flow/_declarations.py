@@ -76,6 +76,8 @@ class PipelineFlow(BaseModel):
     @model_validator(mode="after")
     def _names_unique(self) -> PipelineFlow:
         _unique_names(self.rate_limits)
+        if any(limit.at != "submit" for limit in self.rate_limits):
+            raise ValueError("a pipeline's rate limits apply at submit (dispatch limits are per tenant)")
         return self
 
     @classmethod

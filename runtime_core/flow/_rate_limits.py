@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -71,9 +72,13 @@ class RateLimit(BaseModel):
 
 
 class NamedRateLimit(RateLimit):
-    """A rate limit with the name a configuration file gives it (unique where it is declared)."""
+    """A rate limit with the name a configuration file gives it (unique where it is declared).
+
+    `at`: `submit` refuses a submit over the limit (`[rate_limited]`); `dispatch` accepts the
+    run and dispatches the tenant's runs no faster than the limit (tenant limits only)."""
 
     name: str = Field(pattern=NAME_PATTERN)
+    at: Literal["submit", "dispatch"] = "submit"
 
 
 class GcraCell(BaseModel):

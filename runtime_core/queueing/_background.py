@@ -128,4 +128,7 @@ class BackgroundPump:
             else:
                 outage.recovered()
             if result is None or not result.dispatched:
-                await _wait_event(self._wake, self.idle_interval_ms / 1000)
+                idle_ms = self.idle_interval_ms
+                if result is not None and result.retry_after_ms is not None:
+                    idle_ms = min(idle_ms, result.retry_after_ms)  # a dispatch rate limit conforms
+                await _wait_event(self._wake, idle_ms / 1000)

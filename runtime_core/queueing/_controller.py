@@ -29,6 +29,8 @@ from runtime_core.flow import (
     ConcurrencyKey,
     PipelineFlow,
     TenantRateLimits,
+    cells_json,
+    dispatch_cells,
     place_key,
     submit_cells,
     submit_refused,
@@ -165,7 +167,9 @@ class SharedRuntimeController:
         flow = PipelineFlow.of_config(pipeline.config)
         declared = concurrency or flow.concurrency
         key = place_key(declared, snapshot.tenant_id, pipeline.name, input) if declared else None
-        mode = SubmitMode.QUEUE_FIRST if key is not None else mode
+        paced = dispatch_cells(snapshot.tenant_id, self.rate_limits)
+        # The queue holds a key's slots and paces dispatches: such runs are always queued first.
+        mode = SubmitMode.QUEUE_FIRST if key is not None or paced else mode
         first_status = (
             SharedRunStatus.QUEUED_GLOBALLY if mode is SubmitMode.QUEUE_FIRST else SharedRunStatus.SUBMITTED
         )
@@ -181,6 +185,7 @@ class SharedRuntimeController:
             trace_context=run_trace.encode() if run_trace is not None else None,
             callback_url=callback_url,
             priority=priority,
+            dispatch_limits=cells_json(paced) if paced else None,
             **(key.record_fields() if key is not None else {}),
         )
         cells = submit_cells(snapshot.tenant_id, pipeline.name, self.rate_limits, flow)

@@ -63,6 +63,7 @@ _OPTIONAL_TEXT_FIELDS = (
     "flow_key",
     "flow_strategy",
     "concurrency_key",
+    "dispatch_limits",
 )
 _OPTIONAL_INT_FIELDS = (
     "updated_at_ms",
@@ -120,6 +121,8 @@ class SharedRunRecord(BaseModel):
     flow_limit: int | None = None
     flow_strategy: str | None = None
     concurrency_key: str | None = None
+    # The tenant's dispatch rate limits (`runtime_core.flow.dispatch_cells`, as a script argument).
+    dispatch_limits: str | None = None
 
     @property
     def submitted_by(self) -> str:
@@ -147,6 +150,7 @@ class SharedRunRecord(BaseModel):
             "flow_limit": None if self.flow_limit is None else str(self.flow_limit),
             "flow_strategy": self.flow_strategy,
             "concurrency_key": self.concurrency_key,
+            "dispatch_limits": self.dispatch_limits,
         }
         return fields | {name: value for name, value in optional.items() if value}
 
@@ -302,8 +306,11 @@ class PumpRequest(BaseModel):
 
 
 class PumpResult(BaseModel):
+    """`retry_after_ms`: a tenant's dispatch rate limit held runs back; the soonest they conform."""
+
     attempts: list[DispatchResult] = Field(default_factory=list)
     stop_reason: PumpStopReason
+    retry_after_ms: int | None = None
 
     @property
     def dispatched(self) -> list[DispatchResult]:

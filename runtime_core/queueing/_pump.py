@@ -46,9 +46,10 @@ class SharedQueuePump:
     ) -> PumpResult:
         cycle = DispatchCycle()
         try:
-            return await self._cycle(request, cycle, cancel, progress)
+            result = await self._cycle(request, cycle, cancel, progress)
         finally:
             await self.dispatcher.hand_back(cycle)  # claimed with others, not dispatched
+        return result.model_copy(update={"retry_after_ms": cycle.turns.rate_wait_ms})
 
     async def _cycle(
         self,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from runtime_core.flow import GcraCell, cells_json
+from runtime_core.flow import GcraCell, cells_json, retry_after_ms
 from runtime_core.hot_state import HotState
 from runtime_core.instances import admission_group_tenant
 from runtime_core.queueing._idempotency import IdempotencyKey
@@ -160,7 +160,7 @@ class SharedQueue:
         learns its head: other pumps' claims make a view stale)."""
         partitions = self.keys.partitions
         if len(partitions) == 1:
-            return (await self._claim_in(partitions[0], pump, skip_groups, limit, None))[0]
+            return (await self._claim_in(partitions[0], pump, skip_groups, limit, None, turns))[0]
         turns = turns or PartitionTurns()
         if turns.stale:
             await self._read_turns(turns)
@@ -169,7 +169,9 @@ class SharedQueue:
             # Bounded by the runner-up's head, unless views kept going stale under other pumps'
             # claims as often as there are partitions (then progress comes first).
             below = turns.runner_up(index) if looked_again <= len(partitions) else None
-            claims, next_head = await self._claim_in(partitions[index], pump, skip_groups, limit, below)
+            claims, next_head = await self._claim_in(
+                partitions[index], pump, skip_groups, limit, below, turns
+            )
             if not claims and next_head is None:
                 turns.exhausted(index)
                 continue
@@ -197,10 +199,12 @@ class SharedQueue:
         skip_groups: frozenset[str],
         limit: int,
         below: float | None,
+        turns: PartitionTurns | None,
     ) -> tuple[list[QueueClaim], float | None]:
         """The claims made in partition `k` and its next head; no claims and a head: its oldest
         claimable item is newer than `below` (the first claim may tie with it); no claims and
-        no head: nothing claimable there."""
+        no head: nothing claimable there (a tenant's dispatch rate limit passed its runs over:
+        `turns` learns when it conforms again)."""
         token = secrets.token_hex(12)
         reply = await self._scripts["shared_claim_next"](
             keys=[
@@ -211,6 +215,7 @@ class SharedQueue:
                 k.group_heads,
                 k.pending_indexed,
                 k.pending_by_priority,
+                k.flow_rates,
             ],
             args=[
                 token,
@@ -225,6 +230,8 @@ class SharedQueue:
         if int(reply[0]) == 2:  # its oldest claimable item is newer than `below`
             return [], float(reply[2])
         if int(reply[0]) != 1:
+            if turns is not None and len(reply) > 3 and reply[3] != "":
+                turns.rate_limited(retry_after_ms(int(reply[3])))
             return [], None
         claimed_at_ms = int(reply[1])
         claims = [

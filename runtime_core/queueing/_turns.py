@@ -27,6 +27,8 @@ class PartitionTurns:
     heads: dict[int, float] = field(default_factory=dict)
     """Partition -> its head's sequence (inf: no Pending item, claims in flight)."""
     read_at: float = -math.inf
+    rate_wait_ms: int | None = None
+    """The soonest a group a tenant's dispatch rate limit passed over may be claimed (None: none)."""
 
     @property
     def stale(self) -> bool:
@@ -55,6 +57,9 @@ class PartitionTurns:
 
     def claimed(self, partition: int, next_head: float | None) -> None:
         self.heads[partition] = math.inf if next_head is None else next_head
+
+    def rate_limited(self, wait_ms: int) -> None:
+        self.rate_wait_ms = wait_ms if self.rate_wait_ms is None else min(self.rate_wait_ms, wait_ms)
 
     def exhausted(self, partition: int) -> None:
         """Nothing claimable there for this cycle (empty, or only passed-over groups)."""

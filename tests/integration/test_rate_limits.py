@@ -23,14 +23,16 @@ from runtime_core.errors import ConfigurationError, InvalidPipelineError
 from runtime_core.flow import ProviderRateLimit, ProviderRateLimits, RateLimitedError, StepRateLimiter
 from runtime_core.hot_state import HotState, connect_hot_state
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
-from runtime_core.queueing import SubmitMode
+from runtime_core.queueing import SharedRunStatus, SubmitMode
 from runtime_core.steps import StepInvocation, load_provider_settings
 from tests.conftest import RedisTarget
+from tests.helpers import wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
     ONE_STEP,
     OTHER_SHARED_TENANT,
     control_plane,
+    start_instance,
 )
 from tests.integration.control_support import controlled_runtime
 
@@ -258,3 +260,52 @@ async def test_a_rate_limited_step_waits_without_spending_an_attempt(hot_state: 
     limited = runtime.observer.named("step.rate_limited")
     assert limited and {event.attributes["budget"] for event in limited} == {"org-key"}
     assert not runtime.observer.named("step.failed")
+
+
+async def test_a_tenant_dispatch_limit_paces_its_runs_without_holding_back_others(
+    hot_state: HotState, tmp_path: Path
+) -> None:
+    """`"at": "dispatch"`: every submit is accepted, and the tenant's runs are dispatched at most
+    N per second (N ± 1 in each 1 s window of their dispatch times), in queue order; another
+    tenant's runs queued after them are dispatched at once, not behind them."""
+    limits = {DEFAULT_TENANT.tenant_id: [{"name": "paced", "limit": 5, "period": "1s", "at": "dispatch"}]}
+    plane = control_plane(
+        hot_state, background_pump=True, scale_out_enabled=False, tenants_file=tenants_file(tmp_path, limits)
+    )
+    await start_instance(plane, max_concurrent_runs=40, worker_count=8)
+    try:
+        await plane.start()
+        paced = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)) for _ in range(20)
+        ]
+        assert {result.status for result in paced} == {SharedRunStatus.QUEUED_GLOBALLY}  # queued, not refused
+        others = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, OTHER_SHARED_TENANT)).shared_run_id
+            for _ in range(5)
+        ]
+
+        async def dispatched(run_ids: list[str]) -> list[int]:
+            records = await plane.parts.runs.get_many(run_ids)
+            return [r.dispatched_at_ms for r in records if r is not None and r.dispatched_at_ms]
+
+        async def others_dispatched() -> bool:
+            return len(await dispatched(others)) == len(others)
+
+        await wait_until(others_dispatched, timeout=30, interval=0.05)
+        paced_ids = [result.shared_run_id for result in paced]
+        assert len(await dispatched(paced_ids)) < len(paced_ids)  # the others did not wait for them
+
+        async def all_paced_dispatched() -> bool:
+            return len(await dispatched(paced_ids)) == len(paced_ids)
+
+        await wait_until(all_paced_dispatched, timeout=30, interval=0.05)
+        records = [r for r in await plane.parts.runs.get_many(paced_ids) if r is not None]
+        assert [r.shared_run_id for r in sorted(records, key=lambda r: r.dispatched_at_ms or 0)] == paced_ids
+        times = sorted(await dispatched(paced_ids))
+        first = times[0]
+        per_window = [
+            sum(1 for t in times if first + w * 1000 <= t < first + (w + 1) * 1000) for w in range(3)
+        ]
+        assert all(4 <= count <= 6 for count in per_window), per_window
+    finally:
+        await plane.stop()
