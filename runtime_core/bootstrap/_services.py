@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 
+from runtime_core.agents import AiAgentExecutor
 from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
 from runtime_core.continuity import HotStateContinuity
@@ -119,6 +120,7 @@ class EngineServices:
         self.step_providers = StepProviders.build(provider_settings, self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)
         self.executors = default_executor_registry(providers=self.step_providers)
+        self.executors.register(AiAgentExecutor(self.step_providers.llm, self.dag_store, self.executors))
         load_step_plugins(self.executors, self.settings.plugins)
         self.engine = DagEngine(
             self.dag_store,

@@ -51,7 +51,7 @@ def _waiting_input(execution: ExecutionView, executors: ExecutorRegistry) -> Wai
         key=waiting.key,
         step=waiting.step,
         prompt=waiting.prompt,
-        expected_input=executors.expected_input(keys.get(waiting.step or "", "")),
+        expected_input=executors.expected_input(keys.get(waiting.step or "", ""), waiting.key),
     )
 
 

@@ -17,9 +17,14 @@ from runtime_core.policy._jitter import jittered_delay_ms, seeded_unit_interval
 from runtime_core.policy._registry import Policy, PolicyRegistry, UnknownPolicyError
 from runtime_core.policy._retry_config import RetryConfig, RetryStrategy
 from runtime_core.policy._retry_engine import (
+    COST_LIMIT,
+    LIMIT_FAILURE_CODES,
     NON_RETRYABLE_FAILURE_CODES,
     NOT_FOUND_FAILURE_CODE,
     PERMANENT_FAILURE_CODE,
+    TIME_LIMIT,
+    TOKEN_LIMIT,
+    TURN_LIMIT,
     UNCERTAIN_FAILURE_CODE,
     RetryDecision,
     RetryEngine,
@@ -33,11 +38,16 @@ from runtime_core.policy._retry_policies import (
 )
 
 __all__ = [
+    "COST_LIMIT",
+    "LIMIT_FAILURE_CODES",
     "NON_RETRYABLE_FAILURE_CODES",
     "NOT_FOUND_FAILURE_CODE",
     "PERMANENT_FAILURE_CODE",
     "TIMEOUT_POLICY",
+    "TIME_LIMIT",
+    "TOKEN_LIMIT",
     "TRANSIENT_POLICY",
+    "TURN_LIMIT",
     "UNCERTAIN_FAILURE_CODE",
     "CodeRetryPolicy",
     "Policy",

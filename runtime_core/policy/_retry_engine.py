@@ -23,11 +23,14 @@ PERMANENT_FAILURE_CODE = "permanent"
 NOT_FOUND_FAILURE_CODE = "not_found"
 # A step refused a second call to a peer that may have acted already (runtime_core.steps.operations).
 UNCERTAIN_FAILURE_CODE = "uncertain"
+# An agent step went past one of its limits (runtime_core.agents): a retry would only replay to it.
+TURN_LIMIT, TOKEN_LIMIT, COST_LIMIT, TIME_LIMIT = "turn_limit", "token_limit", "cost_limit", "time_limit"
+LIMIT_FAILURE_CODES = frozenset({TURN_LIMIT, TOKEN_LIMIT, COST_LIMIT, TIME_LIMIT})
 # Without Retry policies every other code counts as transient. These never are: trying again
 # cannot change the answer (or, for `uncertain`, could repeat a side effect). A policy naming
 # one of them explicitly still retries it.
 NON_RETRYABLE_FAILURE_CODES = frozenset(
-    {PERMANENT_FAILURE_CODE, NOT_FOUND_FAILURE_CODE, UNCERTAIN_FAILURE_CODE}
+    {PERMANENT_FAILURE_CODE, NOT_FOUND_FAILURE_CODE, UNCERTAIN_FAILURE_CODE, *LIMIT_FAILURE_CODES}
 )
 _MAX_DOUBLINGS = 62
 

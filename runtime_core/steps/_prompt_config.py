@@ -7,7 +7,7 @@ replace what the provider sets itself, `responseSchema` must be a valid JSON sch
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import Field, field_validator
 
@@ -53,7 +53,11 @@ class PromptConfig(StepConfig):
         return schema
 
 
-def check_prompt_provider(config: PromptConfig, providers: LlmProviders) -> None:
+class NamesProvider(Protocol):
+    provider: str
+
+
+def check_prompt_provider(config: NamesProvider, providers: LlmProviders) -> None:
     """Raise StepConfigError when `config.provider` is not configured in this runtime."""
     if config.provider not in providers:
         raise StepConfigError(

@@ -50,9 +50,13 @@ class ExecutorRegistry:
         executor = self._executors.get(step_key)
         return None if executor is None else config_model_of(executor)
 
-    def expected_input(self, step_key: str) -> dict[str, Any]:
-        """JSON Schema of the human input the step waits for: its `input_schema`, else any object."""
-        schema = getattr(self._executors.get(step_key), "input_schema", None)
+    def expected_input(self, step_key: str, waiting_key: str | None = None) -> dict[str, Any]:
+        """JSON Schema of the human input the step waits for under `waiting_key`: its
+        `input_schema_for(waiting_key)` when it asks several questions, else its `input_schema`,
+        else any object."""
+        executor = self._executors.get(step_key)
+        for_key = getattr(executor, "input_schema_for", None)
+        schema = for_key(waiting_key) if callable(for_key) else getattr(executor, "input_schema", None)
         return dict(schema) if isinstance(schema, dict) else dict(ANY_INPUT_SCHEMA)
 
     def describe(self, step_key: str | None = None) -> list[StepDescription]:

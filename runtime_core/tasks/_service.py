@@ -216,14 +216,16 @@ class TaskService:
             execution_id=execution_id,
             waiting_step=state.waiting_step,
             prompt=state.reason,
-            input_schema=await self._input_schema(execution_id, state.waiting_step),
+            input_schema=await self._input_schema(execution_id, state.waiting_step, state.waiting_key),
         )
 
-    async def _input_schema(self, execution_id: str, step_name: str | None) -> dict[str, Any]:
-        """The waiting step's executor's `input_schema`, else any object."""
+    async def _input_schema(
+        self, execution_id: str, step_name: str | None, waiting_key: str
+    ) -> dict[str, Any]:
+        """The input schema the waiting step's executor expects under `waiting_key`, else any object."""
         meta = await self.engine.store.load_meta(execution_id)
         step = next((s for s in meta.pipeline.steps if s.name == step_name), None) if meta else None
-        return self.engine.executors.expected_input(step.step_key if step else "")
+        return self.engine.executors.expected_input(step.step_key if step else "", waiting_key)
 
     @staticmethod
     def _view(record: TaskRecord, status: TaskStatus, message: str, **details: Any) -> TaskView:

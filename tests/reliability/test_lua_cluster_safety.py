@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from runtime_core.agents import AiAgentExecutor
 from runtime_core.assistance import (
     AssistanceLeases,
     HelpBoard,
@@ -58,6 +59,7 @@ from runtime_core.recovery import (
 )
 from runtime_core.retention import EVICT_POLICY
 from runtime_core.scheduling import TICK_KIND_SCHEDULED, ClaimOutcome, ScheduleTicks, SettleOutcome
+from runtime_core.steps.llm import build_llm_providers
 from runtime_core.steps.operations import OperationState, StartOutcome, UncertaintyPolicy
 from runtime_core.storage import SqliteDurableStore
 from runtime_core.tasks import TaskRecord, TaskStatus, TaskStore
@@ -183,7 +185,8 @@ class ScriptMonitor:
 
 async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
-    release_execution_claims / reassign_execution / control_cas / step_output / finalize /
+    release_execution_claims / reassign_execution / control_cas / step_output /
+    agent_checkpoint_begin / agent_checkpoint_end / finalize /
     compact_results / drop_execution / restore_execution / fence_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
@@ -200,11 +203,14 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
                     "dependsOn": ["a"],
                     "config": {"template": "hello there", "stream": True},
                 },
+                # An agent checkpoints its model turn (agent_checkpoint_begin / _end).
+                {"name": "d", "stepKey": "ai.agent", "dependsOn": ["a"], "config": {"prompt": "hi"}},
             ],
         }
     )
     rig = make_rig(hot_state, durable)
     store: DagStore = rig.dag_store
+    rig.engine.executors.register(AiAgentExecutor(build_llm_providers(), store, rig.engine.executors))
     execution_id = await rig.engine.create_execution(pipeline, {}, TENANT_A)
     claim = dict(lease_ms=60_000, worker_id="lua-test", token_prefix="lua")
     [first] = (await store.claim_ready_steps(execution_id, max_steps=1, **claim)).claims

@@ -116,8 +116,16 @@ def test_non_transient_codes_are_never_retried_without_policies(code: str) -> No
     assert f"'{code}' is not transient" in decision.reason
 
 
-def test_the_non_retryable_codes_are_permanent_not_found_and_uncertain() -> None:
-    assert NON_RETRYABLE_FAILURE_CODES == {"permanent", "not_found", "uncertain"}
+def test_the_non_retryable_codes_are_permanent_not_found_uncertain_and_agent_limits() -> None:
+    assert NON_RETRYABLE_FAILURE_CODES == {
+        "permanent",
+        "not_found",
+        "uncertain",
+        "turn_limit",
+        "token_limit",
+        "cost_limit",
+        "time_limit",
+    }
 
 
 def test_a_policy_naming_not_found_still_retries_it() -> None:

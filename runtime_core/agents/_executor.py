@@ -1,0 +1,109 @@
+"""The `ai.agent` executor: a tool-calling agent on a configured LLM provider, resumable after a crash.
+
+Owns the step type: its config model, the submit-time checks (the provider is configured,
+each tool's step type is registered and its config valid for it), the human input it waits
+for (an approval of a tool call, or a decision on an uncertain call of a tool it runs), and
+starting one `AgentRun` per attempt with the rendered task. Must not run the loop itself
+(`_loop` does) and runs only inside the engine, whose claim fences its checkpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from runtime_core.agents._config import AgentConfig
+from runtime_core.agents._loop import AgentRun
+from runtime_core.agents._tools import ChildRuns, ToolRunner
+from runtime_core.dag import DagStore
+from runtime_core.steps import (
+    ExecutorRegistry,
+    HumanApprovalExecutor,
+    StepConfigError,
+    StepFailure,
+    StepInvocation,
+    check_prompt_provider,
+    parse_config,
+    render_template,
+    validation_problems,
+)
+from runtime_core.steps.llm import ChatMessage, LlmProviders
+from runtime_core.steps.operations import DECISION_INPUT_SCHEMA
+
+AGENT_STEP_KEY = "ai.agent"
+UNCERTAIN_SUFFIX = ".uncertain"
+APPROVAL_INPUT_SCHEMA = HumanApprovalExecutor.input_schema
+
+
+class AiAgentExecutor:
+    step_key = AGENT_STEP_KEY
+    config_model = AgentConfig
+    description = (
+        "A tool-calling agent: the model calls tools (step types, MCP servers' tools, pipelines) in a loop "
+        "until it answers; every model turn and tool call is a durable checkpoint."
+    )
+    input_schema = APPROVAL_INPUT_SCHEMA
+
+    def __init__(
+        self,
+        providers: LlmProviders,
+        store: DagStore,
+        executors: ExecutorRegistry,
+        child_runs: ChildRuns | None = None,
+    ) -> None:
+        self._providers = providers
+        self._store = store
+        self._executors = executors
+        self._tools = ToolRunner(executors, child_runs)
+
+    def input_schema_for(self, waiting_key: str | None) -> dict[str, Any]:
+        """An approval (`approved`, `comment`), or a decision when a tool's call is uncertain."""
+        if waiting_key and waiting_key.endswith(UNCERTAIN_SUFFIX):
+            return dict(DECISION_INPUT_SCHEMA)
+        return dict(APPROVAL_INPUT_SCHEMA)
+
+    def check_config(self, config: AgentConfig) -> None:
+        """Submit-time: the provider is configured here, each tool's step type is registered and its
+        config valid for that step type."""
+        check_prompt_provider(config, self._providers)
+        for tool in config.tools:
+            if tool.step_key is None:
+                continue
+            if tool.step_key not in self._executors:
+                raise StepConfigError(
+                    f"tool {tool.name!r} names step type {tool.step_key!r}, which is not registered",
+                    hint="Registered: " + ", ".join(self._executors.keys()),
+                )
+            model = self._executors.config_model(tool.step_key)
+            if model is None:
+                continue
+            try:
+                model.model_validate(tool.config)
+            except ValidationError as error:
+                raise StepConfigError(
+                    f"tool {tool.name!r}: its config is invalid for {tool.step_key}: "
+                    f"{validation_problems(error)}"
+                ) from None
+
+    async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
+        config = parse_config(AgentConfig, invocation)
+        if invocation.claim is None:
+            raise StepFailure(
+                f"step {invocation.step_name!r} ({AGENT_STEP_KEY}) runs only inside the engine: its "
+                "checkpoints are fenced by the step's claim",
+                code="permanent",
+            )
+        provider = self._providers.resolve(config.provider)
+        task = render_template(config.prompt, invocation.inputs)
+        system = render_template(config.system, invocation.inputs) if config.system else None
+        run = AgentRun(
+            invocation,
+            config,
+            provider,
+            self._store,
+            self._tools,
+            [ChatMessage(role="user", text=task)],
+            system,
+        )
+        return await run.run()

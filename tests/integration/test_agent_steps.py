@@ -1,0 +1,204 @@
+"""`ai.agent` through the engine (real Redis, the durable store) against the loopback LLM server in both
+wire formats: tools that are step types (`tool.http` to a loopback peer counting its side
+effects), the transcript as checkpoints, approvals that park the agent (approved: the tool
+runs once; refused: it never runs and the model is told), limits as typed failures, streamed
+turns equal to unstreamed ones."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from runtime_core.agents import read_sub_steps
+from runtime_core.bootstrap import EngineServices, RuntimeSettings
+from runtime_core.hot_state import EmbeddedRedis
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import parse_pipeline
+from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.loopback import serving
+from tests.side_effect_peer import SideEffectPeer
+
+TENANT = "tenant-agents"
+SNAPSHOT = ExecutionContextSnapshot(user_id="u-agent", tenant_id=TENANT, context_key="agent-tests")
+
+
+def note_call(turn: int) -> dict[str, Any]:
+    return {
+        "tool_calls": [{"name": "file_note", "arguments": {"note": f"note {turn}"}}],
+        "text": f"Filing {turn}.",
+    }
+
+
+FINAL = {"text": "All notes are filed."}
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[tuple[LoopbackLlm, str]]:
+    server = LoopbackLlm([FINAL])
+    async with serving(server.app) as base_url:
+        yield server, base_url
+
+
+@pytest.fixture(scope="module")
+async def peer() -> AsyncIterator[tuple[SideEffectPeer, str]]:
+    side_effects = SideEffectPeer()
+    async with serving(side_effects.app()) as base_url:
+        yield side_effects, base_url
+
+
+@pytest.fixture(scope="module")
+async def services(
+    model: tuple[LoopbackLlm, str], redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[EngineServices]:
+    folder = tmp_path_factory.mktemp("agents")
+    providers_file = folder / "providers.json"
+    providers_file.write_text(json.dumps({"llm": llm_settings(model[1])}), encoding="utf-8")
+    settings = RuntimeSettings(
+        data_dir=folder / "data",
+        redis_url=redis_server.url,
+        redis_prefix=f"agent{secrets.token_hex(4)}:",
+        providers_file=providers_file,
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, API_KEY)
+        async with EngineServices(settings) as started:
+            yield started
+
+
+def agent_pipeline(peer_url: str, provider: str, **config: Any) -> Any:
+    tool = {
+        "name": "file_note",
+        "description": "File a note (a side effect).",
+        "stepKey": "tool.http",
+        "config": {"url": f"{peer_url}/effects/idempotent", "method": "POST", "onUncertain": "retry"},
+        "inputSchema": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]},
+    }
+    tool.update(config.pop("tool", {}))
+    step_config = {
+        "prompt": "File the notes of {topic} ({run})",
+        "provider": provider,
+        "tools": [tool],
+        **config,
+    }
+    return parse_pipeline(
+        {
+            "name": "agent-run",
+            "steps": [
+                {
+                    "name": "agent",
+                    "stepKey": "ai.agent",
+                    "input": {"topic": "state.topic", "run": "state.run"},
+                    "config": step_config,
+                }
+            ],
+        }
+    )
+
+
+async def start(services: EngineServices, pipeline: Any) -> str:
+    return await services.engine.create_execution(
+        pipeline, {"topic": "ops", "run": secrets.token_hex(4)}, SNAPSHOT
+    )
+
+
+async def ledger_events(services: EngineServices, execution_id: str) -> list[Any]:
+    await services.audit.flush()
+    return [entry for entry in await services.durable_store.list_ledger(TENANT, execution_id)]
+
+
+async def result_of(services: EngineServices, execution_id: str) -> dict[str, Any]:
+    execution = await services.dag_store.read_execution(execution_id)
+    assert execution is not None
+    (step,) = execution.steps
+    decoded = await services.engine.results.decode(execution_id, {"agent": step.result}, SNAPSHOT)
+    return decoded["agent"]
+
+
+@pytest.mark.parametrize("provider", ["gpt", "claude"])
+async def test_an_agent_calls_step_type_tools_until_it_answers_and_every_sub_step_is_a_checkpoint(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str], provider: str
+) -> None:
+    llm, _ = model
+    llm.script = [note_call(0), note_call(1), FINAL]
+    effects_before = peer[0].total_effects
+    execution_id = await start(services, agent_pipeline(peer[1], provider))
+    assert await services.engine.run(execution_id, workers=1) == "Completed"
+    result = await result_of(services, execution_id)
+    assert result["data"]["text"] == "All notes are filed."
+    assert (result["data"]["turns"], result["data"]["toolCalls"]) == (3, 2)
+    assert result["usage"]["inputTokens"] == 3 * 20 and result["usage"]["outputTokens"] == 3 * 8
+    assert peer[0].total_effects - effects_before == 2
+    sub_steps = await read_sub_steps(services.dag_store, execution_id, "agent")
+    assert [(s.kind, s.state.value) for s in sub_steps] == [
+        ("model", "completed"),
+        ("tool", "completed"),
+        ("model", "completed"),
+        ("tool", "completed"),
+        ("model", "completed"),
+    ]
+    assert sub_steps[1].input == {"note": "note 0"} and sub_steps[0].usage["inputTokens"] == 20
+    assert all(s.ended_at_ms is not None and s.ended_at_ms >= s.started_at_ms for s in sub_steps)
+    assert llm.twice() == []
+    events = [entry.event for entry in await ledger_events(services, execution_id)]
+    assert events.count("agent.turn_completed") == 3 and events.count("agent.tool_completed") == 2
+
+
+@pytest.mark.parametrize("answer", [True, False], ids=["approved", "refused"])
+async def test_an_approval_gated_tool_parks_the_agent_until_a_human_answers(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str], answer: bool
+) -> None:
+    llm, _ = model
+    llm.script = [note_call(0), FINAL]
+    effects_before = peer[0].total_effects
+    execution_id = await start(services, agent_pipeline(peer[1], "gpt", tool={"requiresApproval": True}))
+    assert await services.engine.run(execution_id, workers=1) == "WaitingForInput"
+    control = await services.control.get(execution_id, SNAPSHOT)
+    assert control.waiting_key == "agent.approval.1"
+    assert peer[0].total_effects == effects_before  # nothing ran before the answer
+    await services.control.submit_input(
+        execution_id, "agent.approval.1", {"approved": answer, "comment": "not today"}, SNAPSHOT
+    )
+    assert await services.engine.run(execution_id, workers=1) == "Completed"
+    assert peer[0].total_effects - effects_before == (1 if answer else 0)
+    tool_result = llm.requests[-1]["messages"][-1]
+    assert tool_result["role"] == "tool"
+    if not answer:
+        assert "refused" in tool_result["content"] and "not today" in tool_result["content"]
+    states = [s.state.value for s in await read_sub_steps(services.dag_store, execution_id, "agent")]
+    assert states == ["completed", "completed" if answer else "refused", "completed"]
+    events = [entry.event for entry in await ledger_events(services, execution_id)]
+    assert "agent.approval_requested" in events and "agent.approval_answered" in events
+
+
+async def test_an_agent_past_its_turn_limit_fails_with_turn_limit(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str]
+) -> None:
+    llm, _ = model
+    llm.script = [note_call(0), note_call(1), note_call(2), FINAL]
+    execution_id = await start(services, agent_pipeline(peer[1], "claude", limits={"maxTurns": 2}))
+    assert await services.engine.run(execution_id, workers=1) == "Failed"
+    execution = await services.dag_store.read_execution(execution_id)
+    assert execution is not None and execution.steps[0].last_error is not None
+    assert execution.steps[0].last_error.code == "turn_limit"
+    assert execution.steps[0].retry_count == 0  # never retried: a retry would only replay to the limit
+
+
+async def test_a_streamed_agent_gives_the_result_of_an_unstreamed_one(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str]
+) -> None:
+    llm, _ = model
+    llm.script = [note_call(0), FINAL]
+    results = []
+    for stream in (False, True):
+        execution_id = await start(services, agent_pipeline(peer[1], "claude", stream=stream))
+        assert await services.engine.run(execution_id, workers=1) == "Completed"
+        results.append((await result_of(services, execution_id))["data"])
+    plain, streamed = results
+    assert streamed["text"] == plain["text"] and streamed["turns"] == plain["turns"]
+    assert [s["output"] for s in streamed["transcript"] if s["kind"] == "model"] == [
+        s["output"] for s in plain["transcript"] if s["kind"] == "model"
+    ]
