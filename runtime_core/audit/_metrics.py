@@ -12,6 +12,28 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 _SIZE_BUCKETS = (1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 # Steps run from microseconds (merge) to minutes (LLM calls, human-free tools).
 _STEP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# Executions last from milliseconds to hours: a human step waits that long for its answer.
+EXECUTION_BUCKETS = (
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    120,
+    300,
+    600,
+    1800,
+    3600,
+    7200,
+    14400,
+    28800,
+    86400,
+)
 
 
 class RuntimeMetrics:
@@ -26,7 +48,9 @@ class RuntimeMetrics:
         )
         self.execution_seconds = Histogram(
             "execution_duration_seconds",
-            "Created to finalized, seen by one process.",
+            "Created to finalized (waits for input and pauses included), by final status.",
+            ["status"],
+            buckets=EXECUTION_BUCKETS,
             namespace=ns,
             registry=r,
         )
@@ -101,6 +125,14 @@ class RuntimeMetrics:
             registry=r,
         )
 
+        self.webhook_deliveries = Counter(
+            "webhook_deliveries",
+            "Webhook delivery attempts settled, by outcome (delivered, retrying, dead_lettered).",
+            ["outcome"],
+            namespace=ns,
+            registry=r,
+        )
+
     def render(self) -> bytes:
         """The Prometheus text exposition of this registry."""
         return generate_latest(self.registry)
@@ -140,6 +172,11 @@ class RuntimeMetrics:
             count = usage.get(field)
             if isinstance(count, int) and count > 0:
                 self.llm_tokens.labels(kind=kind, **labels).inc(count)
+
+    # Webhooks
+
+    def webhook_settled(self, outcome: str) -> None:
+        self.webhook_deliveries.labels(outcome=outcome).inc()
 
     # Concurrency and recovery
 

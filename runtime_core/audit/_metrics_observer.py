@@ -54,10 +54,11 @@ class MetricsObserver:
             self._step_outcome(event, _STEP_OUTCOMES[event.name], now)
 
     def _finalized(self, event: EngineEvent, now: float) -> None:
-        self.metrics.executions_finished.labels(status=str(event.attributes.get("status"))).inc()
+        status = str(event.attributes.get("status"))
+        self.metrics.executions_finished.labels(status=status).inc()
         started = self._executions.pop(event.execution_id, None)
         if started is not None:
-            self.metrics.execution_seconds.observe(now - started)
+            self.metrics.execution_seconds.labels(status=status).observe(now - started)
         forget_execution(self._attempts, event.execution_id)
 
     def _step_outcome(self, event: EngineEvent, outcome: str, now: float) -> None:

@@ -273,7 +273,9 @@ class RuntimeServices(EngineServices):
         parts = self.control_plane.parts
         if parts.webhooks.enabled:
             consumer = f"{self.settings.control_plane.control_plane_id}:{os.getpid()}"
-            self.webhooks = WebhookService(self.hot_state, parts.webhooks, parts.runs, consumer=consumer)
+            self.webhooks = WebhookService(
+                self.hot_state, parts.webhooks, parts.runs, consumer=consumer, metrics=self.audit.metrics
+            )
             self._opened.push_async_callback(self.webhooks.stop)
             await self.webhooks.start()
 

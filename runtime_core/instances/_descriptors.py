@@ -28,6 +28,8 @@ class InstanceLoad:
     queued: int
     running: int
     active_workers: int
+    waiting_for_input: int  # running runs parked: they hold a run slot but no worker
+    paused_runs: int
     paused: bool
     stopping: bool
     fenced: bool
@@ -87,6 +89,8 @@ def instance_capacity(s: RuntimeInstanceSettings, load: InstanceLoad) -> Capacit
         max_local_workers_per_execution=s.max_local_workers_per_execution,
         queued=load.queued,
         running=load.running,
+        waiting_for_input=load.waiting_for_input,
+        paused_runs=load.paused_runs,
         active_runs=load.queued + load.running,
         queue_capacity=s.local_queue_capacity,
         max_concurrent_runs=s.max_concurrent_runs,

@@ -122,10 +122,13 @@ class RuntimeInstance:
 
     def _load(self) -> InstanceLoad:
         seat = self._assistance.seat
+        parked = self._queue.parked_counts()
         return InstanceLoad(
             incarnation=self.incarnation,
             queued=len(self._queue.queued),
             running=len(self._queue.running),
+            waiting_for_input=parked["WaitingForInput"],
+            paused_runs=parked["Paused"],
             active_workers=self._permits.in_use,
             paused=self._queue.paused,
             stopping=self._stopping.is_set(),

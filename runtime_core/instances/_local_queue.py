@@ -10,7 +10,7 @@ read from the run index). Must not write anything: the instance and its run driv
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import Counter, deque
 
 from runtime_core.errors import NotFoundError
 from runtime_core.instances._local_run import LocalRun
@@ -77,6 +77,12 @@ class LocalQueue:
             requested_by=self.pause_requested_by,
             queued=len(self.queued),
             running=len(self.running),
+        )
+
+    def parked_counts(self) -> Counter[str]:
+        """Running runs parked now, by the control status they wait in (Paused, WaitingForInput)."""
+        return Counter(
+            run.parked for run in map(self.runs.get, self.running) if run is not None and run.parked
         )
 
     def live(self) -> list[LocalRun]:

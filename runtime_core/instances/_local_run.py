@@ -40,6 +40,9 @@ class LocalRun:
     # Set once its execution exists (created, or the resumed one reassigned to it).
     opened: bool = False
     fresh_execution_id: str = field(default_factory=new_execution_id)
+    # The control status its execution is parked in (Paused, WaitingForInput) while the driver
+    # waits for it to be unparked; None while it advances (what the parked-runs gauges count).
+    parked: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     # Held while the record is written (a swap, or a rewrite after a lost dataset).
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -135,6 +135,9 @@ class CapacityDescriptor(BaseModel):
     available_run_slots: int
     queue_paused: bool
     can_accept_run: bool
+    # Of `running`: runs parked waiting for human input, and paused runs (a slot, no worker).
+    waiting_for_input: int = 0
+    paused_runs: int = 0
     snapshot_at_ms: int = 0
     tenant_id: str | None = None
     tenant_group_id: str | None = None

@@ -144,7 +144,7 @@ class RunDriver:
             try:
                 final = await engine.run(execution_id, workers=run.effective_workers, watched=True)
                 while final in PARKED_CONTROL_STATUSES:
-                    await self._wait_until_unparked(engine, execution_id, final, rung)
+                    await self._wait_until_unparked(engine, run, final, rung)
                     final = await engine.run(execution_id, workers=run.effective_workers, watched=True)
             except NotFoundError:
                 return ""
@@ -232,21 +232,25 @@ class RunDriver:
         return execution_id
 
     async def _wait_until_unparked(
-        self, engine: DagEngine, execution_id: str, parked_status: str, rung: asyncio.Event
+        self, engine: DagEngine, run: LocalRun, parked_status: str, rung: asyncio.Event
     ) -> None:
         """Parked (its workers idle, holding no permit): wait until another actor unparks it.
         The doorbell rings on its resume / input / cancel; the control state is re-read after
         each ring and, in case a ring was missed, with backoff."""
-        doorbell, status = self.deps.doorbell, parked_status
+        doorbell, status, execution_id = self.deps.doorbell, parked_status, run.execution_id
         delay = doorbell.first_wait_s
-        while status in PARKED_CONTROL_STATUSES:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(rung.wait(), delay)
-            rung.clear()
-            delay = min(doorbell.longest_wait_s, delay * 2)
-            status = await self._until_available(
-                lambda: engine.store.control_status(execution_id), "local_run.control_status"
-            )
+        try:
+            while status in PARKED_CONTROL_STATUSES:
+                run.parked = status
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(rung.wait(), delay)
+                rung.clear()
+                delay = min(doorbell.longest_wait_s, delay * 2)
+                status = await self._until_available(
+                    lambda: engine.store.control_status(execution_id), "local_run.control_status"
+                )
+        finally:
+            run.parked = None
 
     def _attributes(self, run: LocalRun) -> dict[str, str]:
         s, snapshot = self.settings, run.snapshot

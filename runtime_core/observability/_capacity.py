@@ -1,8 +1,9 @@
 """Capacity gauges of the runtime instances one process hosts, read from memory at scrape time.
 
-Owns the names and labels of the per-instance capacity gauges (workers, run slots, runs,
-can-accept, queue paused) and of `mcprt_executions_running`, computed from the instances'
-own `CapacityDescriptor`s (no Redis round trip). Each process exports the instances it
+Owns the names and labels of the per-instance capacity gauges (workers, run slots, runs by
+state, can-accept, queue paused) and of the running / waiting-for-input / paused execution
+totals (a parked run is not counted as running), computed from the instances' own
+`CapacityDescriptor`s (no Redis round trip). Each process exports the instances it
 hosts, so `sum(...)` over all targets is the fleet. The instance's owning tenant is a label
 only when tenant labels are enabled. Must not read or write Redis.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from runtime_core.instances import CapacityDescriptor
-from runtime_core.observability._gauges import CachedGauges, GaugeFamily, GaugeValues
+from runtime_core.observability._gauges import CachedGauges, GaugeFamily, GaugeReader, GaugeValues
 from runtime_core.observability._settings import ObservabilitySettings
 
 CapacitySource = Callable[[], Iterable[CapacityDescriptor]]
@@ -41,8 +42,11 @@ def capacity_gauges(source: CapacitySource, settings: ObservabilitySettings) -> 
         labels = (_INSTANCE, *tenant, *(("state",) if states else ()))
         return GaugeFamily(name, doc, labels, reader)
 
-    async def running_total() -> GaugeValues:
-        return {(): float(sum(capacity.running for capacity in source()))}
+    def total(count: Callable[[CapacityDescriptor], int]) -> GaugeReader:
+        async def reader() -> GaugeValues:
+            return {(): float(sum(count(capacity) for capacity in source()))}
+
+        return reader
 
     families = [
         family(
@@ -64,7 +68,12 @@ def capacity_gauges(source: CapacitySource, settings: ObservabilitySettings) -> 
             "mcprt_instance_runs",
             "Local runs of a runtime instance hosted here, by state (queued, running).",
             True,
-            lambda c: {"queued": c.queued, "running": c.running},
+            lambda c: {
+                "queued": c.queued,
+                "running": _advancing(c),
+                "waiting_for_input": c.waiting_for_input,
+                "paused": c.paused_runs,
+            },
         ),
         family(
             "mcprt_instance_can_accept_run",
@@ -80,9 +89,26 @@ def capacity_gauges(source: CapacitySource, settings: ObservabilitySettings) -> 
         ),
         GaugeFamily(
             "mcprt_executions_running",
-            "Runs executing (or parked) on the runtime instances hosted by this process.",
+            "Runs executing on the instances hosted by this process (neither waiting for input nor paused).",
             (),
-            running_total,
+            total(_advancing),
+        ),
+        GaugeFamily(
+            "mcprt_executions_waiting_for_input",
+            "Runs parked until a human answers (input.submit), on the instances hosted by this process.",
+            (),
+            total(lambda c: c.waiting_for_input),
+        ),
+        GaugeFamily(
+            "mcprt_executions_paused",
+            "Paused runs (holding a run slot, no worker), on the instances hosted by this process.",
+            (),
+            total(lambda c: c.paused_runs),
         ),
     ]
     return CachedGauges(families, ttl_s=settings.metrics_cache_s)
+
+
+def _advancing(capacity: CapacityDescriptor) -> int:
+    """Running runs that are not parked (waiting for input or paused)."""
+    return max(0, capacity.running - capacity.waiting_for_input - capacity.paused_runs)

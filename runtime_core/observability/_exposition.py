@@ -1,7 +1,8 @@
 """The Prometheus exposition: one process's metrics as text on `GET /metrics`.
 
 Owns `MetricsExposition` (one registry: the runtime's counters and histograms, the MCP
-operation histogram, and the scrape-time gauge collectors it refreshes before rendering),
+operation histogram, and the scrape-time gauge collectors it refreshes before rendering;
+without `_created` series),
 the starlette endpoint and app serving it (Prometheus text format 0.0.4 unless the scraper
 negotiates OpenMetrics), the registry metadata key naming a process's metrics URL, and
 `sd_target_groups`, the body of a Prometheus HTTP service-discovery answer listing such
@@ -15,7 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,6 +30,10 @@ METRICS_PATH = "/metrics"
 SD_PATH = "/metrics/targets"
 # Registry metadata of an instance: the URL Prometheus scrapes for its process.
 METRICS_ENDPOINT_KEY = "metrics.endpoint"
+
+# No `<counter>_created` / `<histogram>_created` series: one more series per label set that
+# dashboards and alerts never use (process-wide: every registry rendered here).
+disable_created_metrics()
 
 
 class MetricsExposition:

@@ -44,7 +44,13 @@ from runtime_core.queueing._models import (
     SubmitMode,
 )
 from runtime_core.queueing._pump import PumpProgress, SharedQueuePump
-from runtime_core.queueing._queue import DEFAULT_CLAIM_LEASE_MS, QueueOutcome, QueueTransition, SharedQueue
+from runtime_core.queueing._queue import (
+    DEFAULT_CLAIM_LEASE_MS,
+    PendingGroup,
+    QueueOutcome,
+    QueueTransition,
+    SharedQueue,
+)
 from runtime_core.queueing._requeue import FulfilledRunRequeue
 from runtime_core.queueing._run_store import (
     ListingPosition,
@@ -85,6 +91,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "MAX_IDEMPOTENCY_KEY_LENGTH",
     # Shared queue
     "SharedQueue",
+    "PendingGroup",
     "SharedQueueKeys",
     "PartitionTurns",
     "QueuePartition",

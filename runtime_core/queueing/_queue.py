@@ -340,39 +340,59 @@ class SharedQueue:
 
     async def pending_count_of_tenant(self, tenant_id: str) -> int:
         """Pending items of one tenant's runs (one tenant never learns another's count)."""
-        return (await self._pending_count_by_tenant([self.keys.of_tenant(tenant_id)]))[tenant_id]
+        return _count_by_tenant(await self._pending_groups([self.keys.of_tenant(tenant_id)]))[tenant_id]
 
     async def pending_count_by_tenant(self) -> Counter[str]:
         """Pending items per tenant (the tenant of each item's admission group), read in batches.
 
         An item dispatched or cancelled between the two reads is not counted.
         """
-        return await self._pending_count_by_tenant(self.keys.partitions)
+        return _count_by_tenant(await self.pending_groups())
 
-    async def _pending_count_by_tenant(self, partitions: list[QueuePartition]) -> Counter[str]:
+    async def pending_groups(self) -> dict[str, PendingGroup]:
+        """Pending items per admission group: how many, and when the oldest was first queued."""
+        return await self._pending_groups(self.keys.partitions)
+
+    async def _pending_groups(self, partitions: list[QueuePartition]) -> dict[str, PendingGroup]:
         redis = self.hot_state.redis
-        counts: Counter[str] = Counter()
+        groups: dict[str, PendingGroup] = {}
         for k in partitions:
             run_ids = await redis.zrange(k.pending, 0, -1)
             for start in range(0, len(run_ids), _ITEMS_PER_READ):
                 for raw in await redis.hmget(k.items, run_ids[start : start + _ITEMS_PER_READ]):
-                    tenant_id = _pending_item_tenant(raw)
-                    if tenant_id is not None:
-                        counts[tenant_id] += 1
-        return counts
+                    item = json.loads(raw) if raw is not None else {}
+                    group = item.get("group")
+                    if item.get("status") != "Pending" or not group:
+                        continue
+                    known = groups.get(group)
+                    queued_ms = int(item.get("enqueued_at_ms") or 0)
+                    groups[group] = PendingGroup(
+                        count=(known.count if known else 0) + 1,
+                        oldest_enqueued_at_ms=min(queued_ms, known.oldest_enqueued_at_ms)
+                        if known
+                        else queued_ms,
+                    )
+        return groups
+
+
+@dataclass(frozen=True)
+class PendingGroup:
+    """The Pending items of one admission group: how many, and the oldest's first enqueue time."""
+
+    count: int
+    oldest_enqueued_at_ms: int
+
+
+def _count_by_tenant(groups: dict[str, PendingGroup]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for group, pending in groups.items():
+        tenant_id = admission_group_tenant(group)
+        if tenant_id is not None:
+            counts[tenant_id] += pending.count
+    return counts
 
 
 def _attempt_ids(raw: str) -> list[str]:
     """The unsettled attempt ids of a claim (cjson encodes an empty list as "{}")."""
     unsettled = json.loads(raw)
     return [str(attempt) for attempt in unsettled] if isinstance(unsettled, list) else []
-
-
-def _pending_item_tenant(raw: str | None) -> str | None:
-    """The tenant of a still Pending item (from its admission group)."""
-    if raw is None:
-        return None
-    item = json.loads(raw)
-    if item.get("status") != "Pending" or not item.get("group"):
-        return None
-    return admission_group_tenant(item["group"])

@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 import time
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,15 +32,31 @@ EVENT_ID_HEADER = "MCP-Runtime-Event-Id"
 EVENT_TYPE_HEADER = "MCP-Runtime-Event-Type"
 ATTEMPT_HEADER = "MCP-Runtime-Delivery-Attempt"
 USER_AGENT = "mcp-runtime-webhooks/0.1"
+_OUTCOMES = {
+    DeliveryStatus.DELIVERED: "delivered",
+    DeliveryStatus.RETRYING: "retrying",
+    DeliveryStatus.DEAD: "dead_lettered",
+}
+
+
+class DeliveryMetrics(Protocol):
+    """Where settled attempts are counted (`RuntimeMetrics.webhook_settled`)."""
+
+    def webhook_settled(self, outcome: str) -> None: ...
 
 
 class WebhookDeliverer:
     def __init__(
-        self, outbox: WebhookOutbox, settings: WebhookDeliverySettings, client: httpx.AsyncClient
+        self,
+        outbox: WebhookOutbox,
+        settings: WebhookDeliverySettings,
+        client: httpx.AsyncClient,
+        metrics: DeliveryMetrics | None = None,
     ) -> None:
         self.outbox = outbox
         self.settings = settings
         self.client = client
+        self.metrics = metrics
 
     async def deliver_due(self) -> int:
         """Attempt every delivery due now (up to `batch_size`); how many were attempted."""
@@ -60,11 +77,10 @@ class WebhookDeliverer:
         if not outcome.settled:
             log.warning("webhook.lease_lost", extra=self._fields(delivery))
             return
-        event = {
-            DeliveryStatus.DELIVERED: "webhook.delivered",
-            DeliveryStatus.RETRYING: "webhook.retrying",
-            DeliveryStatus.DEAD: "webhook.dead_lettered",
-        }[outcome.status or DeliveryStatus.RETRYING]
+        settled = _OUTCOMES[outcome.status or DeliveryStatus.RETRYING]
+        if self.metrics is not None:
+            self.metrics.webhook_settled(settled)
+        event = f"webhook.{settled}"
         level = logging.WARNING if outcome.status is DeliveryStatus.DEAD else logging.INFO
         log.log(level, event, extra={**self._fields(delivery), "http_status": http_status, "error": error})
 

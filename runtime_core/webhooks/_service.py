@@ -22,7 +22,7 @@ from runtime_core.errors import RuntimeCoreError
 from runtime_core.hot_state import HotState
 from runtime_core.queueing import SharedRunStore
 from runtime_core.webhooks._config import WebhookSettings
-from runtime_core.webhooks._delivery import WebhookDeliverer
+from runtime_core.webhooks._delivery import DeliveryMetrics, WebhookDeliverer
 from runtime_core.webhooks._fanout import WebhookFanout
 from runtime_core.webhooks._outbox import WebhookOutbox
 
@@ -38,14 +38,20 @@ class WebhookConfigError(RuntimeCoreError):
 
 class WebhookService:
     def __init__(
-        self, hot_state: HotState, settings: WebhookSettings, runs: SharedRunStore, *, consumer: str
+        self,
+        hot_state: HotState,
+        settings: WebhookSettings,
+        runs: SharedRunStore,
+        *,
+        consumer: str,
+        metrics: DeliveryMetrics | None = None,
     ) -> None:
         self.settings = settings
         self.hot_state = hot_state
         self.outbox = WebhookOutbox(hot_state, settings.delivery)
         self.fanout = WebhookFanout(hot_state, settings, self.outbox, runs, consumer=consumer)
         self._client = httpx.AsyncClient(follow_redirects=False)
-        self.deliverer = WebhookDeliverer(self.outbox, settings.delivery, self._client)
+        self.deliverer = WebhookDeliverer(self.outbox, settings.delivery, self._client, metrics)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -132,6 +132,16 @@ RULES: list[tuple[str, Run | tuple[Covered, ...]]] = [
         ),
     ),
     (
+        r"^cd examples/prometheus && promtool",
+        (
+            Covered(
+                "tests/e2e/test_observability.py",
+                "test_promtool_accepts_the_example_alerting_rules_and_their_unit_tests",
+                "alerts-test.yml",
+            ),
+        ),
+    ),
+    (
         r"^export OTEL_EXPORTER_OTLP_ENDPOINT",
         (
             Covered(

@@ -9,7 +9,9 @@ the queue depth is whatever the test left pending. Tenant labels are enabled."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,11 +44,13 @@ from tests.helpers import wait_until
 
 ACME_TOKEN = "acme-operator-" + secrets.token_hex(8)
 GLOBEX_TOKEN = "globex-operator-" + secrets.token_hex(8)
+INITECH_TOKEN = "initech-operator-" + secrets.token_hex(8)
 RAG = {"pipeline": "rag-final-test", "input": {"candidateId": "c-1", "jobId": "j-1"}}
 RAG_STEPS = 4
 RAG_STEP_KEYS = {"rag.retrieval", "rag.merge", "rag.compose"}
 GRPC_SERVICE = "mcp_runtime.provider.v1.RuntimeProvider"
 GLOBEX_DEPTH = 'mcprt_queue_depth{job="control-plane",tenant="globex"}'
+ALERT_RULES = REPOSITORY / "examples" / "prometheus" / "alerts.yml"
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ def _write_config(path: Path) -> Path:
     principals = {
         "acme": principal("otto", "acme", ACME_TOKEN),
         "globex": principal("gus", "globex", GLOBEX_TOKEN),
+        "initech": principal("ines", "initech", INITECH_TOKEN),
     }
     path.write_text(json.dumps({"principals": principals}), encoding="utf-8")
     return path
@@ -209,6 +214,70 @@ def test_promtool_accepts_the_exposition_of_the_control_plane_and_of_the_child(s
         exposition = _scraped(url)
         checked = promtool_check_metrics(exposition)
         assert checked.returncode == 0 and not checked.stdout.strip(), (url, checked.stdout, checked.stderr)
+
+
+def test_neither_exposition_has_created_series_and_every_metric_the_example_alerts_use_is_exposed(
+    stack: Stack,
+) -> None:
+    expositions = [_scraped(f"{stack.base_url}/metrics"), _scraped(stack.child_metrics_url)]
+    assert all(b"_created" not in exposition for exposition in expositions)
+    exposed = {
+        line.split()[2]
+        for exposition in expositions
+        for line in exposition.decode().splitlines()
+        if line.startswith("# TYPE ")
+    }
+    used = set(re.findall(r"\b(mcprt_[a-z_]+)\b", ALERT_RULES.read_text(encoding="utf-8")))
+    assert used and used <= exposed, used - exposed
+    child = expositions[1].decode()
+    for gauge in (
+        "mcprt_executions_running",
+        "mcprt_executions_waiting_for_input",
+        "mcprt_executions_paused",
+    ):
+        assert f"# TYPE {gauge} gauge" in child
+
+
+def test_promtool_accepts_the_example_alerting_rules_and_their_unit_tests() -> None:
+    _, promtool = require_prometheus()
+    for command in (["check", "rules", ALERT_RULES.name], ["test", "rules", "alerts-test.yml"]):
+        checked = subprocess.run(
+            [promtool, *command],
+            cwd=ALERT_RULES.parent,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert checked.returncode == 0 and "SUCCESS" in checked.stdout, (
+            command,
+            checked.stdout,
+            checked.stderr,
+        )
+
+
+async def test_prometheus_sees_the_queue_age_and_a_run_waiting_for_input_apart_from_running_ones(
+    stack: Stack,
+) -> None:
+    age = 'mcprt_queue_oldest_age_seconds{job="control-plane",tenant="initech"}'
+    waiting = 'sum(mcprt_executions_waiting_for_input{job="runtime-instance"})'
+    async with BearerClient(f"{stack.base_url}/mcp", INITECH_TOKEN) as initech:
+        submitted = await _ok(initech, "submit", {**RAG, "pipeline": "human-approval"})
+        stack.prometheus.wait_for(age, lambda v: any(value > 0 for value in v.values()))
+        await _ok(initech, "queue.drain", {"max_count": 5})
+
+        async def parked() -> bool:
+            status = await _ok(initech, "run.status", {"run_id": submitted["shared_run_id"]})
+            return status.get("waiting_key") == "hire-approval"
+
+        await wait_until(parked, timeout=60, interval=0.1)
+        stack.prometheus.wait_for(waiting, lambda v: list(v.values()) == [1.0])
+        stack.prometheus.wait_for(age, lambda v: v == {})  # nothing of initech's queued any more
+        status = await _ok(initech, "run.status", {"run_id": submitted["shared_run_id"]})
+        answer = {"execution_id": status["execution_id"], "waiting_key": "hire-approval"}
+        await _ok(initech, "input.submit", {**answer, "payload": {"approved": True}})
+        await _drain_until_done(initech, [submitted["shared_run_id"]])
+    stack.prometheus.wait_for(waiting, lambda v: list(v.values()) == [0.0])
 
 
 def test_service_discovery_lists_the_metrics_endpoint_of_each_runtime_instance_process(stack: Stack) -> None:

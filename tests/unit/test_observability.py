@@ -231,3 +231,30 @@ async def test_retry_exhaustion_is_counted_by_step_key_apart_from_scheduled_retr
     assert metrics.value("mcprt_step_retries_total", key) == 1
     assert metrics.value("mcprt_step_retries_exhausted_total", key) == 1
     assert metrics.value("mcprt_step_duration_seconds_count", {**key, "outcome": "failed"}) == 1
+
+
+async def test_execution_durations_are_bucketed_up_to_a_day_by_final_status() -> None:
+    metrics = RuntimeMetrics()
+    observer = MetricsObserver(metrics)
+    for execution_id, status in (("exec_ok", "Completed"), ("exec_bad", "Failed")):
+        await observer.on_event(EngineEvent("execution.created", execution_id, None))
+        await observer.on_event(
+            EngineEvent("execution.finalized", execution_id, None, attributes={"status": status})
+        )
+
+    for status in ("Completed", "Failed"):
+        assert metrics.value("mcprt_execution_duration_seconds_count", {"status": status}) == 1
+        for hours in (1, 4, 8, 24):
+            bucket = {"status": status, "le": f"{hours * 3600:.1f}"}
+            assert metrics.value("mcprt_execution_duration_seconds_bucket", bucket) == 1
+
+
+async def test_the_exposition_has_no_created_series() -> None:
+    metrics = RuntimeMetrics()
+    metrics.executions_started.inc()
+    metrics.step_seconds.labels(step_key="test.noop", outcome="completed").observe(0.01)
+    metrics.webhook_settled("dead_lettered")
+    body, _ = await MetricsExposition(metrics.registry).render()
+    assert b"mcprt_executions_started_total 1.0" in body
+    assert b'mcprt_webhook_deliveries_total{outcome="dead_lettered"} 1.0' in body
+    assert b"_created" not in body
