@@ -81,9 +81,12 @@ def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
 
 # Stored pipelines are parsed once per distinct text: every run of one pipeline stores the
 # same JSON, and a queued run is read back on every dispatch attempt. Bounded: at most this
-# many texts of at most this size are kept (larger ones are parsed each time).
+# many texts of at most this size are kept, and the few latest larger ones (a wide execution
+# is read back by each process advancing it: its owner's observers, an assisting instance,
+# whose parse of a 9,000-step pipeline costs about half a second).
 _STORED_PIPELINES_KEPT = 128
 _STORED_PIPELINE_CACHED_BYTES = 64 * 1024
+_LARGE_STORED_PIPELINES_KEPT = 4
 
 
 def parse_stored_pipeline(raw: str) -> PipelineDefinition:
@@ -91,12 +94,17 @@ def parse_stored_pipeline(raw: str) -> PipelineDefinition:
     shared run record, an execution's metadata): the same result, parsed once per distinct
     text. The models are frozen, so one parsed pipeline is safely shared."""
     if len(raw) > _STORED_PIPELINE_CACHED_BYTES:
-        return parse_pipeline(raw)
+        return _parse_large_stored(raw)
     return _parse_stored(raw)
 
 
 @functools.lru_cache(maxsize=_STORED_PIPELINES_KEPT)
 def _parse_stored(raw: str) -> PipelineDefinition:
+    return parse_pipeline(raw)
+
+
+@functools.lru_cache(maxsize=_LARGE_STORED_PIPELINES_KEPT)
+def _parse_large_stored(raw: str) -> PipelineDefinition:
     return parse_pipeline(raw)
 
 
