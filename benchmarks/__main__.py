@@ -13,6 +13,7 @@ from benchmarks import (
     control_plane_scale,
     cost_growth,
     engine_throughput,
+    execution_assistance,
     process_scaling,
     tracing_overhead,
 )
@@ -22,6 +23,7 @@ SIZES = {
     "tiny": {
         "width": 20,
         "scale_width": 200,
+        "assist_width": 200,
         "workers": [1, 2],
         "chain": 5,
         "chains": 2,
@@ -36,6 +38,7 @@ SIZES = {
     "full": {
         "width": 1000,
         "scale_width": 9000,
+        "assist_width": 9000,
         "workers": [1, 2, 4, 8],
         "chain": 100,
         "chains": 50,
@@ -69,6 +72,7 @@ async def _main(size: str, out: Path) -> None:
         rows += await process_scaling.run(
             server.url, width=spec["scale_width"], runs=spec["runs"], steps=spec["steps"]
         )
+        rows += await execution_assistance.run(server.url, width=spec["assist_width"])
         rows += await cost_growth.run(
             server.url, executions=spec["executions"], steps=spec["cost_steps"], in_flight=spec["in_flight"]
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runtime_core.assistance import AssistanceSettings
 from runtime_core.bootstrap import default_data_dir
 from runtime_core.instances import (
     HostTransport,
@@ -60,6 +61,7 @@ class RuntimeInstanceProcessOptions(BaseModel):
     discovery_timeout_s: float = Field(default=10.0, gt=0)
     parent_pid: int | None = None
     metrics_port: int | None = Field(default=None, ge=1, le=65_535)
+    assistance: bool = True
 
     @property
     def metrics_endpoint(self) -> str | None:
@@ -118,6 +120,7 @@ class RuntimeInstanceProcessOptions(BaseModel):
                 transport_name=self.transport.value,
                 transport_endpoint=self.endpoint,
                 metadata=self._registry_metadata(control_plane_id),
+                assistance=AssistanceSettings(enabled=self.assistance),
             )
             for runtime_instance_id in hosted_instance_ids(self.host_id, prefix, self.pool_size)
         ]
@@ -233,6 +236,13 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=positive_int,
         help="serve Prometheus /metrics on this port (HTTP transport: also on the command port)",
+    )
+    parser.add_argument(
+        "--no-assistance",
+        dest="assistance",
+        action="store_false",
+        help="never lend idle workers to other instances' wide runs, nor ask them for help "
+        "(execution assistance is on by default)",
     )
 
 

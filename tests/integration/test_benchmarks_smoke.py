@@ -24,6 +24,7 @@ def test_benchmarks_run_at_tiny_size_and_write_json(tmp_path: Path) -> None:
         "floor",
         "engine vs celery",
         "heavy 50x100",
+        "assisted fan-out",
         "cost",
     }
     timed = [row for row in rows if row["seconds"] > 0]
