@@ -24,7 +24,14 @@ from tests.e2e.dashboard_support import dashboard_environment
 from tests.e2e.mcp_support import BearerClient, served_http
 from tests.e2e.test_dashboard_browser import CHROMIUM, CHROMIUM_ARGS, LAPTOP
 from tests.oauth_server import OAuthServer
-from tests.oauth_support import DASHBOARD_CLIENT, identity_provider, oauth_settings, with_browser_client
+from tests.oauth_support import (
+    DASHBOARD_CLIENT,
+    INTROSPECTION_SECRET,
+    INTROSPECTION_SECRET_ENV,
+    identity_provider,
+    oauth_settings,
+    with_browser_client,
+)
 
 RAG = {"pipeline": "rag-final-test", "input": {"candidateId": "c-1", "jobId": "j-1"}}
 
@@ -57,10 +64,9 @@ def site(redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) 
         "scopes": ["openid", "profile", "mcp:read", "mcp:operate"],
     }
     (data_dir / "server.json").write_text(json.dumps({"principals": {}, "oauth": settings}), encoding="utf-8")
+    env = {**dashboard_environment(redis_server.url), INTROSPECTION_SECRET_ENV: INTROSPECTION_SECRET}
     try:
-        with served_http(
-            data_dir / "server.json", data_dir, dashboard_environment(redis_server.url), port=port
-        ):
+        with served_http(data_dir / "server.json", data_dir, env, port=port):
             yield Site(base_url, idp)
     finally:
         idp.stop()
