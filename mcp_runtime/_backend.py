@@ -2,7 +2,8 @@
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
 calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
-registered step types' descriptions (`steps.list`, the `step://` resource), the schedule
+registered step types' descriptions and the tenants' MCP servers (`steps.list`, the
+`step://` resource), the schedule
 service, the bulk run actions, the
 run-event subscriber behind run notifications and submit progress (None: neither), the
 run view reader over the same services (the MCP Apps view and the dashboard), and the
@@ -34,8 +35,9 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.events import RunEventSubscriber
 from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
-from runtime_core.queueing import PipelineValidator
+from runtime_core.queueing import PipelineValidator, TenantPipelineCheck
 from runtime_core.scheduling import ScheduleService
+from runtime_core.steps import McpServers
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
@@ -56,6 +58,10 @@ class ToolBackend:
     schedules: ScheduleService | None = None
     # Dead letters and bulk actions behind `runs.failed / retry / cancel` (None: those tools are off).
     bulk: BulkRunActions | None = None
+    # The submit-time checks for the caller's tenant (`pipelines.validate`; submit makes them itself).
+    check_for_tenant: TenantPipelineCheck | None = None
+    # Each tenant's MCP servers, whose tools `steps.list` shows (None: none configured here).
+    mcp_servers: McpServers | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -80,6 +86,8 @@ class ToolBackend:
             bulk=BulkRunActions(
                 services.control_plane, services.audit.queries, services.audit.ledger, BulkSettings.from_env()
             ),
+            check_for_tenant=services.engine.check_for_tenant,
+            mcp_servers=services.step_providers.mcp,
         )
 
     def run_view_reader(self) -> RunViewReader:
@@ -94,8 +102,8 @@ class ToolBackend:
             *CapacityTools(self.control_plane).specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
-            *PipelineTools(self.catalog, self.validate_pipeline).specs(),
-            *StepTools(self.describe_steps).specs(),
+            *PipelineTools(self.catalog, self.validate_pipeline, self.check_for_tenant).specs(),
+            *StepTools(self.describe_steps, self.mcp_servers).specs(),
             *ScheduleTools(self.schedules, self.catalog).specs(),
             *BulkTools(self.bulk).specs(),
         ]

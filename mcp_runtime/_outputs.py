@@ -343,8 +343,30 @@ class StepTypeInfo(ToolOutput):
     )
 
 
+class McpToolInfo(ToolOutput):
+    server: str
+    tool: str = Field(description="The `tool` of a `mcp.tool` step's config.")
+    title: str | None = None
+    description: str = ""
+    input_schema: dict[str, Any] = Field(
+        default_factory=dict, description="JSON Schema of the tool's arguments (the step's `input`)."
+    )
+    read_only: bool | None = Field(None, description="The server's readOnlyHint, if it gave one.")
+    idempotent: bool | None = Field(None, description="The server's idempotentHint, if it gave one.")
+
+
+class McpServerInfo(ToolOutput):
+    server: str = Field(description="The `server` of a `mcp.tool` step's config.")
+    transport: str = Field(description="http or stdio.")
+    tools: list[McpToolInfo] = Field(default_factory=list, description="Tools your runs may call.")
+    error: str | None = Field(None, description="Why the tools could not be listed now, if so.")
+
+
 class StepsListOutput(ToolOutput):
     steps: list[StepTypeInfo] = Field(description="Registered step types, by stepKey.")
+    mcp_servers: list[McpServerInfo] = Field(
+        default_factory=list, description="Your tenant's MCP servers and the tools `mcp.tool` steps may call."
+    )
 
 
 class ValidationProblem(ToolOutput):

@@ -2,7 +2,8 @@
 
 Owns shaping catalog entries and validation outcomes into tool answers. Must not run or
 store pipelines, nor validate them itself: the validator passed in is the engine's
-`DagEngine.validate`, the same check submit and execution creation make.
+`DagEngine.validate`, the same check submit and execution creation make, followed by
+`DagEngine.check_for_tenant` for the caller's tenant (what submit checks too).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from mcp_runtime._outputs import (
 from mcp_runtime._registration import ToolCall, ToolSpec
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
-from runtime_core.queueing import PipelineValidator
+from runtime_core.queueing import PipelineValidator, TenantPipelineCheck
 
 PIPELINE_RESOURCE_PREFIX = "pipeline://"
 
@@ -40,9 +41,15 @@ def summarize(pipeline: PipelineDefinition) -> PipelineSummary:
 
 
 class PipelineTools:
-    def __init__(self, catalog: PipelineCatalog, validate: PipelineValidator) -> None:
+    def __init__(
+        self,
+        catalog: PipelineCatalog,
+        validate: PipelineValidator,
+        check_for_tenant: TenantPipelineCheck | None = None,
+    ) -> None:
         self._catalog = catalog
         self._validate = validate
+        self._check_for_tenant = check_for_tenant
 
     async def list(self, request: PipelinesListInput, call: ToolCall) -> PipelinesListOutput:
         return PipelinesListOutput(pipelines=[summarize(pipeline) for pipeline in self._catalog.all()])
@@ -52,6 +59,8 @@ class PipelineTools:
         try:
             pipeline = source if isinstance(source, PipelineDefinition) else parse_pipeline(source)
             self._validate(pipeline)
+            if self._check_for_tenant is not None:
+                await self._check_for_tenant(pipeline, call.snapshot)
         except InvalidPipelineError as exc:
             problem = ValidationProblem(rule=exc.rule, message=exc.message, hint=exc.hint)
             return PipelinesValidateOutput(valid=False, problem=problem)

@@ -206,6 +206,7 @@ def build_parts(
         on_enqueued=background.wake,
         keep_copy=copies.keep if copies else None,
         rate_limits=TenantRateLimits.from_file(settings.tenants_file),
+        check_for_tenant=engine.check_for_tenant,
     )
     recovery_settings = RecoverySettings(
         health_window_ms=settings.health_window_ms,

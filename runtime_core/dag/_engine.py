@@ -50,7 +50,7 @@ from runtime_core.pipeline import (
     dumps_strict,
     validate_pipeline,
 )
-from runtime_core.steps import ExecutorRegistry, check_step_configs
+from runtime_core.steps import ExecutorRegistry, check_step_configs, check_steps_for_tenant
 
 
 class DagEngine:
@@ -161,6 +161,13 @@ class DagEngine:
         validate_pipeline(pipeline, self.executors.keys(), check_retention=self.check_retention)
         validate_step_policies(pipeline, self.retry.validate)
         check_step_configs(pipeline.steps, self.executors)
+
+    async def check_for_tenant(
+        self, pipeline: PipelineDefinition, snapshot: ExecutionContextSnapshot
+    ) -> None:
+        """The submit-time checks that depend on who submits (after `validate`): e.g. a `mcp.tool`
+        step names one of the tenant's own MCP servers and fits its tool's input schema."""
+        await check_steps_for_tenant(pipeline.steps, self.executors, snapshot)
 
     async def reassign_execution(
         self, execution_id: str, snapshot: ExecutionContextSnapshot | None, attributes: dict[str, str]

@@ -10,7 +10,12 @@ the watcher and the fulfilled-run requeue. Must not execute steps or mutate DAG 
 """
 
 from runtime_core.queueing._background import BackgroundPump, ReadinessGate
-from runtime_core.queueing._controller import PipelineValidator, SharedRuntimeController, SubmitResult
+from runtime_core.queueing._controller import (
+    PipelineValidator,
+    SharedRuntimeController,
+    SubmitResult,
+    TenantPipelineCheck,
+)
 from runtime_core.queueing._delivery import DEFAULT_RESERVATION_TTL_MS, Delivery, RunDelivery
 from runtime_core.queueing._dispatcher import DispatchCycle, SharedQueueDispatcher
 from runtime_core.queueing._idempotency import (
@@ -74,6 +79,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "SubmitResult",
     "SubmitMode",
     "PipelineValidator",
+    "TenantPipelineCheck",
     "SharedRunStore",
     "SharedRunRecord",
     "SharedRunStatus",

@@ -57,6 +57,8 @@ from runtime_core.queueing._run_store import RunTransition, SharedRunStore, Tran
 from runtime_core.queueing._scale_out import ScaleOutRequestStore, new_scale_out_request_id
 
 PipelineValidator = Callable[[PipelineDefinition], None]
+TenantPipelineCheck = Callable[[PipelineDefinition, ExecutionContextSnapshot], Awaitable[None]]
+"""The submit-time checks that depend on the submitting tenant (`DagEngine.check_for_tenant`)."""
 KeyEvictions = Callable[[list[str], ExecutionContextSnapshot], Awaitable[None]]
 """Cancel the given shared runs of the snapshot's tenant (cancel-in-progress: the newest win)."""
 log = logging.getLogger("runtime_core.queueing")
@@ -127,6 +129,7 @@ class SharedRuntimeController:
         on_enqueued: Callable[[], None] | None = None,
         keep_copy: Callable[[SharedRunRecord], Awaitable[None]] | None = None,
         rate_limits: TenantRateLimits | None = None,
+        check_for_tenant: TenantPipelineCheck | None = None,
     ) -> None:
         self.runs = runs
         self.queue = queue
@@ -137,6 +140,7 @@ class SharedRuntimeController:
         self.on_enqueued = on_enqueued
         self.keep_copy = keep_copy
         self.rate_limits = rate_limits or TenantRateLimits()
+        self.check_for_tenant = check_for_tenant
         # Cancels the runs a cancel-in-progress key picked (the control plane sets it).
         self.on_key_evictions: KeyEvictions | None = None
 
@@ -164,6 +168,8 @@ class SharedRuntimeController:
                 hint="Capture the snapshot from the authenticated principal before submitting.",
             )
         self.validate(pipeline)
+        if self.check_for_tenant is not None:
+            await self.check_for_tenant(pipeline, snapshot)
         flow = PipelineFlow.of_config(pipeline.config)
         declared = concurrency or flow.concurrency
         key = place_key(declared, snapshot.tenant_id, pipeline.name, input) if declared else None

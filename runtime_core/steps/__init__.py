@@ -5,14 +5,22 @@ return a `{"data": ..., **meta}` result, or raise StepFailure / StepParked; the 
 API every step (built-in or plug-in) is written with (`runtime_core.steps.api`); and the
 submit-time check of each step's config against its step's config model and of the
 providers it names. Providers live in the `llm` and `retrieval` sub-packages, configured by
-name in the providers file. Must not coordinate: claiming, retries, parking and persistence
-belong to the DAG engine; plug-in discovery belongs to `runtime_core.plugins`.
+name in the providers file; the `mcp_tool` sub-package calls tenants' MCP servers and
+`operations` keeps side effects from repeating after a crash. Must not coordinate:
+claiming, retries, parking and persistence belong to the DAG engine; plug-in discovery
+belongs to `runtime_core.plugins`.
 """
 
 from runtime_core.steps._claimed import ClaimedStep, OutputStream
 from runtime_core.steps._compose import ComposeConfig, RagComposeExecutor
 from runtime_core.steps._config import StepConfig, StepConfigError, parse_config, validation_problems
-from runtime_core.steps._config_checks import PROVIDER_RULE, STEP_CONFIG_RULE, check_step_configs
+from runtime_core.steps._config_checks import (
+    PROVIDER_RULE,
+    STEP_CONFIG_RULE,
+    TENANT_RULE,
+    check_step_configs,
+    check_steps_for_tenant,
+)
 from runtime_core.steps._decision import DecisionScoreExecutor, ScoreConfig
 from runtime_core.steps._defaults import default_executor_registry
 from runtime_core.steps._executor import StepExecutor, StepFailure, StepInvocation, StepParked
@@ -56,6 +64,7 @@ from runtime_core.steps.api import (
     step,
 )
 from runtime_core.steps.llm import LlmProvider, LlmProviders, TemplateLlmProvider
+from runtime_core.steps.mcp_tool import McpServers, McpToolExecutor
 from runtime_core.steps.retrieval import (
     EMBEDDED_RELATIONAL_KEYS,
     SEED_SQL_PATH,
@@ -88,8 +97,10 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "parse_config",
     "validation_problems",
     "check_step_configs",
+    "check_steps_for_tenant",
     "STEP_CONFIG_RULE",
     "PROVIDER_RULE",
+    "TENANT_RULE",
     "canonical",
     "canonical_json",
     "step_result",
@@ -134,6 +145,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "HttpToolConfig",
     "HumanApprovalExecutor",
     "ApprovalConfig",
+    # MCP servers' tools (more in runtime_core.steps.mcp_tool)
+    "McpToolExecutor",
+    "McpServers",
     # Test executors
     "NoopExecutor",
     "FlakyExecutor",

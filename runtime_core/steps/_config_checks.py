@@ -4,7 +4,9 @@ Owns running, for each step, its executor's config model on the step's `config` 
 "required config values exist" rule: a missing or mistyped field is refused before anything
 is queued, with the step and the field named) and then the executor's optional
 `check_config(config)` hook (e.g. `ai.prompt` and `rag.retrieval` name a configured
-provider), reporting the first problem as InvalidPipelineError. Must not run steps.
+provider), reporting the first problem as InvalidPipelineError; and, for a submitting tenant,
+each executor's optional async `check_for_tenant(config, step, snapshot)` hook (`mcp.tool`: the
+tenant's own server, the tool's input schema). Must not run steps.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from collections.abc import Iterable
 from pydantic import ValidationError
 
 from runtime_core.errors import InvalidPipelineError
+from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import StepDefinition
 from runtime_core.steps._config import StepConfigError, validation_problems
 from runtime_core.steps._registry import ExecutorRegistry
 
 STEP_CONFIG_RULE = "step_config"
 PROVIDER_RULE = "provider_configured"
+TENANT_RULE = "tenant_step_check"
 
 
 def check_step_configs(steps: Iterable[StepDefinition], registry: ExecutorRegistry) -> None:
@@ -45,3 +49,20 @@ def check_step_configs(steps: Iterable[StepDefinition], registry: ExecutorRegist
             check(config)
         except StepConfigError as error:
             raise InvalidPipelineError(PROVIDER_RULE, f"{what}: {error.message}", hint=error.hint) from None
+
+
+async def check_steps_for_tenant(
+    steps: Iterable[StepDefinition], registry: ExecutorRegistry, snapshot: ExecutionContextSnapshot
+) -> None:
+    """Raise InvalidPipelineError for the first step the submitting tenant cannot run (after
+    `check_step_configs` passed): its executor's `check_for_tenant` raised StepConfigError."""
+    for step in steps:
+        executor, model = registry.get(step.step_key), registry.config_model(step.step_key)
+        check = getattr(executor, "check_for_tenant", None)
+        if check is None or model is None:
+            continue
+        try:
+            await check(model.model_validate(step.config), step, snapshot)
+        except StepConfigError as error:
+            what = f"Step '{step.name}' ({step.step_key})"
+            raise InvalidPipelineError(TENANT_RULE, f"{what}: {error.message}", hint=error.hint) from None

@@ -17,6 +17,7 @@ from runtime_core.steps._registry import ExecutorRegistry
 from runtime_core.steps._retrieval import RagRetrievalExecutor
 from runtime_core.steps._step_providers import StepProviders
 from runtime_core.steps._test_steps import FlakyExecutor, NoopExecutor, WaitForFileExecutor
+from runtime_core.steps.mcp_tool import McpToolExecutor
 
 
 def default_executor_registry(
@@ -33,6 +34,7 @@ def default_executor_registry(
             DecisionScoreExecutor(),
             AiPromptExecutor(providers.llm),
             HttpToolExecutor(),
+            McpToolExecutor(providers.mcp),
             HumanApprovalExecutor(),
             NoopExecutor(),
             FlakyExecutor(),

@@ -1,9 +1,10 @@
 """The providers file and the provider registries one process builds from it.
 
-Owns `StepProviderSettings` (the JSON file: named `llm` and `retrieval` entries, secrets only
-as environment-variable names), loading it with errors that name the file and the field
-(never a value), and `StepProviders`: the LLM and retrieval registries built from it,
-closed together. Must not read secrets: providers read their environment variables on use.
+Owns `StepProviderSettings` (the JSON file: named `llm` and `retrieval` entries, each tenant's
+`mcp_servers`, secrets only as environment-variable names), loading it with errors that name
+the file and the field (never a value), and `StepProviders`: the LLM and retrieval registries
+and the MCP servers built from it, closed together. Must not read secrets: providers read
+their environment variables on use.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from runtime_core.errors import ConfigurationError
 from runtime_core.flow import ProviderRateLimit, ProviderRateLimits
 from runtime_core.steps.llm import TEMPLATE_PROVIDER, LlmProviders, LlmProviderSettings, build_llm_providers
+from runtime_core.steps.mcp_tool import (
+    McpHttpServer,
+    McpServers,
+    McpStdioServer,
+    OAuthClientCredentials,
+    TenantMcpServers,
+    secret_variables,
+)
 from runtime_core.steps.retrieval import (
     EMBEDDED_RELATIONAL_KEYS,
     RetrievalProviders,
@@ -31,15 +40,17 @@ log = logging.getLogger("runtime_core.steps.providers")
 
 
 class StepProviderSettings(BaseModel):
-    """`{"llm": {name: entry}, "retrieval": {name: entry}, "rate_limits": {budget: limit}}`; each
-    entry is chosen by its `kind`; a rate limit is one provider key's budget, shared by the
-    entries it lists (`providers`), see docs/flow-control.md."""
+    """`{"llm": {name: entry}, "retrieval": {name: entry}, "rate_limits": {budget: limit},
+    "mcp_servers": {tenant: {name: entry}}}`; each llm / retrieval entry is chosen by its `kind`,
+    each MCP server by its `transport`; a rate limit is one provider key's budget, shared by the
+    entries it lists (`providers`), see docs/flow-control.md; MCP servers: docs/mcp-tools-as-steps.md."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     llm: dict[str, LlmProviderSettings] = {}
     retrieval: dict[str, RetrievalProviderSettings] = {}
     rate_limits: dict[str, ProviderRateLimit] = {}
+    mcp_servers: dict[str, TenantMcpServers] = {}
 
     @model_validator(mode="after")
     def _budgets_name_providers(self) -> StepProviderSettings:
@@ -81,9 +92,14 @@ def load_provider_settings(path: Path) -> StepProviderSettings:
 
 def _entry_models() -> list[type[BaseModel]]:
     return [
-        member
-        for union in (LlmProviderSettings, RetrievalProviderSettings)
-        for member in typing.get_args(typing.get_args(union)[0])
+        *(
+            member
+            for union in (LlmProviderSettings, RetrievalProviderSettings)
+            for member in typing.get_args(typing.get_args(union)[0])
+        ),
+        McpHttpServer,
+        McpStdioServer,
+        OAuthClientCredentials,
     ]
 
 
@@ -98,6 +114,8 @@ def _problem(issue: Any) -> str:
     loc = [str(part) for part in issue["loc"]]
     if len(loc) >= 4 and loc[0] in ("llm", "retrieval"):
         del loc[2]  # the discriminator: llm.<name>.<kind>.<field>
+    elif len(loc) >= 5 and loc[0] == "mcp_servers":
+        del loc[3]  # the discriminator: mcp_servers.<tenant>.<name>.<transport>.<field>
     where = ".".join(loc) or "(root)"
     field = loc[-1] if loc else ""
     if issue["type"] == "extra_forbidden" and f"{field}_env" in ENV_FIELDS:
@@ -120,6 +138,13 @@ def unset_environment_variables(settings: StepProviderSettings) -> list[str]:
                     for variable in _named_variables(getattr(entry, field), field)
                     if not os.environ.get(variable)
                 ]
+    for tenant, servers in sorted(settings.mcp_servers.items()):
+        for name, server in sorted(servers.items()):
+            missing += [
+                f"mcp_servers.{tenant}.{name}: {variable} ({field})"
+                for field, variable in secret_variables(server)
+                if not os.environ.get(variable)
+            ]
     return missing
 
 
@@ -130,11 +155,15 @@ def _named_variables(value: Any, field: str) -> list[str]:
 
 
 class StepProviders:
-    """The LLM and retrieval providers of one process; `aclose()` releases their connections."""
+    """The LLM and retrieval providers and the tenants' MCP servers of one process; `aclose()`
+    releases their connections."""
 
-    def __init__(self, llm: LlmProviders, retrieval: RetrievalProviders) -> None:
+    def __init__(
+        self, llm: LlmProviders, retrieval: RetrievalProviders, mcp: McpServers | None = None
+    ) -> None:
         self.llm = llm
         self.retrieval = retrieval
+        self.mcp = mcp or McpServers()
 
     @classmethod
     def build(
@@ -148,8 +177,13 @@ class StepProviders:
                 missing,
                 extra={"provider_variable": missing},
             )
-        return cls(build_llm_providers(settings.llm), build_retrieval_providers(settings.retrieval, data_dir))
+        return cls(
+            build_llm_providers(settings.llm),
+            build_retrieval_providers(settings.retrieval, data_dir),
+            McpServers(settings.mcp_servers),
+        )
 
     async def aclose(self) -> None:
         await self.llm.aclose()
         await self.retrieval.aclose()
+        await self.mcp.aclose()

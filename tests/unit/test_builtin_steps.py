@@ -92,6 +92,7 @@ def test_default_registry_registers_every_builtin_step_key(registry: ExecutorReg
         "ai.prompt",
         "decision.score",
         "human.approval",
+        "mcp.tool",
         "rag.compose",
         "rag.merge",
         "rag.retrieval",

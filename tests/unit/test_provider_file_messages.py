@@ -83,3 +83,44 @@ def test_an_unset_variable_is_warned_about_when_the_providers_are_built(
     [warning] = [r for r in caplog.records if r.getMessage().startswith("providers.env_missing")]
     assert "llm.missing: DOCS_TEST_UNSET_KEY (api_key_env) is not set" in warning.getMessage()
     assert "value-never-logged" not in caplog.text
+
+
+def test_an_mcp_server_entry_error_is_named_by_tenant_server_and_field(tmp_path: Path) -> None:
+    entry = {"transport": "http", "url": "ftp://tools.example/mcp"}
+    message = _refusal(tmp_path, {"mcp_servers": {"tenant-a": {"tickets": entry}}})
+    assert "mcp_servers.tenant-a.tickets.url: Value error, url must be an absolute http(s) URL" in message
+    assert "tickets.http" not in message
+
+
+def test_an_oauth_client_secret_in_the_file_points_at_client_secret_env(tmp_path: Path) -> None:
+    oauth = {"client_id": "runtime", "client_secret": "cs-secret-9"}
+    entry = {"transport": "http", "url": "https://tools.example/mcp", "oauth": oauth}
+    message = _refusal(tmp_path, {"mcp_servers": {"tenant-a": {"tickets": entry}}})
+    assert (
+        "mcp_servers.tenant-a.tickets.oauth.client_secret: secrets never go in the providers file" in message
+    )
+    assert "`client_secret_env`" in message and "cs-secret-9" not in message
+
+
+def test_the_variables_an_mcp_server_entry_names_are_listed_when_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_DOCS_TEST_TOKEN", raising=False)
+    monkeypatch.delenv("MCP_DOCS_TEST_DB", raising=False)
+    servers = {
+        "tickets": {
+            "transport": "http",
+            "url": "https://t.example/mcp",
+            "bearer_token_env": "MCP_DOCS_TEST_TOKEN",
+        },
+        "local": {
+            "transport": "stdio",
+            "command": "tool-server",
+            "env_from_env": {"DB_URL": "MCP_DOCS_TEST_DB"},
+        },
+    }
+    settings = load_provider_settings(_file(tmp_path, {"mcp_servers": {"tenant-a": servers}}))
+    assert unset_environment_variables(settings) == [
+        "mcp_servers.tenant-a.local: MCP_DOCS_TEST_DB (env_from_env.DB_URL)",
+        "mcp_servers.tenant-a.tickets: MCP_DOCS_TEST_TOKEN (bearer_token_env)",
+    ]

@@ -14,9 +14,9 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators
 
 from runtime_core.steps._executor import StepFailure
+from runtime_core.steps._schemas import schema_problems
 
 INVALID_OUTPUT = "invalid_output"
-_MAX_REPORTED_ERRORS = 3
 
 
 def check_response_schema(schema: dict[str, Any]) -> None:
@@ -35,12 +35,7 @@ def parse_structured_output(
         value = json.loads(text)
     except ValueError as error:
         raise StepFailure(f"{what} is not JSON: {error}", code=INVALID_OUTPUT, usage=usage) from None
-    validator = validators.validator_for(schema)(schema)
-    problems = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    if problems:
-        listed = "; ".join(
-            f"{'/'.join(str(part) for part in e.absolute_path) or '(root)'}: {e.message}"
-            for e in problems[:_MAX_REPORTED_ERRORS]
-        )
+    listed = schema_problems(schema, value)
+    if listed is not None:
         raise StepFailure(f"{what} does not match responseSchema: {listed}", code=INVALID_OUTPUT, usage=usage)
     return value
