@@ -99,6 +99,8 @@ class LoopbackLlm:
         scripted = self.script[min(turn, len(self.script) - 1)]
         key = (conversation, turn)
         if not body.get("stream"):
+            if await request.is_disconnected():
+                return Response(status_code=499)
             self.completed[key] += 1
             return JSONResponse(wire.whole(scripted))
 

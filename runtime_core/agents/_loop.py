@@ -73,9 +73,9 @@ class AgentRun:
         self.records = {record.seq: record for record in recorded}
         self.started_at_ms = recorded[0].started_at_ms if recorded else int(time.time() * 1000)
         if recorded and invocation.human_input is None:
-            final = sum(1 for record in recorded if record.state.final)
+            final = [record.seq for record in recorded if record.state.final]
             await self.claim.emit(
-                "agent.resumed", recorded=len(recorded), final=final, attempt=invocation.attempt
+                "agent.resumed", recorded=len(recorded), final_seqs=final, attempt=invocation.attempt
             )
         with invoke_agent_span(invocation.step_name, self.provider, self.model):
             while True:

@@ -57,7 +57,8 @@ class ScopedOperations:
         self._prefix = prefix
 
     async def begin(self, name: str, *, policy: UncertaintyPolicy) -> OperationStart:
-        return await self._journal.begin(f"{self._prefix}.{name}", policy=policy)
+        start = await self._journal.begin(f"{self._prefix}.{name}", policy=policy)
+        return start.model_copy(update={"name": name})  # settled through this scope again
 
     async def settle(
         self, name: str, state: OperationState, settled_by: str, *, consume_input: bool = False

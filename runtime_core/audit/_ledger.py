@@ -31,7 +31,10 @@ log = logging.getLogger("runtime_core.audit")
 ASSIGNED_INSTANCE_FIELD = "assigned.runtime.instance.id"
 RUN_IDENTITY_FIELDS = ("shared_run_id", "local_run_id", ASSIGNED_INSTANCE_FIELD)
 WORKER_COUNT_FIELDS = ("max.local.workers.per.execution", "effective.worker.count.per.execution")
-FLUSH_EVENTS = frozenset({"execution.finalized", "execution.paused", "step.parked"})
+# An agent's sub-step took seconds and may have cost money or acted: its entry is written at
+# once, so the story survives a crash of the process that ran it.
+AGENT_FLUSH_EVENTS = frozenset({"agent.turn_completed", "agent.tool_completed", "agent.approval_answered"})
+FLUSH_EVENTS = frozenset({"execution.finalized", "execution.paused", "step.parked", *AGENT_FLUSH_EVENTS})
 # After these the run identities stored on the execution changed: the cached copy is stale.
 IDENTITY_EVENTS = frozenset({"execution.reassigned"})
 _MAX_TRACKED_EXECUTIONS = 1024

@@ -186,6 +186,7 @@ def build_plane(
     data_dir: Path,
     *,
     engine_settings: EngineSettings | None = None,
+    providers_file: Path | None = None,
     **overrides: Any,
 ) -> tuple[ControlPlane, AuditServices]:
     """Control plane with audit on the children's SQLite file, fast health and recovery loops."""
@@ -211,6 +212,7 @@ def build_plane(
         data_dir=data_dir,
         host_name="testhost",
         tenants_file=tenants_file,
+        providers_file=providers_file,
         heartbeat_interval_ms=HEARTBEAT_MS,
         discovery_timeout_s=2,
         stop_grace_s=10,
