@@ -136,6 +136,8 @@ class InstanceAssistance:
                         continue
                 except StoreUnavailableError as exc:
                     log.warning("assistance.look_failed", extra=self._fields(error=exc.message))
+                except Exception:  # the loop outlives any one execution's failure: log it, look again later
+                    log.exception("assistance.failed", extra=self._fields())
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.config.poll_interval_ms / 1000)
                 self._wake.clear()

@@ -35,6 +35,7 @@ from runtime_core.instances import (
     RuntimeHostManager,
     TenantSettingsCatalog,
 )
+from runtime_core.lifecycle import HotStateRetention, LifecycleSettings
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.plugins import StepPluginSettings
 from runtime_core.policy import RetryEngine
@@ -146,6 +147,12 @@ class Rig:
         assert record is not None
         return record
 
+    async def retire_finished(self) -> None:
+        """Archive the finished runs whose evidence is durable: their hot state leaves Redis."""
+        sweeper = self.plane.parts.lifecycle.sweeper
+        assert sweeper is not None
+        await sweeper.sweep_once()
+
     async def reference_fingerprint(
         self, pipeline: PipelineDefinition, state: dict[str, Any], execution_id: str
     ) -> str:
@@ -180,6 +187,8 @@ async def assistance_rig(redis_server: EmbeddedRedis, data_dir: Path) -> AsyncIt
         heartbeat_interval_ms=HEARTBEAT_MS,
         scale_out_enabled=False,
         recovery_enabled=False,
+        # Finished runs leave Redis only when a test sweeps them (`retire_finished`).
+        lifecycle=LifecycleSettings(hot=HotStateRetention(enabled=False, grace_ms=0)),
     )
     hosting = HostManagerSettings(
         redis_url=redis_server.url,

@@ -85,6 +85,9 @@ async def test_a_wide_fan_out_is_assisted_by_a_second_process_and_every_step_com
         await rig.hosts.stop_all()  # their ledger batches are written on the way out
         entries = await rig.audit.queries.ledger(TENANT_A, execution_id=execution_id, limit=100_000)
         terminal = await rig.audit.queries.store.get_snapshot(execution_id, TENANT_A.tenant_id)
+        await rig.retire_finished()
+        retired = await rig.plane.parts.dag_store.load_meta(execution_id) is None
+        archived = await rig.plane.run_status(record.shared_run_id, TENANT_A)
         reference = await rig.reference_fingerprint(pipeline, state, execution_id)
 
     # Assistance candidates advertise the effective count (the per-execution cap), not the raw one.
@@ -118,6 +121,10 @@ async def test_a_wide_fan_out_is_assisted_by_a_second_process_and_every_step_com
         MAX_LOCAL_WORKERS_PER_EXECUTION,
     )
     assert status.effective_workers == MAX_LOCAL_WORKERS_PER_EXECUTION
+    # Once the run left Redis, run.status reads its assistants from the terminal snapshot.
+    assert retired and [
+        (a.runtime_instance_id, a.effective_workers, a.active) for a in archived.assistants
+    ] == [(helper, MAX_LOCAL_WORKERS_PER_EXECUTION, False)]
     assert terminal is not None and terminal.fingerprint == reference  # the same as unassisted
 
 

@@ -47,3 +47,10 @@ def test_without_file_or_variable_the_built_in_defaults_apply(monkeypatch: pytes
     options = parse_options(REQUIRED)
     assert options.tenants_file is None
     assert options.tenant_settings().runtime_instance_id_prefix == "runtime-instance"
+
+
+@pytest.mark.parametrize(("flags", "enabled"), [([], True), (["--no-assistance"], False)])
+def test_execution_assistance_is_on_unless_the_process_turns_it_off(flags: list[str], enabled: bool) -> None:
+    """`--no-assistance`: the process's instances neither ask for help nor lend idle workers."""
+    options = parse_options([*REQUIRED, "--pool-size", "2", *flags])
+    assert [s.assistance.enabled for s in options.instance_settings("control-plane:host-a")] == [enabled] * 2
