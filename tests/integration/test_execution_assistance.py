@@ -1,6 +1,7 @@
-"""Execution assistance, in process (real redis-server): the lease an assistant's writes are
-checked against, when an execution asks for help and on which boards, and which instances may
-answer. The same over real runtime-instance processes: `test_assistance_processes.py`.
+"""Execution assistance, in process (real redis-server, single node and Redis Cluster): the lease
+an assistant's writes are checked against, when an execution asks for help and on which boards,
+and which instances may answer. The same over real runtime-instance processes:
+`test_assistance_processes.py`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from tests.integration.control_plane_support import (
     make_engine,
     start_instance,
 )
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
 FAST = AssistanceSettings(poll_interval_ms=20, board_ttl_ms=400)
 OWNED = ExecutionContextSnapshot(user_id="erin", tenant_id="tenant-own", context_key="assist-own")
