@@ -119,9 +119,12 @@ class TraceRecorder:
         )
 
     async def _close_execution(self, event: EngineEvent) -> None:
-        created, finalized = await self.dag_store.hot_state.redis.hmget(
-            self.dag_store.keys(event.execution_id).meta, ["created_at_ms", "finalized_at_ms"]
-        )
+        if event.meta is not None and event.at_ms:  # the engine's event: both times known
+            created, finalized = event.meta.created_at_ms, event.at_ms
+        else:
+            created, finalized = await self.dag_store.hot_state.redis.hmget(
+                self.dag_store.keys(event.execution_id).meta, ["created_at_ms", "finalized_at_ms"]
+            )
         end_ns = int(finalized) * 1_000_000 if finalized else time.time_ns()
         status = str(event.attributes.get("status"))
         await self._add(

@@ -78,12 +78,12 @@ class ExecutionControlService:
     ) -> ControlState:
         """Block new claims and finalize as Cancelled once claimed steps drain (at once if none)."""
         state = await self._act(execution_id, snapshot, ControlAction.CANCEL, reason, expected_version)
-        outcome, status = await self.store.dag_store.finalize(execution_id)
+        outcome, status, at_ms = await self.store.dag_store.finalize(execution_id)
         if outcome is not FinalizeOutcome.FINALIZED:
             return state
         meta = await self.store.load_meta(execution_id)
         if meta is not None:
-            await self._emit("execution.finalized", meta, None, snapshot, status=status)
+            await self._emit("execution.finalized", meta, None, snapshot, at_ms=at_ms, status=status)
         return await self.store.read(execution_id)
 
     async def wait_for_input(
@@ -213,5 +213,5 @@ class ExecutionControlService:
             return
         attributes["requested_by"] = caller.user_id
         await self.observer.on_event(
-            EngineEvent(name, meta.execution_id, meta.snapshot, step_name, None, at_ms, attributes)
+            EngineEvent(name, meta.execution_id, meta.snapshot, step_name, None, at_ms, attributes, meta)
         )

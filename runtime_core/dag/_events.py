@@ -20,9 +20,12 @@ class EngineEvent:
     snapshot: ExecutionContextSnapshot | None
     step_name: str | None = None
     worker_id: str | None = None
+    # When it happened on the Redis clock, where the transition says (`execution.finalized`:
+    # the finalization time stored with the execution); 0 when unknown.
     at_ms: int = 0
     attributes: dict[str, Any] = field(default_factory=dict)
-    # `execution.created` carries the metadata it stored, so observers need not read it back.
+    # The execution's metadata as the engine holds it (stored at creation or read when its run
+    # began: its `status` is not kept current), so observers need not read it back.
     meta: ExecutionMeta | None = None
 
 

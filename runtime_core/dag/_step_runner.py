@@ -234,12 +234,12 @@ class StepRunner:
         if self.context.assisting:
             return False
         run = self.run
-        outcome, status = await self.context.store.finalize(run.execution_id)
+        outcome, status, at_ms = await self.context.store.finalize(run.execution_id)
         if outcome is FinalizeOutcome.NOT_CONVERGED:
             return False
         run.stop(final_status=status)
         if outcome is FinalizeOutcome.FINALIZED:
-            await self.context.emit("execution.finalized", run, status=status)
+            await self.context.emit("execution.finalized", run, at_ms=at_ms, status=status)
         return True
 
     async def on_blocked(self, control_status: str) -> None:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
@@ -66,6 +66,15 @@ class FinalizeOutcome(Enum):
     ALREADY_FINAL = 0
     EXECUTION_MISSING = -1
     NOT_CONVERGED = -3
+
+
+class Finalization(NamedTuple):
+    """What `finalize` did, the execution's terminal status (None while not terminal) and the
+    Redis time of the call (the finalization time when this call finalized it)."""
+
+    outcome: FinalizeOutcome
+    status: str | None
+    at_ms: int
 
 
 class DropOutcome(Enum):
@@ -205,6 +214,22 @@ def _waiting(
     if status != "WaitingForInput" or not key:
         return None
     return WaitingInput(key=key, step=step or None, prompt=prompt or "")
+
+
+def _meta_from(raw: dict[str, str]) -> ExecutionMeta | None:
+    """An execution's metadata from its meta HASH (None when the execution is missing)."""
+    if not raw:
+        return None
+    return ExecutionMeta(
+        execution_id=raw["execution_id"],
+        pipeline=parse_stored_pipeline(raw["pipeline"]),
+        state=json.loads(raw["state"]),
+        snapshot=ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
+        status=raw["status"],
+        created_at_ms=int(raw["created_at_ms"]),
+        finalized_at_ms=int(raw["finalized_at_ms"]) if raw.get("finalized_at_ms") else None,
+        attributes=raw,
+    )
 
 
 class DagStore:
@@ -448,13 +473,13 @@ class DagStore:
         )
         return [str(name) for name in reply[1:]]
 
-    async def finalize(self, execution_id: str) -> tuple[FinalizeOutcome, str | None]:
+    async def finalize(self, execution_id: str) -> Finalization:
         k = self.keys(execution_id)
-        reply = await self._scripts["finalize_execution"](
+        reply = await self.hot_state.coalesced("finalize_execution")(
             keys=[k.meta, k.status, k.ready, k.running, k.control], args=[]
         )
-        outcome = FinalizeOutcome(int(reply[0]))
-        return outcome, (str(reply[2]) if len(reply) > 2 else None)
+        status = str(reply[2]) if len(reply) > 2 else None
+        return Finalization(FinalizeOutcome(int(reply[0])), status, int(reply[1]))
 
     async def reassign_execution(self, execution_id: str, attributes: dict[str, str]) -> ReassignResult:
         """Replace the run attributes of a Running execution (never the DAG's own meta fields)."""
@@ -473,19 +498,7 @@ class DagStore:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
 
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
-        raw = await self.hot_state.redis.hgetall(self.keys(execution_id).meta)
-        if not raw:
-            return None
-        return ExecutionMeta(
-            execution_id=raw["execution_id"],
-            pipeline=parse_stored_pipeline(raw["pipeline"]),
-            state=json.loads(raw["state"]),
-            snapshot=ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
-            status=raw["status"],
-            created_at_ms=int(raw["created_at_ms"]),
-            finalized_at_ms=int(raw["finalized_at_ms"]) if raw.get("finalized_at_ms") else None,
-            attributes=raw,
-        )
+        return _meta_from(await self.hot_state.redis.hgetall(self.keys(execution_id).meta))
 
     async def load_attributes(self, execution_id: str, *names: str) -> dict[str, str | None]:
         """A few attributes of the execution's metadata (one HMGET; None where absent)."""
@@ -493,16 +506,21 @@ class DagStore:
         return dict(zip(names, values, strict=True))
 
     async def read_execution(self, execution_id: str) -> ExecutionView | None:
-        meta = await self.load_meta(execution_id)
+        """The whole execution as stored now, in one round trip (shared with other calls)."""
+        k = self.keys(execution_id)
+
+        def queue(pipe: Any) -> None:
+            pipe.hgetall(k.meta)
+            for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
+                pipe.hgetall(key)
+            pipe.zrange(k.ready, 0, -1, withscores=True)
+            pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason")
+
+        replies = await self.hot_state.coalescer.commands(queue)
+        raw, status, retries, recoveries, results, errors, tokens, ready, control = replies
+        meta = _meta_from(raw)
         if meta is None:
             return None
-        k = self.keys(execution_id)
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
-            pipe.hgetall(key)
-        pipe.zrange(k.ready, 0, -1, withscores=True)
-        pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason")
-        status, retries, recoveries, results, errors, tokens, ready, control = await pipe.execute()
         eligible_at = {name: int(score) for name, score in ready}
         steps = [
             StepView(

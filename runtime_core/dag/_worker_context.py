@@ -66,10 +66,11 @@ class WorkerContext:
         *,
         step: str | None = None,
         worker_id: str | None = None,
+        at_ms: int = 0,
         **attributes: Any,
     ) -> None:
         await self.observer.on_event(
-            EngineEvent(name, run.execution_id, run.snapshot, step, worker_id, attributes=attributes)
+            EngineEvent(name, run.execution_id, run.snapshot, step, worker_id, at_ms, attributes, run.meta)
         )
 
     async def until_available(

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from runtime_core.dag import DagStore, EngineEvent
+from runtime_core.dag import DagStore, EngineEvent, ExecutionMeta
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.retention._compaction import ResultCompactor, result_readers
 from runtime_core.retention._config import RetentionConfig
@@ -60,7 +60,7 @@ class RetentionObserver:
                 log.exception("retention.pass_failed", extra={"execution_id": event.execution_id})
 
     async def _after_completion(self, event: EngineEvent) -> None:
-        plan = await self._plan(event.execution_id)
+        plan = await self._plan(event.execution_id, event.meta)
         if plan is None or plan.config is None:
             return
         async with plan.lock:
@@ -76,12 +76,13 @@ class RetentionObserver:
             self.metrics.retention_action("compact", report.compacted)
             self.metrics.retention_action("evict", report.evicted)
 
-    async def _plan(self, execution_id: str) -> _Plan | None:
+    async def _plan(self, execution_id: str, meta: ExecutionMeta | None) -> _Plan | None:
+        """The execution's plan, from the metadata the event carries (else read once)."""
         plan = self._plans.get(execution_id)
         if plan is not None:
             self._plans.move_to_end(execution_id)
             return plan
-        meta = await self.dag_store.load_meta(execution_id)
+        meta = meta or await self.dag_store.load_meta(execution_id)
         if meta is None:
             return None
         try:

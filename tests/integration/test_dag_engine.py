@@ -349,10 +349,10 @@ async def test_finalization_happens_exactly_once(hot_state: HotState, redis_targ
             completed = await engine.store.complete_step(batch.claims[0], {"data": "done"})
             assert completed.converged and await engine.store.execution_status(execution_id) == "Running"
             outcomes = await asyncio.gather(*(DagStore(racer).finalize(execution_id) for racer in racers))
-            assert sorted(outcome.name for outcome, _ in outcomes) == ["ALREADY_FINAL"] * (FINALIZERS - 1) + [
-                "FINALIZED"
-            ]
-            assert {status for _, status in outcomes} == {"Completed"}
+            assert sorted(finalization.outcome.name for finalization in outcomes) == ["ALREADY_FINAL"] * (
+                FINALIZERS - 1
+            ) + ["FINALIZED"]
+            assert {finalization.status for finalization in outcomes} == {"Completed"}
     finally:
         await asyncio.gather(*(racer.close() for racer in racers))
 
