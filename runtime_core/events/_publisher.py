@@ -1,15 +1,16 @@
 """RunEventPublisher: run events onto Redis pub/sub (live) and the durable event stream.
 
 Owns how an event leaves the process. `publish` (the end of a run, a wait for input) writes
-now, in one `publish_run_event` call: the events buffered so far and this one in one PUBLISH
+now, in one `publish_run_event` call (like every call here, sharing a round trip with the
+process's other Redis calls in flight): the events buffered so far and this one in one PUBLISH
 (so subscribers see them in order), after an XADD to the durable stream (only once a webhook
 service created that stream); events published while such a call is in flight go together
 in the next one; it raises `StoreUnavailableError` so a caller that must not lose the event
 can retry. `emit` (step progress and the other status changes: queued, dispatched, started,
 paused, resumed, ...) only buffers: a background task flushes the buffer within 10 ms, in
-one PUBLISH per batch, so the caller waits for no round trip and a busy process sends many
-events per PUBLISH; buffered events are lost if the process dies, which subscribers tolerate
-(they re-read the run). Must not decide what an event means.
+one `publish_run_event` call (no durable entry) per batch, so the caller waits for no round
+trip and a busy process sends many events per PUBLISH; buffered events are lost if the
+process dies, which subscribers tolerate (they re-read the run). Must not decide what an event means.
 """
 
 from __future__ import annotations
@@ -73,17 +74,14 @@ class RunEventPublisher:
 
     async def _send_with_buffered(self, events: list[RunEvent]) -> None:
         batch = [*self._buffer, *events]
-        await self.hot_state.scripts["publish_run_event"](
-            keys=[self.keys.stream],
-            args=[
-                self.keys.channel,
-                _batch_body(batch),
-                EVENT_FIELD,
-                self.stream_max_len,
-                *(event.model_dump_json() for event in events if event.durable),
-            ],
-        )
+        await self._publish(batch, [event.model_dump_json() for event in events if event.durable])
         del self._buffer[: len(batch) - len(events)]
+
+    async def _publish(self, batch: list[RunEvent], durable: list[str]) -> None:
+        await self.hot_state.coalesced("publish_run_event")(
+            [self.keys.stream],
+            [self.keys.channel, _batch_body(batch), EVENT_FIELD, self.stream_max_len, *durable],
+        )
 
     def emit(self, event: RunEvent) -> None:
         """Buffer a progress event; the flusher publishes it shortly, in a batch."""
@@ -98,7 +96,7 @@ class RunEventPublisher:
         async with self._lock:
             while self._buffer:
                 batch = self._buffer[:_FLUSH_BATCH]
-                await self._send(batch)
+                await self._publish(batch, [])
                 del self._buffer[: len(batch)]
 
     async def aclose(self) -> None:
@@ -110,9 +108,6 @@ class RunEventPublisher:
             self._flusher = None
         with contextlib.suppress(StoreUnavailableError):
             await self.flush()
-
-    async def _send(self, batch: list[RunEvent]) -> None:
-        await self.hot_state.redis.publish(self.keys.channel, _batch_body(batch))
 
     async def _flush_forever(self) -> None:
         delay = 0.05

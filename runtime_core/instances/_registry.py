@@ -122,7 +122,7 @@ class InstanceRegistry:
         """Publish both descriptors with Redis time, unless this incarnation was fenced; the
         reservations of `counted` (shared runs the capacity already counts) are released."""
         k = self.keys(descriptor.runtime_instance_id)
-        reply = await self.hot_state.scripts["publish_capacity"](
+        reply = await self.hot_state.coalesced("publish_capacity")(
             keys=[k.registry, k.capacity, k.reservations],
             args=[
                 descriptor.incarnation,

@@ -232,9 +232,9 @@ class RunExecutionIndex:
         """An ended local run whose end was announced leaves its instance's assigned set for
         the ended one (the lifecycle sweeper retires it from there), and gives back the
         concurrency-key slot its shared run held."""
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        self._queue_links(pipe, record, point_shared=False)
-        await pipe.execute()
+        await self.hot_state.coalescer.commands(
+            lambda pipe: self._queue_links(pipe, record, point_shared=False)
+        )
         await self._release_key(record)
 
     async def _release_key(self, ended: RunIndexRecord) -> None:
