@@ -58,6 +58,7 @@ class WorkerLoop:
     async def _work_once(self, pace: WorkerPace) -> WorkerPace | None:
         """One claim-execute or idle round; how to pace the next one, or None when this worker is done."""
         run, settings = self.run, self.context.settings
+        seen = run.idle.generation  # a wake from now on means: claim again, do not wait
         async with self._permit() as permit:
             idle = await self.gated.advance() if run.gates.active else await self.batch.advance(permit)
         if idle is None:
@@ -77,7 +78,7 @@ class WorkerLoop:
         if idle.wake_at_ms is not None:
             wait_ms = max(1, min(wait_ms, idle.wake_at_ms - idle.now_ms))
         # Woken by a local change, or timed out (the timeout covers other processes' work).
-        woken = await run.idle.wait(wait_ms / 1000)
+        woken = await run.idle.wait(wait_ms / 1000, since=seen)
         return WorkerPace(min(settings.idle_poll_max_ms, pace.idle_ms * 2), woken_locally=woken)
 
     def _permit(self) -> AbstractAsyncContextManager[Permit | None]:

@@ -25,14 +25,20 @@ class IdleWorkers:
     """This process's idle workers of one execution, woken by its local changes.
 
     `wake(n)` wakes at most n of them (a completion that made one step Ready needs no
-    other worker: the completing worker claims it next), `wake()` wakes all. A wake that
-    finds nobody waiting is not kept; the waiters' poll timeout covers that race.
+    other worker: the completing worker claims it next), `wake()` wakes all. A worker that
+    found nothing to claim is not waiting yet while it finalizes or looks for stale claims:
+    a wake then would be lost, and the worker would sleep a poll interval while steps wait.
+    So a worker reads `generation` before it claims and waits only if no wake came since.
     """
 
     def __init__(self) -> None:
         self._waiting: deque[asyncio.Future[None]] = deque()
+        self.generation = 0  # wakes so far
 
     def wake(self, count: int | None = None) -> None:
+        if count == 0:
+            return
+        self.generation += 1
         woken = 0
         while self._waiting and (count is None or woken < count):
             waiter = self._waiting.popleft()
@@ -40,8 +46,11 @@ class IdleWorkers:
                 waiter.set_result(None)
                 woken += 1
 
-    async def wait(self, timeout_s: float) -> bool:
-        """True when woken, False when `timeout_s` passed."""
+    async def wait(self, timeout_s: float, *, since: int | None = None) -> bool:
+        """True when woken (at once when a wake came after `since`, a `generation` read
+        earlier), False when `timeout_s` passed."""
+        if since is not None and since != self.generation:
+            return True
         waiter = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
         try:
