@@ -107,6 +107,12 @@ class AdmissionController:
             )
         return self._without_capacity(visible, tenant)
 
+    def may_assign(self, entries: list[InstanceEntry]) -> bool:
+        """Whether `admit` could assign any run to an instance from `entries`: a live instance
+        this process reaches has a free run slot. False: every admission from this listing is
+        AssignToInstance for no tenant."""
+        return any(e.live and e.eligible and self._reaches(e) for e in entries)
+
     def _reaches(self, entry: InstanceEntry) -> bool:
         if self.reachable is None:
             return True

@@ -1,7 +1,8 @@
 """The shared queue dispatcher: one dispatch attempt for the next Pending shared run.
 
-Owns the order claim (passing over the cycle's saturated admission groups; one call claims
-as many runs as the cycle can still dispatch into free slots, up to CLAIM_BATCH) -> load
+Owns the order read the registry once per cycle (no claim when no run could be assigned) ->
+claim (passing over the cycle's saturated admission groups; one call claims as many runs as
+the cycle can still dispatch into free slots, up to CLAIM_BATCH) -> load
 the runs (one pipelined read) -> restore each one's ExecutionContextSnapshot -> re-admit at
 dispatch time (against the cycle's registry listing) -> deliver (reserve, provider, mark;
 the runs of one claim concurrently, so their calls share round trips: `dispatch_batch`)
@@ -50,25 +51,32 @@ class DispatchCycle:
     """What one pump cycle learned so far, so later attempts in it need fewer reads.
 
     `saturated_groups`: admission groups that found no capacity (their items are passed
-    over). `registry_entries`: the registry listing read by the cycle's first admission,
+    over). `registry_entries`: the registry listing read before the cycle's first claim,
     with the slots this cycle's own dispatches took subtracted, so ranking still spreads
     runs over instances. Reservations re-check published capacity in Lua, so a listing
     that went stale can cost a refused reservation, never an over-commit.
     `turns`: the cycle's view of the queue partitions' heads (which one it claims from next).
     `claimed`: runs claimed in one call (with their records) and not dispatched yet; the
     cycle's owner hands them back (`SharedQueueDispatcher.hand_back`) when it stops early.
+    `out_of_capacity`: the listing showed no free slot any run could take, so the cycle
+    claimed nothing more (a run the dispatcher cannot assign goes back to the queue whatever
+    admission decided: scale-out is requested at submit and by recovery, not here).
+    `admitted`: an admission decided in this cycle.
     """
 
     saturated_groups: set[str] = field(default_factory=set)
+    out_of_capacity: bool = False
+    admitted: bool = False
     turns: PartitionTurns = field(default_factory=PartitionTurns)
     claimed: deque[tuple[QueueClaim, SharedRunRecord | None]] = field(default_factory=deque)
 
     def claim_size(self, wanted: int) -> int:
         """How many runs the next claim takes: at most `wanted` and the free run slots the
-        cycle's registry listing shows (1 before the cycle read it), at most CLAIM_BATCH."""
-        if self.registry_entries is None:
+        cycle's registry listing shows, at most CLAIM_BATCH; 1 until an admission decided (a
+        tenant without visible capacity then has one run claimed and put back, not a batch)."""
+        if not self.admitted:
             return 1
-        free = sum(e.free_slots for e in self.registry_entries if e.eligible)
+        free = sum(e.free_slots for e in self.registry_entries or () if e.eligible)
         return max(1, min(wanted, free, CLAIM_BATCH))
 
     registry_entries: list[InstanceEntry] | None = None
@@ -151,7 +159,15 @@ class SharedQueueDispatcher:
             raise
 
     async def _claim(self, pump: PumpIdentity, cycle: DispatchCycle, wanted: int) -> bool:
-        """Claim the next runs and read their records (one call each); False: none left."""
+        """Claim the next runs and read their records (one call each); False: none left, or
+        no capacity any run could take (nothing is claimed then: claiming a run only to put it
+        back costs three round trips, and a drain finding the instances busy costs no more
+        than reading the registry)."""
+        if cycle.registry_entries is None:
+            cycle.registry_entries = await self.admission.registry.entries()
+        if not self.admission.may_assign(cycle.registry_entries):
+            cycle.out_of_capacity = True
+            return False
         claims = await self.queue.claim_batch(
             pump, frozenset(cycle.saturated_groups), cycle.turns, limit=cycle.claim_size(wanted)
         )
@@ -231,9 +247,8 @@ class SharedQueueDispatcher:
                     **base,
                 )
         with restored_snapshot(run.snapshot):
-            if cycle.registry_entries is None:
-                cycle.registry_entries = await self.admission.registry.entries()
             decision = await self.admission.admit(run.snapshot, cycle.registry_entries)
+            cycle.admitted = True
             if decision.kind is not AdmissionKind.ASSIGN_TO_INSTANCE:
                 reason = f"{decision.kind.value}: {decision.reason}"
                 await self.queue.requeue_in_place(claim, reason)

@@ -72,7 +72,9 @@ class SharedQueuePump:
                 request.pump, cycle, wanted=wanted, together=together
             )
             if not results:
-                stop = PumpStopReason.NO_CAPACITY if cycle.saturated_groups else PumpStopReason.EMPTY
+                # Out of capacity with nothing left Pending as far as the cycle saw: empty.
+                waiting = cycle.saturated_groups or (cycle.out_of_capacity and not cycle.turns.none_pending)
+                stop = PumpStopReason.NO_CAPACITY if waiting else PumpStopReason.EMPTY
                 return PumpResult(attempts=attempts, stop_reason=stop)
             stops = [
                 await self._record(result, attempts, cycle, request, not_dispatched, progress)

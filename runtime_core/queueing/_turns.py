@@ -43,6 +43,11 @@ class PartitionTurns:
         }
         self.read_at = time.monotonic()
 
+    @property
+    def none_pending(self) -> bool:
+        """The view was read and no partition had a Pending item left in it."""
+        return self.read_at > -math.inf and all(head == math.inf for head in self.heads.values())
+
     def next(self) -> int | None:
         """The partition whose head is oldest (lowest index on a tie); None: none left."""
         if not self.heads:

@@ -463,13 +463,34 @@ async def test_pump_stops_when_cancellation_is_requested(hot_state: HotState) ->
         await plane.stop()
 
 
-async def test_pump_without_visible_capacity_requeues_one_run_and_passes_over_its_group(
-    hot_state: HotState,
-) -> None:
+async def test_pump_without_any_capacity_claims_nothing(hot_state: HotState) -> None:
     plane = control_plane(hot_state, scale_out_enabled=False)
     try:
         ids = [
             (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)).shared_run_id
+            for _ in range(3)
+        ]
+        seqs_before = [item.seq for item in [await plane.parts.queue.item(i) for i in ids] if item]
+        result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=100, pump=PUMP))
+        assert result.stop_reason is PumpStopReason.NO_CAPACITY and result.attempts == []
+        items = [await plane.parts.queue.item(shared_run_id) for shared_run_id in ids]
+        # No instance could take any run: none was claimed, every run keeps its place.
+        assert [(i.status, i.attempts, i.seq) for i in items if i is not None] == [
+            (QueueItemStatus.PENDING, 0, seq) for seq in seqs_before
+        ]
+    finally:
+        await plane.stop()
+
+
+async def test_pump_without_visible_capacity_requeues_one_run_and_passes_over_its_group(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    # A Shared instance never visible to Dedicated tenant-a: capacity exists, not for its runs.
+    await start_instance(plane)
+    try:
+        ids = [
+            (await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, TENANT_A)).shared_run_id
             for _ in range(3)
         ]
         result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=100, pump=PUMP))
