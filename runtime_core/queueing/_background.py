@@ -20,7 +20,7 @@ from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEventSubscriber
 from runtime_core.hot_state import StoreOutage
 from runtime_core.instances import InstanceRegistry
-from runtime_core.queueing._models import PumpIdentity, PumpRequest
+from runtime_core.queueing._models import PumpIdentity, PumpRequest, PumpStopReason
 from runtime_core.queueing._pump import SharedQueuePump
 
 log = logging.getLogger("runtime_core.queueing")
@@ -82,6 +82,10 @@ class BackgroundPump:
         self._task: asyncio.Task[None] | None = None
         self.capacity_signals = capacity_signals
         self._unsubscribe: Callable[[], None] | None = None
+        # Cycles run so far and how the last one stopped (None: it failed).
+        self.cycles = 0
+        self.last_stop: PumpStopReason | None = None
+        self._idling = False
 
     def start(self) -> None:
         self._stop.clear()
@@ -93,6 +97,12 @@ class BackgroundPump:
     def alive(self) -> bool:
         """Started and its loop has not ended (readiness reads this)."""
         return self._task is not None and not self._task.done()
+
+    @property
+    def idle(self) -> bool:
+        """Waiting between cycles with no wake-up pending: every wake-up so far was followed by
+        a cycle that started after it."""
+        return self._idling and not self._wake.is_set()
 
     def wake(self) -> None:
         """New work or capacity: run the next cycle now instead of after the idle interval."""
@@ -127,8 +137,12 @@ class BackgroundPump:
                 result = None
             else:
                 outage.recovered()
+            self.cycles += 1
+            self.last_stop = result.stop_reason if result is not None else None
             if result is None or not result.dispatched:
                 idle_ms = self.idle_interval_ms
                 if result is not None and result.retry_after_ms is not None:
                     idle_ms = min(idle_ms, result.retry_after_ms)  # a dispatch rate limit conforms
+                self._idling = True
                 await _wait_event(self._wake, idle_ms / 1000)
+                self._idling = False

@@ -160,7 +160,10 @@ class SharedQueue:
         learns its head: other pumps' claims make a view stale)."""
         partitions = self.keys.partitions
         if len(partitions) == 1:
-            return (await self._claim_in(partitions[0], pump, skip_groups, limit, None, turns))[0]
+            claims, next_head = await self._claim_in(partitions[0], pump, skip_groups, limit, None, turns)
+            if turns is not None:  # the view of the one partition, as this claim left it
+                turns.reset({0: next_head}, {0})
+            return claims
         turns = turns or PartitionTurns()
         if turns.stale:
             await self._read_turns(turns)

@@ -17,7 +17,7 @@ import pytest
 from runtime_core.control_plane import ControlPlane
 from runtime_core.hosting import HttpCommandEndpoint, RuntimeCommands, build_http_app
 from runtime_core.hot_state import HotState, find_free_port
-from runtime_core.queueing import SharedRunStatus, SubmitMode
+from runtime_core.queueing import PumpStopReason, SharedRunStatus, SubmitMode
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
@@ -76,13 +76,13 @@ async def test_a_run_ending_in_another_process_wakes_the_idle_pump_at_once(plane
     other = planes.other
     first = await other.submit(GATED, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
     await wait_until(lambda: _async(planes.gate.started == 1), timeout=20)  # it holds the only slot
+    pump = other.parts.background_pump
+    cycles = pump.cycles
     second = await other.submit(GATED, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
 
-    async def found_no_capacity() -> bool:  # B's pump looked, put it back and went idle
-        item = await other.parts.queue.item(second.shared_run_id)
-        return item is not None and item.last_requeue_reason is not None
-
-    await wait_until(found_no_capacity, timeout=20)
+    # B's pump looked after the submit, found no capacity for the second run and went idle.
+    await wait_until(lambda: _async(pump.cycles > cycles and pump.idle), timeout=20)
+    assert pump.last_stop is PumpStopReason.NO_CAPACITY
     planes.gate.release()
 
     async def dispatched() -> bool:
