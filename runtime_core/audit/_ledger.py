@@ -8,7 +8,8 @@ execution (re-read when the execution is reassigned to a new run attempt, so ent
 resume carry the new LocalRunId and earlier ones keep theirs), and buffering them so the
 hot path does not pay one durable write per event. Flushes when a batch is full or
 overdue, after events following which an execution may go quiet (finalized, parked,
-paused), and on `flush()`. Must never raise into the engine.
+paused) or before a call to a peer (`step.operation_started`), and on `flush()`. Must
+never raise into the engine.
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ log = logging.getLogger("runtime_core.audit")
 ASSIGNED_INSTANCE_FIELD = "assigned.runtime.instance.id"
 RUN_IDENTITY_FIELDS = ("shared_run_id", "local_run_id", ASSIGNED_INSTANCE_FIELD)
 WORKER_COUNT_FIELDS = ("max.local.workers.per.execution", "effective.worker.count.per.execution")
-# An agent's sub-step took seconds and may have cost money or acted: its entry is written at
-# once, so the story survives a crash of the process that ran it.
+# Written at once: events after which an execution may go quiet; the operation id a step
+# records before a call to a peer (the durable evidence of a call its process may not survive);
+# an agent's sub-steps, which took seconds and may have cost money or acted.
 AGENT_FLUSH_EVENTS = frozenset({"agent.turn_completed", "agent.tool_completed", "agent.approval_answered"})
-FLUSH_EVENTS = frozenset({"execution.finalized", "execution.paused", "step.parked", *AGENT_FLUSH_EVENTS})
+FLUSH_EVENTS = frozenset(
+    {"execution.finalized", "execution.paused", "step.parked", "step.operation_started", *AGENT_FLUSH_EVENTS}
+)
 # After these the run identities stored on the execution changed: the cached copy is stale.
 IDENTITY_EVENTS = frozenset({"execution.reassigned"})
 _MAX_TRACKED_EXECUTIONS = 1024

@@ -29,6 +29,7 @@ from runtime_core.recovery._models import (
     DEFAULT_HEALTH_WINDOW_MS,
     RecoveredItem,
     RecoveryAction,
+    RecoveryCause,
     RecoveryKind,
     RecoverySettings,
 )
@@ -48,6 +49,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RecoveredItem",
     "RecoveryKind",
     "RecoveryAction",
+    "RecoveryCause",
     "RecoveryEvidence",
     "ExecutionArchive",
     "DurableSnapshots",

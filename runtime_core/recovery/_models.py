@@ -54,8 +54,21 @@ class RecoveryAction(StrEnum):
         return f"runtime.recovery.{self.value}"
 
 
+class RecoveryCause(StrEnum):
+    """Why the work was recovered: its instance was lost (Unsafe), or its process restarted (a new
+    incarnation of the same instance id superseded the one that held the work)."""
+
+    INSTANCE_LOST = "instance_lost"
+    PROCESS_RESTARTED = "process_restarted"
+
+
 class RecoveredItem(BaseModel):
-    """One local run of a dead incarnation of a runtime instance, and what recovery did with it."""
+    """One local run of a dead incarnation of a runtime instance, and what recovery did with it.
+
+    `dead_since_ms`: when the incarnation was judged dead (its claims were made before);
+    `uncertain_operations`: the calls to peers its released steps had in flight (`step`,
+    `operation`, `operation_id`, `state`), settled by each step's policy when it runs again.
+    """
 
     runtime_instance_id: str
     incarnation: str = ""
@@ -69,3 +82,6 @@ class RecoveredItem(BaseModel):
     admission_decision: str | None = None
     scale_out_request_id: str | None = None
     reason: str = ""
+    cause: RecoveryCause | None = None
+    dead_since_ms: int | None = None
+    uncertain_operations: list[dict[str, str]] = Field(default_factory=list)

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runtime_core.dag import DagStore, ExecutionStatus
+from runtime_core.dag import DagStore, ExecutionStatus, operations_in_doubt
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEventPublisher
 from runtime_core.identity import restored_snapshot
@@ -53,7 +53,13 @@ from runtime_core.recovery._claims import ItemClaimOutcome, RecoveryClaims
 from runtime_core.recovery._dag_release import release_execution_claims
 from runtime_core.recovery._evidence import RecoveryEvidence
 from runtime_core.recovery._health_store import DeadIncarnations, InstanceHealthStore
-from runtime_core.recovery._models import RecoveredItem, RecoveryAction, RecoveryKind, RecoverySettings
+from runtime_core.recovery._models import (
+    RecoveredItem,
+    RecoveryAction,
+    RecoveryCause,
+    RecoveryKind,
+    RecoverySettings,
+)
 from runtime_core.recovery._requeue import RunRecovery, RunRecoveryOutcome, SharedRunRecovery
 
 log = logging.getLogger("runtime_core.recovery")
@@ -208,7 +214,8 @@ class ExecutionRecoveryReconciler:
         resume = record.execution_id if kind is RecoveryKind.IN_FLIGHT_EXECUTION else None
         decision = await self.deps.admission.admit(record.snapshot)
         request_id = new_scale_out_request_id() if decision.kind is AdmissionKind.REQUEST_SCALE_OUT else None
-        released = []
+        released: list[str] = []
+        uncertain: list[dict[str, str]] = []
         if resume:
             released = await release_execution_claims(
                 self.deps.dag_store,
@@ -216,6 +223,7 @@ class ExecutionRecoveryReconciler:
                 claimed_before_ms=dead.cutoff_for(record.incarnation),
                 dead_local_run_id=record.local_run_id,
             )
+            uncertain = await operations_in_doubt(self.deps.dag_store, resume, released)
         reason = _death(dead, record)
         result = await self.requeue.recover(
             shared.shared_run_id,
@@ -250,6 +258,9 @@ class ExecutionRecoveryReconciler:
             admission_decision=decision.kind.value,
             scale_out_request_id=request_id,
             reason=f"{reason}; admission: {decision.reason}",
+            cause=_cause(dead),
+            dead_since_ms=dead.cutoff_for(record.incarnation),
+            uncertain_operations=uncertain,
         )
         await self.deps.evidence.record(item, record.snapshot)
         if self.on_requeued is not None and request_id is None:
@@ -313,6 +324,8 @@ class ExecutionRecoveryReconciler:
             shared_run_id=record.shared_run_id,
             execution_id=record.execution_id,
             reason=why,
+            cause=_cause(dead),
+            dead_since_ms=dead.cutoff_for(record.incarnation),
         )
         await self.deps.evidence.record(item, record.snapshot)
         return _Outcome(done=True, note=RecoveryAction.ABANDONED.value, item=item)
@@ -331,6 +344,10 @@ class ExecutionRecoveryReconciler:
         )
         if announce:
             await announce_end(self.deps.index, self.deps.events, closed)
+
+
+def _cause(dead: DeadIncarnations) -> RecoveryCause:
+    return RecoveryCause.INSTANCE_LOST if dead.live_incarnation is None else RecoveryCause.PROCESS_RESTARTED
 
 
 def _death(dead: DeadIncarnations, record: RunIndexRecord) -> str:

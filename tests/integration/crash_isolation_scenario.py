@@ -54,7 +54,7 @@ from runtime_core.policy import RetryEngine
 from runtime_core.providers import DispatchRequest
 from runtime_core.queueing import PumpIdentity, ScaleOutStatus, SubmitMode
 from runtime_core.recovery import RecoveryKind
-from runtime_core.steps import default_executor_registry
+from runtime_core.steps import ExecutorRegistry, default_executor_registry
 from runtime_core.storage import SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration.control_plane_support import TENANT_A, TENANT_B, make_engine
@@ -158,19 +158,19 @@ class Proof:
 # Building blocks
 
 
-def write_tenants_file(data_dir: Path) -> Path:
+def write_tenants_file(data_dir: Path, tenants: dict[str, Any] | None = None) -> Path:
     path = data_dir / "tenants.json"
-    path.write_text(json.dumps({"tenants": TENANT_SETTINGS}))
+    path.write_text(json.dumps({"tenants": tenants or TENANT_SETTINGS}))
     return path
 
 
 def plane_engine(
-    hot_state: HotState, settings: EngineSettings | None = None
+    hot_state: HotState, settings: EngineSettings | None = None, executors: ExecutorRegistry | None = None
 ) -> tuple[DagEngine, ExecutionControlService]:
     """By default the engine settings of the runtime-instance processes (`RuntimeSettings().engine`)."""
     engine = DagEngine(
         DagStore(hot_state),
-        default_executor_registry(),
+        executors or default_executor_registry(),
         RetryEngine(),
         settings=settings or RuntimeSettings().engine,
     )
@@ -186,14 +186,19 @@ def build_plane(
     data_dir: Path,
     *,
     engine_settings: EngineSettings | None = None,
+    tenants: dict[str, Any] | None = None,
     providers_file: Path | None = None,
+    executors: ExecutorRegistry | None = None,
     **overrides: Any,
 ) -> tuple[ControlPlane, AuditServices]:
-    """Control plane with audit on the children's SQLite file, fast health and recovery loops."""
-    engine, control = plane_engine(hot_state, engine_settings)
+    """Control plane with audit on the children's SQLite file, fast health and recovery loops
+    (`tenants`: the tenants file's settings, default TENANT_SETTINGS; `providers_file`: the
+    providers file its runtime-instance children load; `executors`: the plane's own, built from
+    that file, for the submit-time checks)."""
+    engine, control = plane_engine(hot_state, engine_settings, executors)
     audit = build_audit_services(durable, engine.store, instance_id="control-plane")
     engine.observer, engine.results = audit.observer, audit.codec
-    tenants_file = write_tenants_file(data_dir)
+    tenants_file = write_tenants_file(data_dir, tenants)
     settings = ControlPlaneSettings(
         host="testhost",
         local_instances=0,
