@@ -61,7 +61,7 @@ TENANT_SETTINGS = {
         "maxRuntimeInstances": 4,
     },
 }
-HEARTBEAT_MS = 500  # assistance leases last three heartbeats: 1.5 s
+HEARTBEAT_MS = 1_000  # assistance leases last three heartbeats: 3 s, ample on a loaded machine
 WORKERS = 4
 MAX_LOCAL_WORKERS_PER_EXECUTION = 2  # each instance's effective worker count for one execution
 TIMEOUT_S = 60
