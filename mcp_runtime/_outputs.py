@@ -157,6 +157,15 @@ class StepRow(ToolOutput):
         None, description="The step's last failure (kept after a later successful retry)."
     )
     next_retry_at: datetime | None = Field(None, description="While WaitingForRetry: when it runs again.")
+    output: str | None = Field(
+        None, description="While a streaming step (stream: true) runs: its text so far (the last 16 KiB)."
+    )
+    output_length: int | None = Field(None, description="Characters a streaming step wrote so far.")
+    agent: list[dict[str, Any]] | None = Field(
+        None,
+        description="An ai.agent step's transcript: its sub-steps (model turns and tool calls) in order, "
+        "each with kind, state, attempts, times, input, output, usage and any approval or error.",
+    )
 
 
 class WaitingInput(ToolOutput):

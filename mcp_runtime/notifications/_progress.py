@@ -4,8 +4,10 @@ The MCP specification ends progress with the request ("progress notifications MU
 after completion"), and the SDK closes a request's stream once it answers, so a submit that
 asks for progress stays open: it reports `notifications/progress` as the run's steps finish
 (progress = finished steps, total = the pipeline's steps, a message naming the run's
-status) and answers once the run is done, waits for human input, or `max_wait_s` passed
-(the run then carries on; follow it with run.status or run://). Other requests are served
+status; while a streaming step writes its output, progress grows by fractions and the
+message carries the step's new text, `<status> | <step>: <text>`) and answers once the run
+is done, waits for human input, or `max_wait_s` passed (the run then carries on; follow it
+with run.status or run://). Other requests are served
 meanwhile: the SDK runs each request in its own task. The run's events arrive through
 Redis pub/sub from whichever process runs it; the run is re-read on each event (and every
 `recheck_s`, since pub/sub may drop events while Redis reconnects), so a missed event only
@@ -29,6 +31,7 @@ ProgressReport = Callable[[float, float | None, str], Awaitable[None]]
 
 DEFAULT_MAX_WAIT_S = 300.0
 _FINISHED_STEP_STATUSES = frozenset({"Completed", "Failed"})
+_FRACTION_SCALE = 1_000
 
 
 def _finished_steps(view: RunStatusView) -> int:
@@ -88,7 +91,8 @@ class RunProgress:
         changes: asyncio.Queue[RunEvent],
     ) -> RunStatusView:
         deadline = time.monotonic() + self.max_wait_s
-        reported = -1
+        reported_steps, reported = -1, -1.0
+        shown: dict[str, int] = {}  # characters of each step's output already sent
         while True:
             view = await self.control_plane.run_status(shared_run_id, snapshot)
             finished = _finished_steps(view)
@@ -97,9 +101,14 @@ class RunProgress:
             # count waits for the run to settle (moments after its last step): that report
             # names the run's final status.
             every_step_finished = bool(view.steps) and finished == len(view.steps)
-            if finished > reported and (last or not every_step_finished):
-                reported = finished
+            news = _new_output(view, shown)
+            if finished > reported_steps and (last or not every_step_finished):
+                reported_steps, reported = finished, float(finished)
                 await report(finished, len(view.steps) or None, _message(view))
+            elif news and not last and finished + _fraction(view) > reported:
+                reported = finished + _fraction(view)
+                text = " | ".join(f"{step}: {piece}" for step, piece in news)
+                await report(reported, len(view.steps) or None, f"{_message(view)} | {text}")
             if last:
                 return view
             remaining = deadline - time.monotonic()
@@ -107,6 +116,25 @@ class RunProgress:
                 await asyncio.wait_for(changes.get(), min(self.recheck_s, remaining))
             while not changes.empty():  # one re-read covers every event heard meanwhile
                 changes.get_nowait()
+
+
+def _new_output(view: RunStatusView, shown: dict[str, int]) -> list[tuple[str, str]]:
+    """(step, text) of what each streaming step wrote since it was last sent; marks it sent."""
+    news = []
+    for step in view.steps:
+        if step.output is None or not step.output_length:
+            continue
+        new = step.output_length - shown.get(step.name, 0)
+        if new > 0:
+            news.append((step.name, step.output[-new:]))
+            shown[step.name] = step.output_length
+    return news
+
+
+def _fraction(view: RunStatusView) -> float:
+    """Below 1, growing with the characters streamed by the running steps."""
+    written = sum(step.output_length or 0 for step in view.steps if step.status == "Running")
+    return written / (written + _FRACTION_SCALE)
 
 
 def _max_wait_from_env() -> float:

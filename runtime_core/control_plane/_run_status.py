@@ -2,10 +2,10 @@
 
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
-hot state (steps with their last errors and next retries, control status, the input a waiting
-run expects, the step that failed a failed run, sink results, the instances that assisted it),
-marking an older local attempt
-than the one the shared run is dispatched to (so it is not `done`); or, for a finished run
+hot state (steps with their last errors and next retries, live output and agent sub-steps,
+control status, the input a waiting run expects, the step that failed a failed run, sink
+results, the instances that assisted it), marking an older local attempt than the one the
+shared run is dispatched to (so it is not `done`); or, for a finished run
 whose hot state was retired (also when that happens while it is being read), from its durable
 RunRecord, so the answer is the same before and after the cleanup. Must not change any state.
 """
@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime_core.assistance import ASSISTANCE_FIELD, assistant_records
+from runtime_core.control_plane._live_steps import fill_live_steps
 from runtime_core.control_plane._parts import ControlPlaneParts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._step_rows import explain_execution
@@ -162,6 +163,7 @@ class RunStatusReader:
             )
             view.assistants = _assistants(execution.meta.attributes, now_ms)
         explain_execution(view, execution, self.parts.engine.executors)
+        await fill_live_steps(view, self.parts.dag_store, execution_id)
         if execution.meta.status != "Running":
             view.result = await self._sink_results(execution, snapshot)
         return True

@@ -180,6 +180,10 @@ class StepErrorView(BaseModel):
 
 
 class StepRow(BaseModel):
+    """`output` / `output_length`: while a streaming step runs, its text so far (the last 16 KiB)
+    and how many characters it wrote. `agent`: the sub-steps of an `ai.agent` step (model turns
+    and tool calls, with inputs, outputs, usage and timing) while its run is live."""
+
     name: str
     step_key: str
     status: str
@@ -187,6 +191,9 @@ class StepRow(BaseModel):
     recovery_count: int
     last_error: StepErrorView | None = None
     next_retry_at: datetime | None = None
+    output: str | None = None
+    output_length: int | None = None
+    agent: list[dict[str, Any]] | None = None
 
 
 class WaitingInputView(BaseModel):

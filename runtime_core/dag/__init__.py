@@ -6,7 +6,7 @@ terminal fingerprint. Must not know about queues or tenants beyond the snapshot 
 given, and never writes the state a Lua script guards from Python.
 """
 
-from runtime_core.dag._claimed import OUTPUT_EVENT, OUTPUT_MAX_BYTES, ClaimHandle
+from runtime_core.dag._claimed import OUTPUT_EVENT, OUTPUT_MAX_BYTES, ClaimHandle, read_live_output
 from runtime_core.dag._engine import DagEngine
 from runtime_core.dag._engine_settings import (
     PARKED_CONTROL_STATUSES,
@@ -99,4 +99,6 @@ __all__ = [
     "failure_summary",
     # Operations of steps (side effects that survive uncertainty)
     "operations_in_doubt",
+    # Live output of streaming steps
+    "read_live_output",
 ]

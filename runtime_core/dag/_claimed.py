@@ -107,3 +107,19 @@ class StepOutputStream:
                 extra={"execution_id": claim.execution_id, "step": claim.step_name, "error": error.message},
             )
             return None
+
+
+async def read_live_output(store: DagStore, execution_id: str) -> dict[str, tuple[str, int]]:
+    """Per streaming step of the execution: its partial output kept so far (the last
+    `OUTPUT_MAX_BYTES`) and the characters written in all."""
+    fields = await store.hot_state.redis.hgetall(store.keys(execution_id).output)
+    decoded = {_text(name): _text(value) for name, value in fields.items()}
+    return {
+        name: (text, int(decoded.get(f"{name}:length", "0")))
+        for name, text in decoded.items()
+        if not name.endswith((":token", ":length"))
+    }
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

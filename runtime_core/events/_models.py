@@ -38,6 +38,8 @@ class RunEventType(StrEnum):
     WAITING_FOR_INPUT = "run.waiting_for_input"
     STEP_COMPLETED = "run.step_completed"
     STEP_FAILED = "run.step_failed"
+    # A streaming step wrote more of its output (`output`: the new text)
+    STEP_OUTPUT = "run.step_output"
     # More steps are ready than the run's workers: idle runtime instances may assist it
     ASSISTANCE_WANTED = "run.assistance_wanted"
     # The end of the run (its local run closed, or a shared run cancelled before dispatch)
@@ -46,7 +48,7 @@ class RunEventType(StrEnum):
     CANCELLED = "run.cancelled"
 
 
-STEP_EVENTS = frozenset({RunEventType.STEP_COMPLETED, RunEventType.STEP_FAILED})
+STEP_EVENTS = frozenset({RunEventType.STEP_COMPLETED, RunEventType.STEP_FAILED, RunEventType.STEP_OUTPUT})
 """Progress within a run: published lazily in batches, never durable."""
 
 PROGRESS_EVENTS = STEP_EVENTS | {RunEventType.ASSISTANCE_WANTED}
@@ -81,6 +83,7 @@ class RunEvent(BaseModel):
     step: str | None = None
     waiting_key: str | None = None
     reason: str | None = None
+    output: str | None = None
     at_ms: int = Field(default_factory=lambda: int(time.time() * 1000))
 
     @property

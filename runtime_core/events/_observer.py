@@ -2,8 +2,8 @@
 
 Owns mapping engine events to run events: execution created / paused / resumed, a resume,
 input or cancel a caller asked for (what wakes a parked run's instance), a step parked for
-human input (waiting for input, durable), step completed / failed (progress,
-buffered). The run's SharedRunId and LocalRunId are read once per execution from its
+human input (waiting for input, durable), step completed / failed and a streaming step's
+new output (progress, buffered). The run's SharedRunId and LocalRunId are read once per execution from its
 metadata and cached (a reassigned execution is read again). The end of a run is not
 published here: the runtime instance publishes it once the local run is closed, so a
 subscriber that reads the run on that event finds it done. Must never raise into the
@@ -35,6 +35,7 @@ _STATUS_EVENTS = {
 _STEP_EVENTS = {
     "step.completed": (RunEventType.STEP_COMPLETED, "Completed"),
     "step.failed": (RunEventType.STEP_FAILED, "Failed"),
+    "step.output": (RunEventType.STEP_OUTPUT, "Running"),
 }
 _CACHED_EXECUTIONS = 4_096
 
@@ -80,6 +81,7 @@ class RunEventObserver:
             status=status,
             step=event.step_name,
             waiting_key=waiting_key,
+            output=event.attributes.get("text") if event_type is RunEventType.STEP_OUTPUT else None,
         )
 
     async def _identities(self, execution_id: str) -> tuple[str | None, str | None]:

@@ -238,9 +238,17 @@ class TaskService:
         )
 
 
+_STATUS_OUTPUT_CHARS = 500
+"""The tail of a streaming step's output a working task's status message carries."""
+
+
 def _progress(run: RunStatusView) -> str:
     if not run.steps:
         return f"Run '{run.requested_id}' is {run.shared_status or run.local_status or 'queued'}."
     completed = sum(1 for step in run.steps if step.status == "Completed")
     state = run.control_status if run.control_status not in (None, "None", "Running") else "running"
-    return f"Run '{run.requested_id}' is {state}: {completed} of {len(run.steps)} steps completed."
+    message = f"Run '{run.requested_id}' is {state}: {completed} of {len(run.steps)} steps completed."
+    streaming = next((step for step in run.steps if step.status == "Running" and step.output), None)
+    if streaming is None or streaming.output is None:
+        return message
+    return f"{message} Step '{streaming.name}' so far: ...{streaming.output[-_STATUS_OUTPUT_CHARS:]}"

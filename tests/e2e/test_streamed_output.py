@@ -1,0 +1,132 @@
+"""Streamed output through a real `mcp-runtime serve` process: an `ai.prompt` with `stream: true` against
+the loopback LLM server (OpenAI and Anthropic wire formats, Server-Sent Events, a slow model).
+The MCP client that submitted with a progress callback receives the partial text in progress
+notifications before the step completes (the client's receive times against the step's
+completion in the ledger), `run.status` shows the partial text while the step runs, and the
+final result equals the one the same prompt gives unstreamed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from mcp_runtime import hash_token
+from runtime_core.hot_state import EmbeddedRedis
+from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.e2e.mcp_support import BearerClient, clean_environment, served_http
+from tests.loopback import serving
+
+TOKEN = "acme-streamer-" + secrets.token_hex(8)
+STORY = (
+    "Once upon a time a workflow runtime kept every model turn as a checkpoint, so that no crash "
+    "could make it pay twice for the same words. Its operators watched the words arrive one by one."
+)
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[str]:
+    server = LoopbackLlm([{"text": STORY}], piece_delay_s=0.02)  # ~50 pieces: about a second
+    async with serving(server.app) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def server(
+    model: str, redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    data_dir, files = tmp_path_factory.mktemp("stream-data"), tmp_path_factory.mktemp("stream-files")
+    config = files / "server.json"
+    principal = {
+        "user_id": "sam",
+        "tenant_id": "acme",
+        "roles": ["operator"],
+        "token_sha256": [hash_token(TOKEN)],
+    }
+    config.write_text(json.dumps({"principals": {"acme-streamer": principal}}), encoding="utf-8")
+    providers = files / "providers.json"
+    providers.write_text(json.dumps({"llm": llm_settings(model)}), encoding="utf-8")
+    env = clean_environment(
+        REDIS_URL=redis_server.url,
+        MCP_RUNTIME_REDIS_PREFIX=f"stream{secrets.token_hex(4)}:",
+        **{KEY_ENV: API_KEY},
+    )
+    with served_http(config, data_dir, env, "--providers-file", str(providers)) as base_url:
+        yield f"{base_url}/mcp"
+
+
+def prompt(provider: str, stream: bool, tag: str | None = None) -> dict[str, Any]:
+    step = {
+        "name": "tell",
+        "stepKey": "ai.prompt",
+        "config": {"template": "Tell the story ({tag})", "provider": provider, "stream": stream},
+        "input": {"tag": "state.tag"},
+    }
+    definition = {"name": f"story-{provider}", "steps": [step]}
+    return {"definition": definition, "input": {"tag": tag or secrets.token_hex(4)}, "mode": "DirectDispatch"}
+
+
+async def ignore(done: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any], **options: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments, **options)
+    assert not result.is_error and result.structured_content is not None, result.content
+    return result.structured_content
+
+
+@pytest.mark.parametrize("provider", ["gpt", "claude"])
+async def test_the_submitting_client_reads_the_partial_text_before_the_step_completes(
+    server: str, provider: str
+) -> None:
+    reports: list[tuple[float, str]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        reports.append((time.time(), message or ""))
+
+    async with BearerClient(server, TOKEN) as client:
+        tag = secrets.token_hex(4)
+        answer = await call(client, "submit", prompt(provider, True, tag), progress_callback=progress)
+        run = answer["run"]
+        assert run["execution_status"] == "Completed"
+        ledger = await call(client, "ledger", {"run_id": answer["shared_run_id"]})
+        unstreamed = await call(client, "submit", prompt(provider, False, tag), progress_callback=ignore)
+    [completed] = [
+        e for e in ledger["entries"] if e["event"] == "step.completed" and e["step_name"] == "tell"
+    ]
+    completed_at = datetime.fromisoformat(completed["recorded_at"]).timestamp()
+    partial = [(at, message.split(" | tell: ", 1)[1]) for at, message in reports if " | tell: " in message]
+    assert partial, reports
+    assert partial[0][0] < completed_at  # partial text reached the client before the step completed
+    streamed_text = "".join(text for at, text in partial if at < completed_at)
+    assert streamed_text and STORY.startswith(streamed_text)
+    assert run["result"]["data"]["text"] == STORY
+    assert run["result"]["data"] == unstreamed["run"]["result"]["data"]
+    assert {k: v for k, v in run["result"].items() if k != "data"} == {
+        k: v for k, v in unstreamed["run"]["result"].items() if k != "data"
+    }
+
+
+async def test_run_status_shows_the_partial_text_while_the_step_runs(server: str) -> None:
+    async with BearerClient(server, TOKEN) as client:
+        submitted = await call(client, "submit", prompt("gpt", True))
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while True:  # each read is a round trip to the server: the run advances meanwhile
+            status = await call(client, "run.status", {"run_id": submitted["shared_run_id"]})
+            row = status["steps"][0] if status["steps"] else {}
+            if row.get("output"):
+                seen.append(row["output"])
+            if status["done"] or time.monotonic() > deadline:
+                break
+        assert status["done"] and status["result"]["data"]["text"] == STORY
+    assert seen and all(STORY.startswith(text) for text in seen)
+    assert status["steps"][0].get("output") is None  # kept only while the step runs
