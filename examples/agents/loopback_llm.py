@@ -10,7 +10,8 @@ pieces, tool-call arguments as partial JSON, usage at the end).
 
 It counts completed turns: a turn counts once its whole reply went out, per conversation
 (its first user message) and turn index; `GET /turns` lists the counts (a turn completed
-twice would mean a model call was repeated). `hold(turn)` makes a reply wait until
+twice would mean a model call was repeated); `GET /readyz` answers once it serves.
+`hold(turn)` makes a reply wait until
 `release(turn)`; a client that goes away meanwhile is not answered and nothing is counted.
 
     python examples/agents/loopback_llm.py --port 8781 --script examples/agents/model-script.json
@@ -55,6 +56,7 @@ class LoopbackLlm:
                 Route(OPENAI_PATH, self._openai, methods=["POST"]),
                 Route(ANTHROPIC_PATH, self._anthropic, methods=["POST"]),
                 Route("/turns", self._turns, methods=["GET"]),
+                Route("/readyz", self._ready, methods=["GET"]),
             ]
         )
 
@@ -74,6 +76,9 @@ class LoopbackLlm:
         return JSONResponse(
             [{"conversation": c, "turn": t, "completed": n} for (c, t), n in self.completed.items()]
         )
+
+    async def _ready(self, request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ready"})
 
     async def _openai(self, request: Request) -> Response:
         body = await request.json()

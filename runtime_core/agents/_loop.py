@@ -60,7 +60,7 @@ class AgentRun:
         self.system = system
         self.model = config.model or provider.default_model
         self.guard = AgentLimitGuard(config.limits, config.pricing, invocation.step_name)
-        self.specs: list[ToolSpec] = [tool.spec() for tool in config.tools]
+        self.specs: list[ToolSpec] = []
         self.records: dict[int, SubStep] = {}
         self.spent = Spent()
         self.seq = 0
@@ -71,6 +71,7 @@ class AgentRun:
         invocation = self.invocation
         recorded = await read_sub_steps(self.store, invocation.execution_id, invocation.step_name)
         self.records = {record.seq: record for record in recorded}
+        self.specs = [await self.tools.spec(tool, invocation) for tool in self.config.tools]
         self.started_at_ms = recorded[0].started_at_ms if recorded else int(time.time() * 1000)
         if recorded and invocation.human_input is None:
             final = [record.seq for record in recorded if record.state.final]

@@ -4,9 +4,10 @@ Owns turning the model's call into a nested invocation of the tool's step type (
 arguments are its inputs, the tool's `config` its config; its operations are the agent
 step's own, named `tool-<seq>.<name>`, so a side effect the tool guards survives a crash of
 the agent under the tool's uncertainty policy), handing a child pipeline to the
-`ChildRuns` the runtime provides, and the outcome the model reads: the tool's data as JSON,
-or the failure a tool answered (permanent failures are told to the model; any other failure
-fails the agent step, whose retry replays to this call). Must not record checkpoints.
+`ChildRuns` the runtime provides, the tool's spec for the model (a step type may describe
+its tools, `mcp.tool` from the MCP server's listing), and the outcome the model reads: the
+tool's data as JSON, or the failure a tool answered (permanent failures are told to the
+model; any other failure fails the agent step, whose retry replays to this call). Must not record checkpoints.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 
 from runtime_core.agents._config import AgentTool
 from runtime_core.steps import ExecutorRegistry, StepFailure, StepInvocation, canonical_json, unwrap_result
-from runtime_core.steps.llm import ToolCall
+from runtime_core.steps.llm import ToolCall, ToolSpec
 from runtime_core.steps.operations import OperationJournal, OperationStart, OperationState, UncertaintyPolicy
 
 TOLD_TO_MODEL = frozenset({"permanent", "not_found", "invalid_input", "resolver"})
@@ -70,6 +71,21 @@ class ToolRunner:
     def __init__(self, executors: ExecutorRegistry, child_runs: ChildRuns | None = None) -> None:
         self.executors = executors
         self.child_runs = child_runs
+
+    async def spec(self, tool: AgentTool, invocation: StepInvocation) -> ToolSpec:
+        """The tool as the model sees it: its declared description and `inputSchema`; a step type
+        that describes its tools (`mcp.tool`: the MCP tool's own) fills what is not declared."""
+        spec = tool.spec()
+        executor = self.executors.get(tool.step_key) if tool.step_key else None
+        describe = getattr(executor, "describe_tool", None)
+        if describe is None or {"description", "input_schema"} <= tool.model_fields_set:
+            return spec
+        description, schema = await describe(tool.config, invocation.snapshot)
+        return ToolSpec(
+            name=tool.name,
+            description=tool.description if "description" in tool.model_fields_set else description,
+            input_schema=tool.input_schema if "input_schema" in tool.model_fields_set else schema,
+        )
 
     async def run(
         self, invocation: StepInvocation, tool: AgentTool, call: ToolCall, seq: int, human_input: Any

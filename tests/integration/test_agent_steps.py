@@ -20,10 +20,12 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
 from tests.loopback import serving
+from tests.mcp_tool_server import Effects, http_entry, side_effects_server
 from tests.side_effect_peer import SideEffectPeer
 
 TENANT = "tenant-agents"
 SNAPSHOT = ExecutionContextSnapshot(user_id="u-agent", tenant_id=TENANT, context_key="agent-tests")
+OTHER_TENANT = ExecutionContextSnapshot(user_id="u-b", tenant_id="tenant-b", context_key="agent-tests")
 
 
 def note_call(turn: int) -> dict[str, Any]:
@@ -51,12 +53,25 @@ async def peer() -> AsyncIterator[tuple[SideEffectPeer, str]]:
 
 
 @pytest.fixture(scope="module")
+async def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Effects, str]]:
+    effects_file = tmp_path_factory.mktemp("agent-mcp") / "effects.jsonl"
+    async with side_effects_server(effects_file) as url:
+        yield Effects(effects_file), url
+
+
+@pytest.fixture(scope="module")
 async def services(
-    model: tuple[LoopbackLlm, str], redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+    model: tuple[LoopbackLlm, str],
+    mcp_server: tuple[Effects, str],
+    redis_server: EmbeddedRedis,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[EngineServices]:
     folder = tmp_path_factory.mktemp("agents")
     providers_file = folder / "providers.json"
-    providers_file.write_text(json.dumps({"llm": llm_settings(model[1])}), encoding="utf-8")
+    servers = {TENANT: {"desk": http_entry(mcp_server[1], idempotent=True)}}  # tenant A's only
+    providers_file.write_text(
+        json.dumps({"llm": llm_settings(model[1]), "mcp_servers": servers}), encoding="utf-8"
+    )
     settings = RuntimeSettings(
         data_dir=folder / "data",
         redis_url=redis_server.url,
@@ -99,9 +114,11 @@ def agent_pipeline(peer_url: str, provider: str, **config: Any) -> Any:
     )
 
 
-async def start(services: EngineServices, pipeline: Any) -> str:
+async def start(
+    services: EngineServices, pipeline: Any, snapshot: ExecutionContextSnapshot = SNAPSHOT
+) -> str:
     return await services.engine.create_execution(
-        pipeline, {"topic": "ops", "run": secrets.token_hex(4)}, SNAPSHOT
+        pipeline, {"topic": "ops", "run": secrets.token_hex(4)}, snapshot
     )
 
 
@@ -202,3 +219,86 @@ async def test_a_streamed_agent_gives_the_result_of_an_unstreamed_one(
     assert [s["output"] for s in streamed["transcript"] if s["kind"] == "model"] == [
         s["output"] for s in plain["transcript"] if s["kind"] == "model"
     ]
+
+
+def mcp_agent(**ticket: Any) -> Any:
+    tools = [
+        {"name": "weather", "stepKey": "mcp.tool", "config": {"server": "desk", "tool": "lookup"}},
+        {
+            "name": "file_ticket",
+            "stepKey": "mcp.tool",
+            "config": {"server": "desk", "tool": "create_ticket"},
+            **ticket,
+        },
+    ]
+    agent = {"prompt": "Check the weather, then file a ticket ({run})", "provider": "claude", "tools": tools}
+    step = {"name": "agent", "stepKey": "ai.agent", "input": {"run": "state.run"}, "config": agent}
+    return parse_pipeline({"name": "mcp-agent", "steps": [step]})
+
+
+MCP_SCRIPT = [
+    {"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]},
+    {"tool_calls": [{"name": "file_ticket", "arguments": {"title": "Storm in Oslo", "priority": 2}}]},
+    {"text": "Filed."},
+]
+
+
+async def test_an_agent_calls_an_mcp_servers_tools_offered_with_the_servers_own_schemas(
+    services: EngineServices, model: tuple[LoopbackLlm, str], mcp_server: tuple[Effects, str]
+) -> None:
+    llm, _ = model
+    llm.script = MCP_SCRIPT
+    effects, _ = mcp_server
+    before = sum(effects.effects("create_ticket").values())
+    execution_id = await start(services, mcp_agent(requiresApproval=True))
+    assert await services.engine.run(execution_id, workers=1) == "WaitingForInput"
+    await services.control.submit_input(execution_id, "agent.approval.3", {"approved": True}, SNAPSHOT)
+    assert await services.engine.run(execution_id, workers=1) == "Completed"
+    offered = {tool["name"]: tool for tool in llm.requests[-1]["tools"]}
+    assert offered["weather"]["input_schema"]["properties"]["city"]["type"] == "string"
+    assert "priority" in offered["file_ticket"]["input_schema"]["properties"]
+    assert sum(effects.effects("create_ticket").values()) - before == 1
+    sub_steps = await read_sub_steps(services.dag_store, execution_id, "agent")
+    assert sub_steps[1].output["text"] == '{"city":"Oslo","temp_c":4.0}'
+    assert sub_steps[3].approval == {"approved": True} and sub_steps[3].state.value == "completed"
+
+
+async def test_a_tenant_b_agent_cannot_reach_tenant_a_mcp_server(
+    services: EngineServices, model: tuple[LoopbackLlm, str], mcp_server: tuple[Effects, str]
+) -> None:
+    llm, _ = model
+    llm.script = MCP_SCRIPT
+    effects, _ = mcp_server
+    calls_before = len(effects.entries())
+    declared = {"description": "File a ticket.", "inputSchema": {"type": "object", "properties": {}}}
+    pipeline = parse_pipeline(
+        {
+            "name": "mcp-agent-b",
+            "steps": [
+                {
+                    "name": "agent",
+                    "stepKey": "ai.agent",
+                    "config": {
+                        "prompt": "File a ticket",
+                        "provider": "claude",
+                        "tools": [
+                            {
+                                "name": "file_ticket",
+                                "stepKey": "mcp.tool",
+                                "config": {"server": "desk", "tool": "create_ticket"},
+                                **declared,
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+    )
+    llm.script = [MCP_SCRIPT[1], MCP_SCRIPT[2]]
+    execution_id = await start(services, pipeline, OTHER_TENANT)
+    assert await services.engine.run(execution_id, workers=1) == "Completed"
+    told = llm.requests[-1]["messages"][-1]["content"][0]
+    assert told["is_error"] is True and "desk" in told["content"]
+    # exactly what a tenant without any server named `desk` reads
+    assert services.step_providers.mcp.unknown_message("tenant-b", "desk") in told["content"]
+    assert len(effects.entries()) == calls_before  # tenant A's server saw nothing

@@ -104,6 +104,18 @@ class McpToolExecutor:
                 hint="Fix the step's `input`; steps.list shows the tool's input schema.",
             )
 
+    async def describe_tool(
+        self, config: dict[str, Any], snapshot: ExecutionContextSnapshot | None
+    ) -> tuple[str, dict[str, Any]]:
+        """What an agent offers its model for this step as a tool: the MCP tool's description and
+        input schema, from the run's tenant's server (StepFailure as for a call)."""
+        parsed = McpToolConfig.model_validate(config)
+        tenant = snapshot.tenant_id if snapshot is not None else None
+        self.servers.resolve(tenant, parsed.server)
+        assert tenant is not None
+        tool = _offered(await self.servers.tools(tenant, parsed.server), parsed, failure=True)
+        return tool.description or "", dict(tool.input_schema)
+
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(McpToolConfig, invocation)
         tenant = invocation.snapshot.tenant_id if invocation.snapshot is not None else None
