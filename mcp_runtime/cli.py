@@ -27,7 +27,7 @@ from mcp_runtime._cli_inputs import json_object, read_pipeline_file
 from mcp_runtime._cli_report import WAITING_FOR_INPUT, AnswerContext, outcome_report
 from mcp_runtime._cli_wait_ready import add_wait_ready
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
-from runtime_core.dag import EngineEvent
+from runtime_core.dag import LIVE_EVENTS, EngineEvent
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.hosting import (
     add_process_arguments,
@@ -78,11 +78,16 @@ exit codes: 0 completed, 1 run failed or cancelled, 2 bad arguments or error,
 Documentation: docs/ in the repository (README.md links every page)."""
 
 
+QUIET_EVENTS = frozenset({"step.claimed", *LIVE_EVENTS})
+
+
 class ProgressPrinter:
-    """Prints one line per step transition to stderr so long runs show progress."""
+    """Prints one line per step transition (and agent sub-step) to stderr so long runs show progress;
+    a streaming step's live output is not repeated there."""
 
     async def on_event(self, event: EngineEvent) -> None:
-        if event.name.startswith("step.") and event.name != "step.claimed" and event.step_name:
+        shown = event.name.startswith(("step.", "agent.")) and event.name not in QUIET_EVENTS
+        if shown and event.step_name:
             print(f"  {event.name:<24} {event.step_name}", file=sys.stderr, flush=True)
 
 

@@ -185,6 +185,16 @@ RULES: list[tuple[str, Run | tuple[Covered, ...]]] = [
             ),
         ),
     ),
+    (
+        r"examples/agents/ticket-agent\.json",
+        (
+            Covered(
+                "tests/e2e/test_agent_example.py",
+                "test_the_agent_guide_example_waits_for_approval_then_files_one_ticket",
+                "examples/agents/ticket-agent.json",
+            ),
+        ),
+    ),
     (r"human-approval\.json", Run(exit_code=3)),
     (r"^source \.venv/bin/activate|^mcp-runtime (--help|--version|steps|run|hash-token)", Run()),
     (r"^mcp-runtime serve --transport http --port 8765 .*&$", Run()),
