@@ -24,6 +24,7 @@ from starlette.responses import PlainTextResponse, Response
 from mcp_runtime._backend import ToolBackend
 from mcp_runtime._errors import tool_error_text
 from mcp_runtime.dashboard._access import DashboardAccess, DashboardUser
+from mcp_runtime.dashboard._conversation import conversation_signature
 from mcp_runtime.dashboard._listing import LISTING_TOOL, list_runs, run_filters
 from mcp_runtime.dashboard._settings import DashboardSettings
 from mcp_runtime.run_view import RunViewReader
@@ -58,7 +59,8 @@ class LiveStreams:
 
         async def read(user: DashboardUser) -> tuple[dict[str, Any], bool]:
             graph = await self.reader.graph(run_id, user.admit("run.status"))
-            return graph.live_state(), graph.done
+            # An agent's new turn or streamed text changes no step status: it changes this.
+            return {**graph.live_state(), "conversation": conversation_signature(graph.run)}, graph.done
 
         return self._stream(request, "status", "run.status", read, self.settings.run_poll_ms)
 

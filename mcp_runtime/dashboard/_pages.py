@@ -21,6 +21,7 @@ from starlette.responses import RedirectResponse, Response
 from mcp_runtime._backend import ToolBackend
 from mcp_runtime._errors import tool_error_text
 from mcp_runtime.dashboard._access import DashboardAccess, DashboardUser
+from mcp_runtime.dashboard._conversation import conversations
 from mcp_runtime.dashboard._input_form import form_fields
 from mcp_runtime.dashboard._listing import LISTING_TOOL, list_runs, run_filters
 from mcp_runtime.dashboard._security import UI_PATH
@@ -112,6 +113,7 @@ class DashboardPages:
             notice=None if refresh else user.session.take_notice(),
             graph=graph,
             graph_svg=graph_svg(graph),
+            conversations=conversations(graph.run),
             evidence=evidence,
             evidence_error=evidence_error,
             histories=evidence.histories if evidence else {},
