@@ -79,6 +79,10 @@ def _clock(milliseconds: int | None) -> str:
     return datetime.fromtimestamp(milliseconds / 1000, tz=UTC).isoformat(timespec="milliseconds")
 
 
+def _result_text(title: str, result: Any) -> str:
+    return f"\n{title}:\n{json.dumps(result, indent=2, sort_keys=True)}"
+
+
 def answer_command(view: ExecutionView, control: ControlState, context: AnswerContext) -> str:
     """The `mcp-runtime input ...` line that answers the gate and runs the execution on."""
     command = ["mcp-runtime", "input", view.meta.execution_id, control.waiting_key or "<waiting-key>"]
@@ -96,14 +100,20 @@ def outcome_report(
     control: ControlState | None,
     context: AnswerContext,
     expected_input: dict[str, Any] | None = None,
+    *,
+    every_step: bool = False,
 ) -> str:
     """Everything printed on stdout once the execution stopped (terminal or parked);
-    `expected_input` is the JSON schema of the answer a parked step waits for."""
+    `expected_input` is the JSON schema of the answer a parked step waits for; `every_step`:
+    the result of every step that has one (`--steps-output`), not only the final one."""
     waiting_step = control.waiting_step if status == WAITING_FOR_INPUT and control is not None else None
     parts = [f"ExecutionId: {view.meta.execution_id}\nStatus: {status}\n", step_table(view, waiting_step)]
-    if status == "Completed":
+    if every_step:
+        shown = [step for step in view.steps if step.result is not None]
+        parts += [_result_text(f"Result of {step.name} ({step.step_key})", step.result) for step in shown]
+    elif status == "Completed":
         final = view.steps[-1]
-        parts.append(f"\nFinal result ({final.name}):\n{json.dumps(final.result, indent=2, sort_keys=True)}")
+        parts.append(_result_text(f"Final result ({final.name})", final.result))
     elif status == WAITING_FOR_INPUT and control is not None:
         step = control.waiting_step or "?"
         prompt = f": {control.reason}" if control.reason else ""

@@ -350,6 +350,11 @@ class StepTypeInfo(ToolOutput):
     input_schema: dict[str, Any] | None = Field(
         None, description="JSON Schema of the human input the step waits for (input.submit), if any."
     )
+    default_retry: dict[str, Any] | None = Field(
+        None,
+        description="The `retry` section a step of this type uses when its config has none "
+        "(null: no retries); any `retry` section replaces it.",
+    )
 
 
 class McpToolInfo(ToolOutput):

@@ -28,7 +28,7 @@ from mcp_runtime._cli_report import WAITING_FOR_INPUT, AnswerContext, outcome_re
 from mcp_runtime._cli_wait_ready import add_wait_ready
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.dag import LIVE_EVENTS, EngineEvent
-from runtime_core.errors import RuntimeCoreError
+from runtime_core.errors import InvalidPipelineError, RuntimeCoreError
 from runtime_core.hosting import (
     add_process_arguments,
     options_from_args,
@@ -127,7 +127,7 @@ async def _advance(services: EngineServices, execution_id: str, args: argparse.N
     if control is not None and control.waiting_step is not None:
         step_key = next((s.step_key for s in view.steps if s.name == control.waiting_step), "")
         expected = services.executors.expected_input(step_key)
-    print(outcome_report(view, status, control, context, expected))
+    print(outcome_report(view, status, control, context, expected, every_step=args.steps_output))
     if status == "Completed":
         return 0
     return EXIT_WAITING if status == WAITING_FOR_INPUT else EXIT_FAILED
@@ -240,6 +240,11 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
     )
     _add_steps_option(command)
     _add_providers_file(command, "$MCP_RUNTIME_PROVIDERS_FILE, else the offline template and demo database")
+    command.add_argument(
+        "--steps-output",
+        action="store_true",
+        help="print the result of every step that has one, not only the final step's",
+    )
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -375,13 +380,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(args.handler(args))
     except (RuntimeCoreError, OSError) as exc:
-        print(f"error [{getattr(exc, 'code', 'os_error')}]: {exc}", file=sys.stderr)
+        print(f"error {_error_text(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except ValidationError as exc:
         print(f"error [invalid_arguments]: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _error_text(exc: RuntimeCoreError | OSError) -> str:
+    """`[code] message (hint)`; a refused pipeline names the validation rule it broke."""
+    if isinstance(exc, InvalidPipelineError):
+        return f"[{exc.code}] rule {exc.rule}: {exc}"
+    return f"[{getattr(exc, 'code', 'os_error')}]: {exc}"
 
 
 if __name__ == "__main__":

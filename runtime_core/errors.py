@@ -1,10 +1,14 @@
 """Typed runtime errors shared by every runtime_core package.
 
-Owns the error hierarchy and its stable machine-readable codes. Every error carries a
-message that tells the caller what to do next. Must not contain any recovery logic.
+Owns the error hierarchy and its stable machine-readable codes, and `closest_name` (the
+"did you mean" of a misspelled key). Every error carries a message that tells the caller what
+to do next. Must not contain any recovery logic.
 """
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 
 class RuntimeCoreError(Exception):
@@ -87,3 +91,9 @@ class ConfigurationError(RuntimeCoreError):
     """A configuration file or setting is invalid; the runtime refuses to start with it."""
 
     code = "invalid_configuration"
+
+
+def closest_name(word: str, known: Iterable[str]) -> str | None:
+    """The known name `word` most likely misspells (None when none is close)."""
+    matches = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None

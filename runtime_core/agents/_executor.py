@@ -17,6 +17,7 @@ from runtime_core.agents._config import AgentConfig
 from runtime_core.agents._loop import AgentRun
 from runtime_core.agents._tools import ChildRuns, ToolRunner
 from runtime_core.dag import DagStore
+from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps import (
     ExecutorRegistry,
     HumanApprovalExecutor,
@@ -43,6 +44,7 @@ class AiAgentExecutor:
         "A tool-calling agent: the model calls tools (step types, MCP servers' tools, pipelines) in a loop "
         "until it answers; every model turn and tool call is a durable checkpoint."
     )
+    default_retry = PROVIDER_RETRY
     input_schema = APPROVAL_INPUT_SCHEMA
 
     def __init__(

@@ -83,7 +83,11 @@ class StepRunner:
         context, run = self.context, self.run
         seed = f"{run.execution_id}:{step.name}:{claim.retry_count}"
         decision = context.retry.decide(
-            step.config, failure.code, claim.retry_count, seed, retry_after_ms=failure.retry_after_ms
+            self._retry_config(step),
+            failure.code,
+            claim.retry_count,
+            seed,
+            retry_after_ms=failure.retry_after_ms,
         )
         error = {"code": failure.code, "message": failure.message, "reason": decision.reason}
         result = await context.until_available(
@@ -107,6 +111,13 @@ class StepRunner:
             next_retry_at_ms=result.next_retry_at_ms,
             **usage_attributes(failure.usage),
         )
+
+    def _retry_config(self, step: StepDefinition) -> dict[str, Any]:
+        """The step's config; without a `retry` section, with its step type's default one."""
+        if "retry" in step.config:
+            return step.config
+        default = self.context.invoker.executors.default_retry(step.step_key)
+        return step.config if default is None else {**step.config, "retry": default}
 
     async def _park(self, step: StepDefinition, claim: StepClaim, parked: StepParked) -> None:
         """Mark the execution WaitingForInput first, then hand the step back (Ready, no retry used)."""

@@ -15,16 +15,18 @@ from runtime_core.policy._definition import (
 )
 from runtime_core.policy._jitter import jittered_delay_ms, seeded_unit_interval
 from runtime_core.policy._registry import Policy, PolicyRegistry, UnknownPolicyError
-from runtime_core.policy._retry_config import RetryConfig, RetryStrategy
+from runtime_core.policy._retry_config import PROVIDER_RETRY, RetryConfig, RetryStrategy
 from runtime_core.policy._retry_engine import (
     COST_LIMIT,
     LIMIT_FAILURE_CODES,
     NON_RETRYABLE_FAILURE_CODES,
     NOT_FOUND_FAILURE_CODE,
     PERMANENT_FAILURE_CODE,
+    PERMISSION_DENIED_FAILURE_CODE,
     TIME_LIMIT,
     TOKEN_LIMIT,
     TURN_LIMIT,
+    UNAUTHENTICATED_FAILURE_CODE,
     UNCERTAIN_FAILURE_CODE,
     RetryDecision,
     RetryEngine,
@@ -43,11 +45,14 @@ __all__ = [
     "NON_RETRYABLE_FAILURE_CODES",
     "NOT_FOUND_FAILURE_CODE",
     "PERMANENT_FAILURE_CODE",
+    "PERMISSION_DENIED_FAILURE_CODE",
+    "PROVIDER_RETRY",
     "TIMEOUT_POLICY",
     "TIME_LIMIT",
     "TOKEN_LIMIT",
     "TRANSIENT_POLICY",
     "TURN_LIMIT",
+    "UNAUTHENTICATED_FAILURE_CODE",
     "UNCERTAIN_FAILURE_CODE",
     "CodeRetryPolicy",
     "Policy",

@@ -26,11 +26,20 @@ UNCERTAIN_FAILURE_CODE = "uncertain"
 # An agent step went past one of its limits (runtime_core.agents): a retry would only replay to it.
 TURN_LIMIT, TOKEN_LIMIT, COST_LIMIT, TIME_LIMIT = "turn_limit", "token_limit", "cost_limit", "time_limit"
 LIMIT_FAILURE_CODES = frozenset({TURN_LIMIT, TOKEN_LIMIT, COST_LIMIT, TIME_LIMIT})
+# A provider refused the credentials it was sent (HTTP 401) or what they may do (HTTP 403).
+UNAUTHENTICATED_FAILURE_CODE, PERMISSION_DENIED_FAILURE_CODE = "unauthenticated", "permission_denied"
 # Without Retry policies every other code counts as transient. These never are: trying again
 # cannot change the answer (or, for `uncertain`, could repeat a side effect). A policy naming
 # one of them explicitly still retries it.
 NON_RETRYABLE_FAILURE_CODES = frozenset(
-    {PERMANENT_FAILURE_CODE, NOT_FOUND_FAILURE_CODE, UNCERTAIN_FAILURE_CODE, *LIMIT_FAILURE_CODES}
+    {
+        PERMANENT_FAILURE_CODE,
+        NOT_FOUND_FAILURE_CODE,
+        UNCERTAIN_FAILURE_CODE,
+        UNAUTHENTICATED_FAILURE_CODE,
+        PERMISSION_DENIED_FAILURE_CODE,
+        *LIMIT_FAILURE_CODES,
+    }
 )
 _MAX_DOUBLINGS = 62
 
@@ -82,7 +91,9 @@ class RetryEngine:
 
         `retry_count` is the number of retries already used; `seed` (conventionally
         `execution_id:step:retry_count`) fixes the jitter. `retry_after_ms` (a provider's
-        `Retry-After`) is a floor: the delay is never shorter, whatever backoff and jitter say.
+        `Retry-After`) is a floor, capped at the section's `maxDelayMs`: the delay is never
+        shorter than it, whatever backoff and jitter say, and a provider asking for an hour
+        cannot park the step longer than the policy allows.
         """
         retry = RetryConfig.from_step_config(config)
         eligibility = self._eligibility(retry, failure_code)
@@ -102,8 +113,11 @@ class RetryEngine:
             )
         delay_ms = self._delay_ms(retry, retry_count, seed)
         floor = ""
-        if retry_after_ms is not None and retry_after_ms > delay_ms:
-            delay_ms, floor = retry_after_ms, " (the provider's Retry-After)"
+        if retry_after_ms is not None:
+            capped = min(retry_after_ms, retry.max_delay_ms)
+            if capped > delay_ms:
+                cap = f", capped at maxDelayMs={retry.max_delay_ms}" if capped < retry_after_ms else ""
+                delay_ms, floor = capped, f" (the provider's Retry-After{cap})"
         return RetryDecision(
             retry=True,
             delay_ms=delay_ms,

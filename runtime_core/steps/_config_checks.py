@@ -1,24 +1,28 @@
 """Submit-time step config checks: every step's `config` is valid for its step type here.
 
-Owns running, for each step, its executor's config model on the step's `config` (the seed's
-"required config values exist" rule: a missing or mistyped field is refused before anything
-is queued, with the step and the field named) and then the executor's optional
-`check_config(config)` hook (e.g. `ai.prompt` and `rag.retrieval` name a configured
-provider), reporting the first problem as InvalidPipelineError; and, for a submitting tenant,
-each executor's optional async `check_for_tenant(config, step, snapshot)` hook (`mcp.tool`: the
-tenant's own server, the tool's input schema). Must not run steps.
+Owns running, for each step, the key check (a key its step type does not declare, a typo the
+config model would silently drop, is refused with the key meant: "did you mean `maxTokens`?"),
+its executor's config model on the step's `config` (the seed's "required config values exist"
+rule: a missing or mistyped field is refused before anything is queued, with the step and the
+field named) and then the executor's optional `check_config(config)` hook (e.g. `ai.prompt` and
+`rag.retrieval` name a configured provider), reporting the first problem as
+InvalidPipelineError; and, for a submitting tenant, each executor's optional async
+`check_for_tenant(config, step, snapshot)` hook (`mcp.tool`: the tenant's own server, the tool's
+input schema). Must not run steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import StepDefinition
 from runtime_core.steps._config import StepConfigError, validation_problems
+from runtime_core.steps._config_keys import retry_section_key, unknown_config_keys
 from runtime_core.steps._registry import ExecutorRegistry
 
 STEP_CONFIG_RULE = "step_config"
@@ -33,6 +37,7 @@ def check_step_configs(steps: Iterable[StepDefinition], registry: ExecutorRegist
         if executor is None or model is None:
             continue  # an unregistered key is the `step_keys_registered` rule's to report
         what = f"Step '{step.name}' ({step.step_key})"
+        _refuse_unknown_keys(what, step.step_key, model, step.config)
         try:
             config = model.model_validate(step.config)
         except ValidationError as error:
@@ -66,3 +71,24 @@ async def check_steps_for_tenant(
         except StepConfigError as error:
             what = f"Step '{step.name}' ({step.step_key})"
             raise InvalidPipelineError(TENANT_RULE, f"{what}: {error.message}", hint=error.hint) from None
+
+
+def _refuse_unknown_keys(what: str, step_key: str, model: type[BaseModel], config: dict[str, Any]) -> None:
+    unknown = unknown_config_keys(model, config)
+    if not unknown:
+        return
+    first = unknown[0]
+    retry_key = retry_section_key(first.key) if first.path == first.key else None
+    if retry_key is not None:
+        meant = f"`{first.key}` belongs in the `retry` section: \"retry\": {{\"{retry_key}\": ...}}."
+    elif first.suggestion is not None:
+        meant = f"did you mean `{first.suggestion}`?"
+    else:
+        meant = "no key of this step type is close to it."
+    others = f" ({len(unknown) - 1} more unknown key(s) after it.)" if len(unknown) > 1 else ""
+    raise InvalidPipelineError(
+        STEP_CONFIG_RULE,
+        f"{what} has an unknown config key `{first.path}`: {meant}{others}",
+        hint=f"Known keys here: {', '.join(first.known)}. `mcp-runtime steps {step_key}` or the MCP "
+        f"resource step://{step_key} shows the config schema.",
+    )

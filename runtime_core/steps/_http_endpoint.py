@@ -56,8 +56,11 @@ def secret_from_env(variable: str, what: str) -> str:
 class HttpEndpoint:
     """Requests to one base URL; the client is opened on first use (in the running loop) and pooled."""
 
-    def __init__(self, settings: HttpEndpointSettings) -> None:
+    def __init__(
+        self, settings: HttpEndpointSettings, credentials: str = "the credentials the request sent"
+    ) -> None:
         self.settings = settings
+        self.credentials = credentials  # what a 401 / 403 says was refused, e.g. the key's variable
         self._client: httpx.AsyncClient | None = None
 
     async def request(
@@ -79,7 +82,9 @@ class HttpEndpoint:
             response = await self._open().request(method, url, headers=all_headers, **arguments)
         except httpx.HTTPError as error:
             raise failure_for_transport(what, error, secrets=secrets) from None
-        failure = failure_for_status(what, response, secrets=secrets, not_found_code=not_found_code)
+        failure = failure_for_status(
+            what, response, secrets=secrets, not_found_code=not_found_code, credentials=self.credentials
+        )
         if failure is not None:
             raise failure
         return response
@@ -105,7 +110,9 @@ class HttpEndpoint:
             async with self._open().stream(method, url, headers=all_headers, **arguments) as response:
                 if response.status_code >= 300:
                     await response.aread()
-                    failure = failure_for_status(what, response, secrets=secrets)
+                    failure = failure_for_status(
+                        what, response, secrets=secrets, credentials=self.credentials
+                    )
                     if failure is not None:
                         raise failure
                 yield response

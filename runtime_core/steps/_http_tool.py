@@ -19,6 +19,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import Field, model_validator
 
+from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps._config import StepConfig, parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
 from runtime_core.steps._http_failures import failure_for_status, failure_for_transport
@@ -78,6 +79,7 @@ class HttpToolExecutor:
         "Call an HTTP(S) endpoint with the step's inputs (Idempotency-Key: the step's operation id); "
         "failures are classified for retries, a call cut by a crash is settled by onUncertain."
     )
+    default_retry = PROVIDER_RETRY
     input_schema = DECISION_INPUT_SCHEMA
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
@@ -89,7 +91,7 @@ class HttpToolExecutor:
         async def call(operation_id: str) -> dict[str, Any]:
             headers = _with_operation(config, operation_id)
             response = await _send(config, config.method, url, what, headers=headers, **request_body)
-            failure = failure_for_status(what, response)
+            failure = failure_for_status(what, response, credentials=_credentials(config))
             if failure is not None:
                 raise failure
             return _result(config.method, url, response, operation_id)
@@ -128,10 +130,17 @@ async def _status(config: HttpToolConfig, operation_id: str) -> dict[str, Any] |
     response = await _send(config, "GET", url, what, headers=_with_operation(config, operation_id))
     if response.status_code == 404:
         return None
-    failure = failure_for_status(what, response)
+    failure = failure_for_status(what, response, credentials=_credentials(config))
     if failure is not None:
         raise failure
     return _result("GET", url, response, operation_id, reconciled=True)
+
+
+def _credentials(config: HttpToolConfig) -> str:
+    """What a 401 / 403 refused: the step's configured headers (their names, never their values)."""
+    if not config.headers:
+        return "a request without credentials (config.headers is empty)"
+    return f"the step's config.headers ({', '.join(sorted(config.headers))})"
 
 
 def _with_operation(config: HttpToolConfig, operation_id: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps._config import parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
 from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
@@ -28,6 +29,7 @@ class AiPromptExecutor:
     step_key = "ai.prompt"
     config_model = PromptConfig
     description = "Render a prompt template from the inputs and complete it with a named LLM provider."
+    default_retry = PROVIDER_RETRY
 
     def __init__(self, providers: LlmProviders) -> None:
         self._providers = providers

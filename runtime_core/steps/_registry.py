@@ -19,6 +19,7 @@ from runtime_core.steps.api import (
     StepDescription,
     check_step_definition,
     config_model_of,
+    default_retry_of,
     describe_step,
 )
 
@@ -49,6 +50,11 @@ class ExecutorRegistry:
     def config_model(self, step_key: str) -> type[BaseModel] | None:
         executor = self._executors.get(step_key)
         return None if executor is None else config_model_of(executor)
+
+    def default_retry(self, step_key: str) -> dict[str, Any] | None:
+        """The `retry` section of a step of this type whose config has none (None: no retries)."""
+        executor = self._executors.get(step_key)
+        return None if executor is None else default_retry_of(executor)
 
     def expected_input(self, step_key: str, waiting_key: str | None = None) -> dict[str, Any]:
         """JSON Schema of the human input the step waits for under `waiting_key`: its

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps._config import parse_config
 from runtime_core.steps._executor import StepInvocation
 from runtime_core.steps._results import step_result
@@ -21,6 +22,7 @@ class RagRetrievalExecutor:
     step_key = "rag.retrieval"
     config_model = RetrievalConfig
     description = "Run a named retrieval operation on a configured provider, the inputs as parameters."
+    default_retry = PROVIDER_RETRY
 
     def __init__(self, providers: RetrievalProviders) -> None:
         self._providers = providers

@@ -6,6 +6,8 @@ names a configured provider answering `operation`. Must not open a data source.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from runtime_core.steps._config import StepConfig, StepConfigError
@@ -18,6 +20,11 @@ class RetrievalConfig(StepConfig):
     operation: str = Field(min_length=1)
     provider: str = EMBEDDED_PROVIDER_TYPE
     provider_key: str = "default"
+    execution_mode: Literal["provider"] = Field(
+        default="provider",
+        description="Where the operation runs: `provider`, the only mode (pipelines written for the "
+        "specification name it).",
+    )
 
 
 def check_retrieval_provider(config: RetrievalConfig, providers: RetrievalProviders) -> None:

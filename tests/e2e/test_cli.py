@@ -129,6 +129,40 @@ def test_a_failed_run_prints_each_failed_steps_error_code_and_message(cli: Cli, 
     assert "Retries exhausted" in failed[0] and "(retries 1, failed at 20" in failed[0]
 
 
+@pytest.mark.parametrize(
+    ("config", "printed"),
+    [
+        (
+            {"tempalte": "Rate {name}"},
+            "error [invalid_pipeline] rule step_config: Step 'ask' (ai.prompt) has an unknown config key "
+            "`tempalte`: did you mean `template`?",
+        ),
+        (
+            {"template": "Rate {name}", "provider": "gpt-5"},
+            "error [invalid_pipeline] rule provider_configured: Step 'ask' (ai.prompt): ",
+        ),
+    ],
+    ids=["config-typo", "provider-not-configured"],
+)
+def test_a_refused_pipeline_names_the_validation_rule_it_broke(
+    cli: Cli, tmp_path: Path, config: dict[str, str], printed: str
+) -> None:
+    pipeline = tmp_path / "refused.json"
+    step = {"name": "ask", "stepKey": "ai.prompt", "config": config}
+    pipeline.write_text(json.dumps({"name": "refused", "steps": [step]}), encoding="utf-8")
+    done = cli("run", str(pipeline))
+    assert_usage_error(done, printed)
+
+
+def test_steps_output_prints_the_result_of_every_step(cli: Cli) -> None:
+    done = cli("run", str(EXAMPLES / "fan-out.json"), "--steps-output")
+    assert done.returncode == 0, done.stdout + done.stderr
+    pipeline = json.loads((EXAMPLES / "fan-out.json").read_text(encoding="utf-8"))
+    for step in pipeline["steps"]:
+        assert f"Result of {step['name']} ({step['stepKey']}):" in done.stdout
+    assert "Final result" not in done.stdout
+
+
 def test_a_run_waiting_for_input_prints_the_command_that_answers_it_and_that_command_works(cli: Cli) -> None:
     state = json.dumps({"candidateId": "c-1", "jobId": "j-1"})
     parked = cli("run", str(EXAMPLES / "human-approval.json"), "--input", state)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
@@ -100,7 +100,7 @@ class LoopbackLlm:
     def then(self, path: str, *replies: Reply) -> None:
         self.script[path].extend(replies)
 
-    async def _answer(self, request: Request) -> JSONResponse:
+    async def _answer(self, request: Request) -> Response:
         body = await request.json()
         path = request.url.path
         self.seen.append(Seen(path, dict(request.headers), body, time.time() * 1000))
@@ -108,6 +108,8 @@ class LoopbackLlm:
         if reply.delay_s:
             with contextlib.suppress(TimeoutError):  # a slow provider; the fixture releases it at the end
                 await asyncio.wait_for(self.released.wait(), reply.delay_s)
+        if reply.body == "":  # an empty body, as some gateways answer 401 / 403
+            return Response(status_code=reply.status, headers=reply.headers)
         if reply.body is not None or reply.status != 200:
             return JSONResponse(reply.body or {}, status_code=reply.status, headers=reply.headers)
         wire = _openai_reply if path == OPENAI_PATH else _anthropic_reply
@@ -178,6 +180,15 @@ def provider_settings(base_url: str) -> dict[str, Any]:
                 "model": "claude-loopback",
                 "api_key_env": "MCPRT_TEST_UNSET_KEY",
             },
+            # base_url with or without the version segment, and a local server taking no key
+            "gpt-bare-origin": {"kind": "openai", "base_url": base_url, "model": "gpt-loopback", **common},
+            "claude-versioned": {
+                "kind": "anthropic",
+                "base_url": f"{base_url}/v1/",
+                "model": "claude-loopback",
+                **common,
+            },
+            "claude-local": {"kind": "anthropic", "base_url": base_url, "model": "claude-loopback"},
         }
     }
 
@@ -304,16 +315,69 @@ async def test_500_is_transient_without_a_retry_floor(llm: LoopbackLlm, registry
     assert (failure.code, failure.retry_after_ms) == ("transient", None)
 
 
-async def test_other_4xx_is_permanent_and_the_echoed_key_is_redacted(
+async def test_a_refused_key_is_unauthenticated_and_the_echoed_key_is_redacted(
     llm: LoopbackLlm, registry: ExecutorRegistry
 ) -> None:
     echo = {"error": {"message": f"Incorrect API key provided: {API_KEY}", "type": "invalid_request_error"}}
     llm.then(OPENAI_PATH, Reply(status=401, body=echo))
     failure = await failure_of(registry, prompt("gpt"))
-    assert failure.code == "permanent"
+    assert failure.code == "unauthenticated"
     assert "401" in failure.message and "[redacted]" in failure.message
     assert API_KEY not in failure.message
     assert RetryEngine().decide({"retry": {"maxRetries": 3}}, failure.code, 0, "s").retry is False
+
+
+async def test_other_4xx_is_permanent(llm: LoopbackLlm, registry: ExecutorRegistry) -> None:
+    llm.then(OPENAI_PATH, Reply(status=400, body={"error": {"message": "bad request"}}))
+    failure = await failure_of(registry, prompt("gpt"))
+    assert failure.code == "permanent" and "400" in failure.message
+
+
+@pytest.mark.parametrize(("provider", "path"), [("gpt", OPENAI_PATH), ("claude", ANTHROPIC_PATH)])
+@pytest.mark.parametrize(
+    ("status", "code", "words"),
+    [(401, "unauthenticated", "authentication failed"), (403, "permission_denied", "authorization failed")],
+)
+async def test_401_and_403_say_which_entry_and_key_variable_were_refused_even_with_an_empty_body(
+    llm: LoopbackLlm, registry: ExecutorRegistry, provider: str, path: str, status: int, code: str, words: str
+) -> None:
+    llm.then(path, Reply(status=status, body=""))
+    failure = await failure_of(registry, prompt(provider))
+    assert failure.code == code
+    assert words in failure.message
+    assert f"the API key in {KEY_ENV} (api_key_env of llm entry '{provider}')" in failure.message
+    assert "It said" not in failure.message  # nothing to quote
+    assert API_KEY not in failure.message
+
+
+async def test_a_401_of_an_entry_without_api_key_env_says_no_key_was_sent(
+    llm: LoopbackLlm, registry: ExecutorRegistry
+) -> None:
+    llm.then(ANTHROPIC_PATH, Reply(status=401, body={"error": "x-api-key header is required"}))
+    failure = await failure_of(registry, prompt("claude-local"))
+    assert failure.code == "unauthenticated"
+    assert "llm entry 'claude-local', which sends no API key (it has no api_key_env" in failure.message
+    assert "It said: " in failure.message and "x-api-key header is required" in failure.message
+
+
+async def test_an_anthropic_entry_without_api_key_env_sends_no_key_to_a_local_server(
+    llm: LoopbackLlm, registry: ExecutorRegistry
+) -> None:
+    result = await run_step(registry, prompt("claude-local"))
+    (seen,) = llm.seen
+    assert "x-api-key" not in seen.headers and "authorization" not in seen.headers
+    assert result["data"]["text"] == "a fine answer"
+
+
+@pytest.mark.parametrize(
+    ("provider", "path"),
+    [("gpt-bare-origin", OPENAI_PATH), ("claude-versioned", ANTHROPIC_PATH), ("claude", ANTHROPIC_PATH)],
+)
+async def test_base_url_with_or_without_its_version_segment_reaches_the_same_endpoint(
+    llm: LoopbackLlm, registry: ExecutorRegistry, provider: str, path: str
+) -> None:
+    await run_step(registry, prompt(provider))
+    assert [seen.path for seen in llm.seen] == [path]
 
 
 async def test_a_reply_slower_than_the_read_timeout_is_a_timeout(
@@ -439,6 +503,13 @@ async def ledger(services: EngineServices, execution_id: str, event: str) -> lis
     return [entry.attributes for entry in entries if entry.event == event]
 
 
+async def last_error_reason(services: EngineServices, execution_id: str) -> str:
+    """Why the retry engine decided as it did for the step's last failure (kept after a success)."""
+    view = await services.dag_store.read_execution(execution_id)
+    assert view is not None and view.steps[0].last_error is not None
+    return view.steps[0].last_error.reason
+
+
 async def test_the_engine_waits_for_retry_after_before_the_next_attempt(
     llm: LoopbackLlm, services: EngineServices
 ) -> None:
@@ -451,6 +522,44 @@ async def test_the_engine_waits_for_retry_after_before_the_next_attempt(
     # Redis time is whole milliseconds, the loopback server's sub-millisecond: 1 ms of slack.
     assert scheduled["next_retry_at_ms"] >= first.at_ms + 1000 - 1
     assert second.at_ms >= first.at_ms + 1000 - 1
+
+
+async def test_without_a_retry_section_transient_failures_are_retried_by_the_default_policy(
+    llm: LoopbackLlm, services: EngineServices
+) -> None:
+    llm.then(OPENAI_PATH, Reply(status=503, body={}), Reply(status=500, body={}))
+    step = ask("ask", "gpt")
+    del step["config"]["retry"]
+    execution_id, status = await run_pipeline(services, [step])
+    assert status == "Completed" and len(llm.seen) == 3
+    scheduled = await ledger(services, execution_id, "step.retry_scheduled")
+    assert [entry["code"] for entry in scheduled] == ["transient", "transient"]
+    reason = await last_error_reason(services, execution_id)
+    assert "Retry 2 of 3 for failure code 'transient' allowed by policy 'retry.transient.default'" in reason
+
+
+async def test_a_retry_section_replaces_the_default_policy(
+    llm: LoopbackLlm, services: EngineServices
+) -> None:
+    llm.then(OPENAI_PATH, Reply(status=503, body={}))
+    execution_id, status = await run_pipeline(services, [ask("ask", "gpt", retry={"maxRetries": 0})])
+    assert status == "Failed" and len(llm.seen) == 1
+    (failed,) = await ledger(services, execution_id, "step.failed")
+    assert failed["code"] == "transient"
+    assert "maxRetries=0" in await last_error_reason(services, execution_id)
+
+
+async def test_a_retry_after_longer_than_the_maximum_delay_waits_only_the_maximum_delay(
+    llm: LoopbackLlm, services: EngineServices
+) -> None:
+    llm.then(OPENAI_PATH, Reply(status=429, body={}, headers={"Retry-After": "3600"}))
+    retry = {"maxRetries": 1, "baseDelayMs": 1, "maxDelayMs": 200}
+    execution_id, status = await run_pipeline(services, [ask("ask", "gpt", retry=retry)])
+    assert status == "Completed"
+    (scheduled,) = await ledger(services, execution_id, "step.retry_scheduled")
+    assert scheduled["code"] == "transient"
+    reason = await last_error_reason(services, execution_id)
+    assert "next attempt in 200 ms (the provider's Retry-After, capped at maxDelayMs=200)" in reason
 
 
 async def test_token_usage_reaches_the_step_ledger_entry_and_the_metrics(

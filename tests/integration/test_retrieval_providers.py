@@ -497,7 +497,10 @@ async def test_http_secret_header_comes_from_the_environment(
     http: HttpJsonRetrievalProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, "wrong-token")
-    assert (await refused(http, "job.byId", {"jobId": "j-1"})).code == "permanent"  # 401
+    rejected = await refused(http, "job.byId", {"jobId": "j-1"})
+    assert rejected.code == "unauthenticated"
+    assert f"X-Api-Key from {TOKEN_ENV}" in rejected.message and "'api'" in rejected.message
+    assert "wrong-token" not in rejected.message
     monkeypatch.delenv(TOKEN_ENV)
     failure = await refused(http, "job.byId", {"jobId": "j-1"})
     assert failure.code == "permanent" and TOKEN_ENV in failure.message

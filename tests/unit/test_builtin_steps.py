@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from runtime_core.policy import RetryEngine
@@ -424,6 +424,10 @@ async def _unavailable(request: Request) -> PlainTextResponse:
     return PlainTextResponse("try later", status_code=503)
 
 
+async def _locked(request: Request) -> Response:
+    return Response(status_code=request.path_params["status"])  # no body at all
+
+
 def _http_app(release_slow: asyncio.Event) -> Starlette:
     async def slow(request: Request) -> PlainTextResponse:
         await release_slow.wait()
@@ -435,6 +439,7 @@ def _http_app(release_slow: asyncio.Event) -> Starlette:
             Route("/echo", _echo_body, methods=["POST"]),
             Route("/unavailable", _unavailable),
             Route("/slow", slow),
+            Route("/locked/{status:int}", _locked),
         ]
     )
 
@@ -470,6 +475,22 @@ async def test_http_503_fails_transient(registry: ExecutorRegistry, http_base_ur
 async def test_http_404_fails_permanent(registry: ExecutorRegistry, http_base_url: str) -> None:
     failure = await fail(registry, http_step("GET", f"{http_base_url}/missing"))
     assert failure.code == "permanent"
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "words"),
+    [(401, "unauthenticated", "authentication failed"), (403, "permission_denied", "authorization failed")],
+)
+async def test_http_401_and_403_are_refused_credentials_naming_the_header_not_its_value(
+    registry: ExecutorRegistry, http_base_url: str, status: int, code: str, words: str
+) -> None:
+    step = http_step("GET", f"{http_base_url}/locked/{status}", headers={"Authorization": "Bearer s3cr3t"})
+    failure = await fail(registry, step)
+    assert failure.code == code and words in failure.message
+    assert "the step's config.headers (Authorization)" in failure.message
+    assert "s3cr3t" not in failure.message
+    assert registry.default_retry("tool.http") is not None  # and never retried by it
+    assert RetryEngine().decide({"retry": registry.default_retry("tool.http")}, code, 0, "s").retry is False
 
 
 async def test_http_slow_response_fails_timeout(registry: ExecutorRegistry, http_base_url: str) -> None:

@@ -48,7 +48,7 @@ def test_a_providers_file_with_each_kind_loads(tmp_path: Path) -> None:
         },
     }
     settings = load_provider_settings(write(tmp_path, document))
-    assert settings.llm["claude"].base_url == "https://api.anthropic.com"
+    assert settings.llm["claude"].base_url == "https://api.anthropic.com/v1"  # the API root, versioned
     assert settings.llm["openai"].connect_timeout_s == 5.0
     assert [entry.provider_type for entry in settings.retrieval.values()] == ["relational", "api", "document"]
 

@@ -116,11 +116,15 @@ def test_non_transient_codes_are_never_retried_without_policies(code: str) -> No
     assert f"'{code}' is not transient" in decision.reason
 
 
-def test_the_non_retryable_codes_are_permanent_not_found_uncertain_and_agent_limits() -> None:
+def test_the_non_retryable_codes_are_permanent_not_found_uncertain_refused_credentials_and_agent_limits() -> (
+    None
+):
     assert NON_RETRYABLE_FAILURE_CODES == {
         "permanent",
         "not_found",
         "uncertain",
+        "unauthenticated",
+        "permission_denied",
         "turn_limit",
         "token_limit",
         "cost_limit",
@@ -236,12 +240,22 @@ def test_a_backoff_longer_than_retry_after_is_kept() -> None:
     count=st.integers(min_value=0, max_value=9),
     jitter=st.booleans(),
 )
-def test_the_delay_is_never_shorter_than_retry_after(
+def test_the_delay_is_never_shorter_than_retry_after_up_to_the_maximum_delay(
     base: int, retry_after: int, count: int, jitter: bool
 ) -> None:
-    config = _config(maxRetries=10, baseDelayMs=base, strategy="Exponential", jitter=jitter)
+    config = _config(
+        maxRetries=10, baseDelayMs=base, strategy="Exponential", jitter=jitter, maxDelayMs=30_000
+    )
     decision = ENGINE.decide(config, "transient", count, f"s:{count}", retry_after_ms=retry_after)
-    assert decision.retry and decision.delay_ms >= retry_after
+    assert decision.retry and decision.delay_ms >= min(retry_after, 30_000)
+    assert decision.delay_ms <= 30_000
+
+
+def test_a_retry_after_beyond_the_maximum_delay_is_capped_and_the_reason_says_so() -> None:
+    config = _config(maxRetries=2, baseDelayMs=100, maxDelayMs=2_000)
+    decision = ENGINE.decide(config, "transient", 0, "exec_1:a:0", retry_after_ms=3_600_000)
+    assert (decision.retry, decision.delay_ms) == (True, 2_000)
+    assert "Retry-After, capped at maxDelayMs=2000" in decision.reason
 
 
 def test_retry_after_does_not_make_a_permanent_failure_retryable() -> None:

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.plugins import PluginLoadError, StepPluginSettings, load_step_plugins
 from runtime_core.steps import ExecutorRegistry, check_step_configs, default_executor_registry
 from runtime_core.steps.api import (
+    PROVIDER_RETRY,
     STEP_ENTRY_POINT_GROUP,
     FunctionStep,
     StepConfig,
@@ -353,3 +354,110 @@ def test_a_config_model_need_not_derive_from_step_config() -> None:
 
     registry = ExecutorRegistry([plain])
     assert registry.config_model("demo.plain") is Plain
+
+
+# Retries by default, and keys no step type declares
+
+
+def test_a_step_may_declare_the_retry_it_uses_without_a_retry_section_and_it_is_published() -> None:
+    @step("demo.calls", default_retry=PROVIDER_RETRY)
+    async def calls(config: StepConfig, invocation: StepInvocation) -> int:
+        return 1
+
+    registry = ExecutorRegistry([calls])
+    assert registry.default_retry("demo.calls") == PROVIDER_RETRY
+    assert registry.describe("demo.calls")[0].default_retry == PROVIDER_RETRY
+    builtin = default_executor_registry()
+    assert {key for key in builtin.keys() if builtin.default_retry(key)} == {
+        "ai.prompt",
+        "rag.retrieval",
+        "tool.http",
+    }
+
+
+def test_a_default_retry_that_is_not_a_retry_section_is_refused_at_registration() -> None:
+    class Wrong:
+        step_key = "demo.wrong"
+        default_retry = {"maxRetry": 3}
+
+        async def execute(self, invocation: StepInvocation) -> None: ...
+
+    with pytest.raises(StepDefinitionError, match=r"unknown key `maxRetry`: did you mean `maxRetries`\?"):
+        ExecutorRegistry([Wrong()])
+
+
+class _Limits(StepConfig):
+    max_turns: int = 3
+
+
+class _Nested(StepConfig):
+    label: str = "x"
+    limits: _Limits = _Limits()
+    tools: list[_Limits] = []
+
+
+class _Open(StepConfig):
+    model_config = ConfigDict(extra="allow")
+    label: str = "x"
+
+
+@pytest.mark.parametrize(
+    ("model", "config", "refused"),
+    [
+        (_Nested, {"lable": "y"}, "unknown config key `lable`: did you mean `label`?"),
+        (
+            _Nested,
+            {"limits": {"maxTurn": 2}},
+            "unknown config key `limits.maxTurn`: did you mean `maxTurns`?",
+        ),
+        (_Nested, {"tools": [{}, {"max_turn": 1}]}, "unknown config key `tools[1].max_turn`: did you mean"),
+        (
+            _Nested,
+            {"maxRetries": 2},
+            '`maxRetries` belongs in the `retry` section: "retry": {"maxRetries": ...}',
+        ),
+        (_Nested, {"zzz": 1}, "unknown config key `zzz`: no key of this step type is close to it."),
+        (_Nested, {"label": "y", "retry": {}, "timeoutMs": 5, "concurrency": {}}, None),
+        (_Nested, {"limits": {"max_turns": 2}, "sourceSteps": [], "sourceStep": "a"}, None),
+        (StepConfig, {"anything": 1}, None),  # the step declares no config: it reads its own keys
+        (_Open, {"anything": 1}, None),  # extra keys allowed by the model
+    ],
+)
+def test_a_config_key_its_step_type_does_not_declare_is_refused_with_the_key_meant(
+    model: type[BaseModel], config: dict[str, Any], refused: str | None
+) -> None:
+    @step("demo.keys", config=model)  # type: ignore[type-var]
+    async def keys(config: BaseModel, invocation: StepInvocation) -> int:
+        return 1
+
+    pipeline = parse_pipeline(
+        {"name": "p", "steps": [{"name": "k", "stepKey": "demo.keys", "config": config}]}
+    )
+    if refused is None:
+        check_step_configs(pipeline.steps, ExecutorRegistry([keys]))
+        return
+    with pytest.raises(InvalidPipelineError) as error:
+        check_step_configs(pipeline.steps, ExecutorRegistry([keys]))
+    assert error.value.rule == "step_config"
+    assert refused in error.value.message
+    assert "Known keys here: " in (error.value.hint or "")
+
+
+def test_the_specifications_retrieval_steps_keep_validating() -> None:
+    pipeline = parse_pipeline(
+        {
+            "name": "spec",
+            "steps": [
+                {
+                    "name": "candidate",
+                    "stepKey": "rag.retrieval",
+                    "config": {
+                        "operation": "candidate.byId",
+                        "provider": "relational",
+                        "executionMode": "provider",
+                    },
+                }
+            ],
+        }
+    )
+    check_step_configs(pipeline.steps, default_executor_registry())

@@ -2,7 +2,8 @@
 
 Owns the rules every step (built-in or plug-in) meets: a `step_key` matching STEP_KEY_PATTERN,
 an `async def execute(invocation)`, a `config_model` deriving from pydantic's BaseModel (the
-`StepConfig` base when absent), and optional `description`, `input_schema` and `check_config`.
+`StepConfig` base when absent), and optional `description`, `input_schema`, `check_config` and
+`default_retry` (the `retry` section used when a step's config has none).
 Breaking a rule raises StepDefinitionError naming the object and the rule. Must not register,
 load or run anything.
 """
@@ -11,10 +12,13 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
+from runtime_core.errors import InvalidPipelineError
+from runtime_core.policy import RetryConfig
 from runtime_core.steps._config import StepConfig
 
 STEP_ENTRY_POINT_GROUP = "mcp_runtime.steps"
@@ -53,12 +57,31 @@ def check_step_definition(executor: Any) -> None:
         raise StepDefinitionError(
             f"step {step_key!r} ({what}) has an `input_schema` that is not a JSON object"
         )
+    _check_default_retry(executor, f"step {step_key!r} ({what})")
+
+
+def _check_default_retry(executor: Any, what: str) -> None:
+    retry = getattr(executor, "default_retry", None)
+    if retry is None:
+        return
+    if not isinstance(retry, Mapping):
+        raise StepDefinitionError(f"{what} has a `default_retry` that is not a `retry` section (a mapping)")
+    try:
+        RetryConfig.parse(dict(retry), "default_retry")
+    except InvalidPipelineError as error:
+        raise StepDefinitionError(f"{what}: {error.message}") from None
 
 
 def config_model_of(executor: Any) -> type[BaseModel]:
     """The executor's config model; `StepConfig` (any object, keys ignored) when it declares none."""
     model: type[BaseModel] = getattr(executor, "config_model", StepConfig)
     return model
+
+
+def default_retry_of(executor: Any) -> dict[str, Any] | None:
+    """The `retry` section the step type uses when a step's config has none (None: no retries)."""
+    retry = getattr(executor, "default_retry", None)
+    return dict(retry) if retry is not None else None
 
 
 def description_of(executor: Any) -> str:

@@ -1,7 +1,8 @@
 """StepDescription: what the runtime publishes about one registered step type.
 
 Owns the published shape (key, where it came from, description, the JSON Schema of its
-config as pipeline JSON spells it, and the schema of the human input it may wait for),
+config as pipeline JSON spells it, the schema of the human input it may wait for, and the
+`retry` section it uses when a step's config has none),
 served by the `steps.list` MCP tool, the `step://{key}` resource and `mcp-runtime steps`. Must not validate
 configs: the submit-time check does.
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime_core.steps.api._definition import config_model_of, description_of
+from runtime_core.steps.api._definition import config_model_of, default_retry_of, description_of
 
 BUILTIN_SOURCE = "builtin"
 
@@ -25,6 +26,7 @@ class StepDescription(BaseModel):
     description: str
     config_schema: dict[str, Any]
     input_schema: dict[str, Any] | None = None
+    default_retry: dict[str, Any] | None = None
 
 
 def describe_step(executor: Any, source: str) -> StepDescription:
@@ -35,4 +37,5 @@ def describe_step(executor: Any, source: str) -> StepDescription:
         description=description_of(executor),
         config_schema=config_model_of(executor).model_json_schema(by_alias=True),
         input_schema=dict(schema) if schema is not None else None,
+        default_retry=default_retry_of(executor),
     )

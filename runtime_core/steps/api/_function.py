@@ -33,12 +33,14 @@ class FunctionStep(Generic[ConfigT]):
         config_model: type[ConfigT],
         description: str,
         input_schema: dict[str, Any] | None = None,
+        default_retry: dict[str, Any] | None = None,
     ) -> None:
         self.function = function
         self.step_key = step_key
         self.config_model = config_model
         self.description = description
         self.input_schema = input_schema
+        self.default_retry = default_retry
 
     async def execute(self, invocation: StepInvocation) -> Any:
         return await self.function(parse_config(self.config_model, invocation), invocation)
@@ -53,11 +55,14 @@ def step(
     config: type[ConfigT] = StepConfig,  # type: ignore[assignment]
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
+    default_retry: dict[str, Any] | None = None,
 ) -> Callable[[StepFunction[ConfigT]], FunctionStep[ConfigT]]:
     """Declare an async function `(config, invocation) -> result` as the step `step_key`.
 
     `config` is the pydantic model of the step's `config` (derive it from StepConfig); the
-    description defaults to the first paragraph of the function's docstring.
+    description defaults to the first paragraph of the function's docstring; `default_retry`
+    is the `retry` section used when a step's config has none (`PROVIDER_RETRY` for a step
+    that calls a provider).
     """
 
     def declare(function: StepFunction[ConfigT]) -> FunctionStep[ConfigT]:
@@ -71,6 +76,7 @@ def step(
             config_model=config,
             description=description if description is not None else first_paragraph(function),
             input_schema=input_schema,
+            default_retry=default_retry,
         )
         check_step_definition(declared)
         return declared

@@ -1,4 +1,4 @@
-"""The Anthropic Messages provider (`POST /v1/messages`).
+"""The Anthropic Messages provider (`POST <base_url>/messages`, base_url ending with `/v1`).
 
 Owns the Messages wire format: `x-api-key` and `anthropic-version` headers, the request
 body (messages with assistant `tool_use` blocks and user `tool_result` blocks, `tools`,
@@ -21,7 +21,7 @@ from runtime_core.steps.llm._http_provider import HttpLlmProvider
 from runtime_core.steps.llm._provider import LlmReply, LlmRequest, TokenUsage
 from runtime_core.steps.llm._settings import AnthropicSettings
 
-MESSAGES_PATH = "/v1/messages"
+MESSAGES_PATH = "/messages"
 # Fields the provider sets itself; a step's `params` may not replace them.
 ANTHROPIC_RESERVED_PARAMS = frozenset({"model", "messages", "system", "output_config", "stream", "tools"})
 
@@ -45,7 +45,8 @@ class AnthropicProvider(HttpLlmProvider[AnthropicSettings]):
         if request.response_schema is not None:
             body["output_config"] = {"format": {"type": "json_schema", "schema": request.response_schema}}
         headers = {"anthropic-version": self.settings.anthropic_version}
-        secret_headers = {"x-api-key": self.api_key(self.settings.api_key_env)}
+        key_env = self.settings.api_key_env
+        secret_headers = {"x-api-key": self.api_key(key_env)} if key_env is not None else {}
         if on_text is None:
             reply = await self.post(MESSAGES_PATH, body, headers=headers, secret_headers=secret_headers)
             return _reply(reply, model, self.name)

@@ -29,7 +29,7 @@ class HttpLlmProvider(Generic[SettingsT]):
         self.name = name
         self.settings = settings
         self.default_model = settings.model
-        self._endpoint = HttpEndpoint(settings)
+        self._endpoint = HttpEndpoint(settings, _credentials(name, settings.api_key_env))
 
     def api_key(self, variable: str) -> str:
         return secret_from_env(variable, f"the API key of LLM provider {self.name!r}")
@@ -87,3 +87,10 @@ class HttpLlmProvider(Generic[SettingsT]):
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
+
+
+def _credentials(name: str, api_key_env: str | None) -> str:
+    """What a 401 / 403 of the provider refused, naming the providers file entry and its variable."""
+    if api_key_env is None:
+        return f"llm entry '{name}', which sends no API key (it has no api_key_env: set one)"
+    return f"the API key in {api_key_env} (api_key_env of llm entry '{name}')"

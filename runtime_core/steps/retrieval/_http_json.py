@@ -27,7 +27,7 @@ class HttpJsonRetrievalProvider:
         self.name = name
         self.settings = settings
         self.operations = tuple(sorted(settings.operations))
-        self._endpoint = HttpEndpoint(settings)
+        self._endpoint = HttpEndpoint(settings, _credentials(name, settings.headers_from_env))
 
     async def retrieve(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | list[Any]:
         spec = operation_spec(f"HTTP provider {self.name!r}", self.settings.operations, operation)
@@ -61,6 +61,14 @@ class HttpJsonRetrievalProvider:
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
+
+
+def _credentials(name: str, headers_from_env: dict[str, str]) -> str:
+    """What a 401 / 403 refused: the entry's secret headers and the variables they come from."""
+    if not headers_from_env:
+        return f"retrieval entry '{name}', which sends no credentials (it has no headers_from_env)"
+    sent = ", ".join(f"{header} from {variable}" for header, variable in sorted(headers_from_env.items()))
+    return f"the headers of retrieval entry '{name}' ({sent}, its headers_from_env)"
 
 
 def _rendered_path(operation: str, template: str, values: dict[str, Any]) -> str:
