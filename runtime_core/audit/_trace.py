@@ -3,7 +3,10 @@
 Owns span ids (the trace id and the execution's root span id derive deterministically from
 the ExecutionId, so every process agrees on them; step-attempt span ids are random), span
 timing (a step attempt runs from `step.claimed` to its outcome event, the execution from
-its creation to its finalization as recorded in Redis); spans are written in batches.
+its creation to its finalization as recorded in Redis), and an agent step attempt's spans in
+the OpenTelemetry GenAI conventions (`invoke_agent` under the attempt, a `chat` span per
+model turn and an `execute_tool` span per tool call under it, with token usage); spans are
+written in batches.
 Must never raise into the engine.
 """
 
@@ -34,11 +37,18 @@ _OUTCOME_STATUS = {
     "step.parked": STATUS_UNSET,
 }
 _EXECUTION_STATUS = {"Completed": STATUS_OK, "Failed": STATUS_ERROR}
+# An agent's sub-steps (OpenTelemetry GenAI conventions): children of its `invoke_agent` span.
+_AGENT_OPERATIONS = {"agent.turn_completed": "chat", "agent.tool_completed": "execute_tool"}
 
 
 def _hex_id(seed: str, length: int) -> str:
     value = hashlib.sha256(seed.encode("utf-8")).hexdigest()[:length]
     return value if value.strip("0") else "1".rjust(length, "0")
+
+
+def _agent_span_id(step_span_id: str) -> str:
+    """The `invoke_agent` span of a step attempt: known before the attempt ends (its sub-steps' parent)."""
+    return _hex_id(f"agent:{step_span_id}", 16)
 
 
 def trace_id_for(execution_id: str) -> str:
@@ -72,6 +82,7 @@ class TraceRecorder:
         self.dag_store = dag_store
         self.instance_id = instance_id
         self._open: dict[AttemptKey, _OpenSpan] = {}
+        self._agents: set[str] = set()  # step attempts (span ids) that ran agent sub-steps
         self._batches: BatchBuffer[TraceSpan] = BatchBuffer(
             "trace", store.put_spans, batch_size=batch_size, flush_interval_s=flush_interval_s
         )
@@ -82,6 +93,8 @@ class TraceRecorder:
                 self._open[attempt_key(event)] = _OpenSpan(
                     secrets.token_hex(8), time.time_ns(), int(event.attributes.get("retry_count", 0))
                 )
+            elif event.name in _AGENT_OPERATIONS:
+                await self._agent_sub_step(event)
             elif event.name in _OUTCOME_STATUS:
                 await self._close_step(event)
             elif event.name == "execution.finalized":
@@ -95,10 +108,57 @@ class TraceRecorder:
     async def close(self) -> None:
         await self.flush()
 
+    async def _agent_sub_step(self, event: EngineEvent) -> None:
+        """A `chat` or `execute_tool` span under the attempt's `invoke_agent` span (opened on first use)."""
+        opened = self._open.get(attempt_key(event))
+        if opened is None:
+            return
+        self._agents.add(opened.span_id)
+        found, operation = event.attributes, _AGENT_OPERATIONS[event.name]
+        end_ns = time.time_ns()
+        attributes: dict[str, Any] = {"gen_ai.operation.name": operation, "mcprt.agent.seq": found.get("seq")}
+        if operation == "chat":
+            name = f"chat {found.get('model')}"
+            usage = found.get("usage") or {}
+            attributes |= {
+                "gen_ai.response.model": found.get("model"),
+                "gen_ai.response.finish_reasons": [found.get("stop_reason")],
+                "gen_ai.usage.input_tokens": usage.get("inputTokens", 0),
+                "gen_ai.usage.output_tokens": usage.get("outputTokens", 0),
+                "mcprt.agent.turn": found.get("turn"),
+            }
+            status = STATUS_OK
+        else:
+            name = f"execute_tool {found.get('tool')}"
+            attributes |= {"gen_ai.tool.name": found.get("tool"), "gen_ai.tool.call.id": found.get("call_id")}
+            status = STATUS_OK if found.get("state") == "completed" else STATUS_ERROR
+        await self._add(
+            event,
+            span_id=secrets.token_hex(8),
+            parent=_agent_span_id(opened.span_id),
+            name=name,
+            start_ns=end_ns - int(found.get("duration_ms", 0)) * 1_000_000,
+            end_ns=end_ns,
+            status=status,
+            attributes=attributes,
+        )
+
     async def _close_step(self, event: EngineEvent) -> None:
         opened = pop_attempt(self._open, event)
         if opened is None:
             return
+        if opened.span_id in self._agents:
+            self._agents.discard(opened.span_id)
+            await self._add(
+                event,
+                span_id=_agent_span_id(opened.span_id),
+                parent=opened.span_id,
+                name=f"invoke_agent {event.step_name}",
+                start_ns=opened.start_ns,
+                end_ns=time.time_ns(),
+                status=_OUTCOME_STATUS[event.name],
+                attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": event.step_name},
+            )
         attributes: dict[str, Any] = {
             "mcprt.step": event.step_name,
             "mcprt.worker_id": event.worker_id,

@@ -12,11 +12,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from runtime_core.agents import read_sub_steps
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.observability import tracing_with
 from runtime_core.pipeline import parse_pipeline
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
 from tests.loopback import serving
@@ -302,3 +306,44 @@ async def test_a_tenant_b_agent_cannot_reach_tenant_a_mcp_server(
     # exactly what a tenant without any server named `desk` reads
     assert services.step_providers.mcp.unknown_message("tenant-b", "desk") in told["content"]
     assert len(effects.entries()) == calls_before  # tenant A's server saw nothing
+
+
+async def test_the_trace_shows_invoke_agent_chat_and_execute_tool_spans_with_token_usage(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str]
+) -> None:
+    llm, _ = model
+    llm.script = [note_call(0), FINAL]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with tracing_with(provider):
+        execution_id = await start(services, agent_pipeline(peer[1], "gpt"))
+        assert await services.engine.run(execution_id, workers=1) == "Completed"
+    exported = {span.name: span for span in exporter.get_finished_spans()}
+    agent, chat, tool = (
+        exported["invoke_agent agent"],
+        exported["chat gpt-loopback"],
+        exported["execute_tool file_note"],
+    )
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent.attributes["gen_ai.provider.name"] == "openai"
+    assert chat.parent is not None and chat.parent.span_id == agent.context.span_id
+    assert tool.parent is not None and tool.parent.span_id == agent.context.span_id
+    assert (
+        chat.attributes["gen_ai.usage.input_tokens"] == 20
+        and chat.attributes["gen_ai.usage.output_tokens"] == 8
+    )
+    assert (
+        tool.attributes["gen_ai.tool.name"] == "file_note"
+        and tool.attributes["gen_ai.tool.call.id"] == "call_0_0"
+    )
+    # The stored trace (the `trace` tool) tells the same, without an exporter.
+    await services.audit.flush()
+    stored = await services.durable_store.list_spans(TENANT, execution_id)
+    by_name = {span.name: span for span in stored}
+    invoke = by_name["invoke_agent agent"]
+    chats = [span for span in stored if span.name == "chat gpt-loopback"]
+    assert len(chats) == 2 and all(span.parent_span_id == invoke.span_id for span in chats)
+    assert chats[0].attributes["gen_ai.usage.input_tokens"] == 20
+    assert by_name["execute_tool file_note"].parent_span_id == invoke.span_id
+    assert invoke.parent_span_id == by_name["step agent"].span_id
