@@ -6,6 +6,8 @@ turns equal to unstreamed ones."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator
@@ -18,11 +20,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from runtime_core.agents import read_sub_steps
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
+from runtime_core.dag import read_live_output
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.observability import tracing_with
 from runtime_core.pipeline import parse_pipeline
+from runtime_core.recovery import release_execution_claims
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.helpers import wait_until
 from tests.loopback import serving
 from tests.mcp_tool_server import Effects, http_entry, side_effects_server
 from tests.side_effect_peer import SideEffectPeer
@@ -347,3 +352,72 @@ async def test_the_trace_shows_invoke_agent_chat_and_execute_tool_spans_with_tok
     assert chats[0].attributes["gen_ai.usage.input_tokens"] == 20
     assert by_name["execute_tool file_note"].parent_span_id == invoke.span_id
     assert invoke.parent_span_id == by_name["step agent"].span_id
+
+
+@pytest.mark.parametrize(
+    ("limits", "code"),
+    [
+        ({"limits": {"maxTokens": 50}}, "token_limit"),
+        (
+            {
+                "limits": {"maxCostUsd": 0.05},
+                "pricing": {"inputPerMillionTokens": 1000, "outputPerMillionTokens": 1000},
+            },
+            "cost_limit",
+        ),
+        ({"limits": {"maxWallTimeMs": 1}}, "time_limit"),
+    ],
+)
+async def test_an_agent_past_its_token_cost_or_time_budget_fails_with_that_limit(
+    services: EngineServices,
+    model: tuple[LoopbackLlm, str],
+    peer: tuple[SideEffectPeer, str],
+    limits: dict[str, Any],
+    code: str,
+) -> None:
+    llm, _ = model
+    llm.script = [note_call(0), note_call(1), note_call(2), FINAL]  # 28 tokens a turn
+    execution_id = await start(services, agent_pipeline(peer[1], "gpt", **limits))
+    assert await services.engine.run(execution_id, workers=1) == "Failed"
+    execution = await services.dag_store.read_execution(execution_id)
+    assert execution is not None and execution.steps[0].last_error is not None
+    assert execution.steps[0].last_error.code == code
+    assert execution.steps[0].retry_count == 0
+
+
+async def test_a_stream_cut_by_a_dead_worker_is_recorded_discarded_and_the_retry_gives_the_whole_reply(
+    services: EngineServices, model: tuple[LoopbackLlm, str]
+) -> None:
+    llm, _ = model
+    story = "A long reply, streamed slowly, word after word, until the worker that asked for it dies. " * 3
+    llm.script, llm.piece_delay_s = [{"text": story}], 0.01
+    step = {"name": "tell", "stepKey": "ai.prompt", "input": {"run": "state.run"}}
+    step["config"] = {"template": "Tell it ({run})", "provider": "gpt", "stream": True}
+    execution_id = await start(services, parse_pipeline({"name": "cut-stream", "steps": [step]}))
+    first = asyncio.create_task(services.engine.run(execution_id, workers=1))
+
+    async def partly_written() -> bool:
+        written = await read_live_output(services.dag_store, execution_id)
+        return "tell" in written and written["tell"][1] > 20
+
+    try:
+        await wait_until(partly_written, timeout=30)
+    finally:
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        llm.piece_delay_s = 0.0
+    now = await services.hot_state.server_time_ms()
+    assert await release_execution_claims(services.dag_store, execution_id, claimed_before_ms=now) == ["tell"]
+    assert await services.engine.run(execution_id, workers=1) == "Completed"
+    result = await services.engine.results.decode(
+        execution_id,
+        {"tell": (await services.dag_store.read_execution(execution_id)).steps[0].result},
+        SNAPSHOT,
+    )
+    assert result["tell"]["data"]["text"] == story
+    [discarded] = [
+        e for e in await ledger_events(services, execution_id) if e.event == "step.output_discarded"
+    ]
+    assert discarded.attributes["characters"] > 20
+    assert llm.twice() == []
