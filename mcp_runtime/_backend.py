@@ -21,6 +21,7 @@ from mcp_runtime._capacity_tools import CapacityTools
 from mcp_runtime._control_tools import ControlTools
 from mcp_runtime._listing_tools import RunListTools
 from mcp_runtime._pipeline_tools import PipelineTools
+from mcp_runtime._recovery_tools import RecoveryTools
 from mcp_runtime._registration import ToolSpec
 from mcp_runtime._run_tools import RunTools
 from mcp_runtime._schedule_tools import ScheduleTools
@@ -36,6 +37,7 @@ from runtime_core.events import RunEventSubscriber
 from runtime_core.observability import MetricsExposition
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator, TenantPipelineCheck
+from runtime_core.recovery import RecoveryReports
 from runtime_core.scheduling import ScheduleService
 from runtime_core.steps import McpServers
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
@@ -62,6 +64,8 @@ class ToolBackend:
     check_for_tenant: TenantPipelineCheck | None = None
     # Each tenant's MCP servers, whose tools `steps.list` shows (None: none configured here).
     mcp_servers: McpServers | None = None
+    # What recovery did to each run, behind `recovery.report` (None: an empty report).
+    recovery_reports: RecoveryReports | None = None
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -88,6 +92,7 @@ class ToolBackend:
             ),
             check_for_tenant=services.engine.check_for_tenant,
             mcp_servers=services.step_providers.mcp,
+            recovery_reports=RecoveryReports(services.audit.queries),
         )
 
     def run_view_reader(self) -> RunViewReader:
@@ -102,6 +107,7 @@ class ToolBackend:
             *CapacityTools(self.control_plane).specs(),
             *ControlTools(self.control).specs(),
             *AuditTools(self.replay, self.audit, runs.execution_id_for).specs(),
+            *RecoveryTools(self.recovery_reports).specs(),
             *PipelineTools(self.catalog, self.validate_pipeline, self.check_for_tenant).specs(),
             *StepTools(self.describe_steps, self.mcp_servers).specs(),
             *ScheduleTools(self.schedules, self.catalog).specs(),

@@ -56,6 +56,7 @@ TOOL_PERMISSIONS: dict[str, Permission] = {
     "ledger": Permission.AUDIT_READ,
     "trace": Permission.AUDIT_READ,
     "forensics": Permission.AUDIT_READ,
+    "recovery.report": Permission.AUDIT_READ,
     "pipelines.list": Permission.PIPELINE_READ,
     "pipelines.validate": Permission.PIPELINE_READ,
     "steps.list": Permission.PIPELINE_READ,

@@ -29,6 +29,7 @@ from mcp_runtime._guard import ToolGuard
 from mcp_runtime._http_limits import RequestSizeLimitMiddleware
 from mcp_runtime._permissions import request_permission
 from mcp_runtime._rbac import Authorizer
+from mcp_runtime._recovery_tools import register_recovery_resources
 from mcp_runtime._registration import build_tool
 from mcp_runtime._resources import register_resources
 from mcp_runtime.apps import RunViewApps, link_run_view, register_run_view_resources
@@ -103,6 +104,7 @@ def build_server(backend: ToolBackend, guard: ToolGuard) -> MCPServer:
         subscriptions=notifications.bus if notifications else None,
     )
     register_resources(server, backend.catalog, guard, backend.describe_steps)
+    register_recovery_resources(server, backend.recovery_reports, guard)
     register_run_view_resources(server, backend.run_view_reader(), guard)
     if notifications is not None:
         notifications.register(server)

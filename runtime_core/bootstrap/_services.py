@@ -135,7 +135,9 @@ class EngineServices:
         self._attach_events()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
-        self.restorer = HotStateContinuity(SharedRunStore(self.hot_state), self.audit.replay)
+        self.restorer = HotStateContinuity(
+            SharedRunStore(self.hot_state), self.audit.replay, self.audit.forensics
+        )
 
     def _open_embedded_redis(self) -> str:
         """Lock the data directory, then start its redis-server (or adopt a killed owner's)."""

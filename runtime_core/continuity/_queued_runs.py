@@ -9,7 +9,7 @@ ledgers), every copy whose shared run record is gone from Redis is looked up in 
 ledger. A run whose last queue event says it was waiting in the queue (submitted, queued,
 requeued, scale-out requested) is queued again under its own SharedRunId; a run that left the
 queue (dispatched, rejected, cancelled) is left to its runtime instance or its durable record,
-never run twice.
+never run twice. Each requeued run gets a `requeued` forensics record (the recovery report).
 Creation is atomic in Redis, so several control planes requeueing at once create each run
 once. Must not dispatch, nor touch runs whose record survived.
 """
@@ -20,7 +20,9 @@ import logging
 from collections import Counter
 from enum import StrEnum
 
-from runtime_core.audit import LedgerRecorder
+from runtime_core.audit import ForensicsRecorder, LedgerRecorder
+from runtime_core.continuity._evidence import REQUEUED, LostRunEvidence
+from runtime_core.hot_state import dataset_epoch
 from runtime_core.queueing import (
     QueueOutcome,
     SharedQueue,
@@ -120,4 +122,12 @@ class QueuedRunCopies:
         if queued.outcome is not QueueOutcome.APPLIED:
             return LostRunOutcome.PRESENT  # another control plane requeued it first
         await self.journal.record(record, "requeued", reason=HOT_STATE_LOST_REQUEUE_REASON)
+        await LostRunEvidence(ForensicsRecorder(self.store)).record(
+            record.snapshot,
+            REQUEUED,
+            epoch=await dataset_epoch(self.runs.hot_state),
+            runtime_instance_id="",
+            shared_run_id=record.shared_run_id,
+            reason=HOT_STATE_LOST_REQUEUE_REASON,
+        )
         return LostRunOutcome.REQUEUED

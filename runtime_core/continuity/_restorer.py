@@ -3,14 +3,16 @@
 Owns `restore_shared_run` (the shared run record, recreated Dispatched to the local run that
 holds it, from the request the instance kept in memory) and `restore_execution` (the
 execution, restored the way replay restores it: from its terminal snapshot, or from its
-header and archived steps, steps never archived starting again). Must not run anything.
+header and archived steps, steps never archived starting again), each recorded as forensics
+(`restored`, or `failed_lost` when no durable copy exists). Must not run anything.
 """
 
 from __future__ import annotations
 
 import logging
 
-from runtime_core.audit import ReplayService
+from runtime_core.audit import ForensicsRecorder, ReplayService
+from runtime_core.continuity._evidence import FAILED_LOST, RESTORED, LostRunEvidence
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import LocalRunRequest, RunIndexRecord
@@ -28,9 +30,12 @@ SUBMIT_MODE_KEY = "submit.mode"
 
 
 class HotStateContinuity:
-    def __init__(self, runs: SharedRunStore, replay: ReplayService) -> None:
+    def __init__(
+        self, runs: SharedRunStore, replay: ReplayService, forensics: ForensicsRecorder | None = None
+    ) -> None:
         self.runs = runs
         self.replay = replay
+        self.evidence = LostRunEvidence(forensics)
 
     async def restore_shared_run(self, request: LocalRunRequest, record: RunIndexRecord) -> None:
         """Recreate the shared run (when it is missing) as Dispatched to `record`'s local run."""
@@ -64,12 +69,30 @@ class HotStateContinuity:
             extra={"shared_run_id": shared.shared_run_id, "tenant_id": shared.tenant_id},
         )
 
-    async def restore_execution(self, execution_id: str, snapshot: ExecutionContextSnapshot) -> bool:
-        """Restore a lost execution from its durable copy; False when none exists."""
+    async def restore_execution(
+        self, execution_id: str, snapshot: ExecutionContextSnapshot, record: RunIndexRecord, epoch: str
+    ) -> bool:
+        """Restore a lost execution from its durable copy; False when none exists. `record` is the
+        local run that holds it, `epoch` the new dataset's (both go into the evidence)."""
+        where = {
+            "epoch": epoch,
+            "runtime_instance_id": record.runtime_instance_id,
+            "execution_id": execution_id,
+            "shared_run_id": record.shared_run_id,
+            "local_run_id": record.local_run_id,
+        }
         try:
             result = await self.replay.replay(execution_id, snapshot)
         except NotFoundError:
+            await self.evidence.record(snapshot, FAILED_LOST, **where, reason="no durable copy")
             return False
+        await self.evidence.record(
+            snapshot,
+            RESTORED,
+            **where,
+            source=result.source.value,
+            reason=f"restored from {result.source.value}",
+        )
         log.warning(
             "execution.restored_after_hot_state_loss execution_id=%s source=%s status=%s",
             execution_id,

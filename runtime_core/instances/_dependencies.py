@@ -33,8 +33,11 @@ class LostStateRestorer(Protocol):
         """Recreate the lost shared run record of a local run this instance holds."""
         ...
 
-    async def restore_execution(self, execution_id: str, snapshot: ExecutionContextSnapshot) -> bool:
-        """Recreate a lost execution from its durable copy; False when there is none."""
+    async def restore_execution(
+        self, execution_id: str, snapshot: ExecutionContextSnapshot, record: RunIndexRecord, epoch: str
+    ) -> bool:
+        """Recreate a lost execution from its durable copy (held by local run `record`, in the new
+        dataset `epoch`); False when there is none."""
         ...
 
 

@@ -161,7 +161,9 @@ class RunDriver:
             return LocalRunStatus.FAILED, "execution finished without a status (its hot state vanished)"
         run.epoch = incarnation.epoch
         restorer = self.deps.restorer
-        if restorer is not None and await restorer.restore_execution(execution_id, run.snapshot):
+        if restorer is not None and await restorer.restore_execution(
+            execution_id, run.snapshot, run.record, incarnation.epoch
+        ):
             log.warning(
                 "local_run.restored_after_hot_state_loss local_run_id=%s execution_id=%s",
                 run.record.local_run_id,

@@ -7,7 +7,9 @@ incarnation of the same instance id superseded - enumerated from the run-executi
 and the shared run store, goes back to tenant-visible replacement capacity exactly once: in-flight
 executions resume with the same ExecutionId, local-queued runs are redispatched with the
 same SharedRunId and a new LocalRunId, recovery never consumes retry budget), their Lua
-transitions, the recovery forensics and ledger evidence, and the background loops. Must not
+transitions, the recovery forensics and ledger evidence, the report of what recovery did to
+each run (`RecoveryReports`: incidents, outcomes, timings, uncertain calls and how they were
+settled, read back from that evidence per tenant), and the background loops. Must not
 dispatch, create capacity, or read a dead instance's local queue.
 """
 
@@ -34,6 +36,15 @@ from runtime_core.recovery._models import (
     RecoverySettings,
 )
 from runtime_core.recovery._reconciler import ExecutionRecoveryReconciler, RecoveryDependencies
+from runtime_core.recovery._report import RecoveryReports
+from runtime_core.recovery._report_models import (
+    RecoveryIncident,
+    RecoveryReport,
+    ReportCounts,
+    ReportedOperation,
+    ReportedRun,
+    RunOutcome,
+)
 from runtime_core.recovery._requeue import RunRecovery, RunRecoveryOutcome, SharedRunRecovery
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -53,6 +64,14 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "RecoveryEvidence",
     "ExecutionArchive",
     "DurableSnapshots",
+    # The recovery report
+    "RecoveryReports",
+    "RecoveryReport",
+    "RecoveryIncident",
+    "ReportedRun",
+    "ReportedOperation",
+    "ReportCounts",
+    "RunOutcome",
     # Health marks
     "InstanceHealthStore",
     "InstanceHeartbeat",

@@ -120,6 +120,9 @@ class ExecutionRecoveryReconciler:
             item = await self._recover_claimed(dead, record)
             if item is not None:
                 recovered.append(item)
+        if recovered:
+            now_ms = await self.deps.registry.hot_state.server_time_ms()
+            await self.deps.evidence.report_pass(dead.runtime_instance_id, recovered, now_ms)
         if not await self._dead_records(dead):
             await self._close(dead)
         return recovered

@@ -22,24 +22,27 @@ import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from mcp_runtime import DEFAULT_PIPELINES_DIR, Principal, ToolBackend
 from runtime_core.audit import AuditServices
 from runtime_core.control import ExecutionControlService
 from runtime_core.control_plane import ControlPlane
 from runtime_core.hot_state import EmbeddedRedis, connect_hot_state
 from runtime_core.instances import HostLaunch, HostTransport, LocalRunStatus
-from runtime_core.pipeline import parse_pipeline
+from runtime_core.pipeline import PipelineCatalog, parse_pipeline
 from runtime_core.queueing import SubmitMode
+from runtime_core.recovery import RecoveryReport, RecoveryReports
 from runtime_core.steps import StepProviders, default_executor_registry, load_provider_settings
 from runtime_core.storage import LedgerEntry, SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration import crash_isolation_scenario as scenario
-from tests.integration.control_plane_support import TENANT_A
+from tests.integration.control_plane_support import TENANT_A, TENANT_B
 from tests.loopback import serving
 from tests.mcp_tool_server import Effects, http_entry, side_effects_server, stdio_entry
+from tests.reliability.mcp_rig import held_session, ok, server_for
 from tests.side_effect_peer import SideEffectPeer
 
 TIMEOUT_S = 60
@@ -114,6 +117,8 @@ class CrashProof:
     final: dict[str, Any] = field(default_factory=dict)
     ledgers: dict[str, list[LedgerEntry]] = field(default_factory=dict)
     leaked_pids: list[int] = field(default_factory=list)
+    reports: dict[str, RecoveryReport] = field(default_factory=dict)  # tenant -> report
+    pass_reports: list[LedgerEntry] = field(default_factory=list)
 
     def operation_of(self, run: str, step: str) -> str:
         [started] = {
@@ -223,6 +228,10 @@ async def proof(
                 proof.ledgers[name] = await audit.queries.ledger(
                     TENANT_A, execution_id=execution_id, limit=10_000
                 )
+            reports = RecoveryReports(audit.queries)
+            proof.reports = {s.tenant_id: await reports.report(s) for s in (TENANT_A, TENANT_B)}
+            everything = await audit.queries.ledger(TENANT_A, limit=10_000)
+            proof.pass_reports = [e for e in everything if e.event == "recovery.report"]
         finally:
             await plane.stop()
             await providers.aclose()
@@ -300,3 +309,82 @@ def test_the_ledger_tells_the_story_of_each_uncertain_call(proof: CrashProof) ->
         assert uncertain_at_recovery == {e.step_name for e in events(proof, run, "step.operation_uncertain")}
     completed = {e.step_name for e in events(proof, "ask", "step.completed")}
     assert completed == {"mail"}
+
+
+def test_the_recovery_report_lists_each_run_and_how_its_uncertain_calls_were_settled(
+    proof: CrashProof,
+) -> None:
+    report = proof.reports["tenant-a"]
+    [incident] = report.incidents
+    assert incident.cause == "instance_lost"
+    assert incident.runtime_instance_id == proof.held["ask"].runtime_instance_id
+    assert incident.dead_since is not None and incident.recovery_ms is not None
+    runs = {run.shared_run_id: run for run in incident.runs}
+    assert set(runs) == set(proof.runs.values())
+    by_name = {name: runs[srun] for name, srun in proof.runs.items()}
+    assert {name: (run.outcome.value, run.final_status) for name, run in by_name.items()} == {
+        "idempotent": ("resumed", "Completed"),
+        "one-shot": ("resumed", "Failed"),
+        "ask": ("resumed", "Completed"),
+    }
+    for name, run in by_name.items():
+        assert run.execution_id == proof.held[name].execution_id
+        assert run.local_run_id == proof.held[name].local_run_id
+        assert run.resumed_at is not None and run.finished_at is not None
+        assert run.recovered_at <= run.resumed_at <= run.finished_at
+    settled = {
+        name: sorted((op.step, op.settled_by) for op in run.uncertain) for name, run in by_name.items()
+    }
+    assert settled == {
+        "idempotent": [("charge", "retried"), ("ticket-http", "retried"), ("ticket-stdio", "retried")],
+        "one-shot": [("mail", "failed"), ("post", "failed")],
+        "ask": [("mail", "human_done")],
+    }
+    assert incident.counts.model_dump() == {
+        "runs": 3,
+        "resumed": 3,
+        "redispatched": 0,
+        "restored": 0,
+        "failed_lost": 0,
+        "uncertain": 6,
+        "settled": 6,
+        "completed": 2,
+        "failed": 1,
+    }
+    assert report.counts == incident.counts
+
+
+def test_the_recovery_pass_wrote_one_report_entry_and_another_tenant_sees_nothing(proof: CrashProof) -> None:
+    [entry] = proof.pass_reports
+    assert entry.attributes["cause"] == "instance_lost" and entry.attributes["counts"]["runs"] == 3
+    assert entry.attributes["counts"]["uncertain"] == 6
+    assert {run["shared_run_id"] for run in entry.attributes["runs"]} == set(proof.runs.values())
+    assert proof.reports["tenant-b"].incidents == [] and proof.reports["tenant-b"].counts.runs == 0
+
+
+async def test_recovery_report_answers_over_mcp_as_a_tool_and_a_resource_for_the_callers_tenant_only(
+    proof: CrashProof,
+) -> None:
+    backend = ToolBackend(
+        catalog=PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR),
+        validate_pipeline=proof.plane.parts.engine.validate,
+        control_plane=proof.plane,
+        control=cast(Any, None),
+        replay=proof.audit.replay,
+        audit=proof.audit.queries,
+        recovery_reports=RecoveryReports(proof.audit.queries),
+    )
+    answers = {}
+    for tenant in ("tenant-a", "tenant-b"):
+        viewer = Principal(name=f"{tenant}-viewer", user_id="v", tenant_id=tenant, roles=("viewer",))
+        async with held_session(server_for(backend, viewer)) as client:
+            tool = await ok(client, "recovery.report", {})
+            resource = await client.read_resource("recovery://report/all")
+            answers[tenant] = (tool, json.loads(resource.contents[0].text))  # type: ignore[union-attr]
+    tool, resource = answers["tenant-a"]
+    assert tool == resource
+    [incident] = tool["incidents"]
+    assert {run["shared_run_id"] for run in incident["runs"]} == set(proof.runs.values())
+    assert tool["counts"]["uncertain"] == 6 and tool["counts"]["settled"] == 6
+    assert answers["tenant-b"][0] == answers["tenant-b"][1]
+    assert answers["tenant-b"][0]["incidents"] == [] and answers["tenant-b"][0]["counts"]["runs"] == 0

@@ -32,8 +32,14 @@ from runtime_core.hot_state import EmbeddedRedis, connect_hot_state
 from runtime_core.instances import HOT_STATE_LOST, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
+from runtime_core.recovery import RecoveryReports
 from tests.helpers import wait_until
-from tests.integration.control_plane_support import DEFAULT_TENANT, control_plane, start_instance
+from tests.integration.control_plane_support import (
+    DEFAULT_TENANT,
+    OTHER_SHARED_TENANT,
+    control_plane,
+    start_instance,
+)
 from tests.reliability.restart_support import gated_pipeline
 
 RUNS = 10
@@ -190,6 +196,28 @@ async def test_a_queued_runs_durable_copy_is_forgotten_once_the_run_is_archived(
 
 def test_the_control_plane_noticed_the_lost_dataset(lost: LostState) -> None:
     assert lost.dataset_losses == 1
+
+
+async def test_the_recovery_report_lists_every_run_once_under_one_hot_state_lost_incident(
+    lost: LostState,
+) -> None:
+    """Issue 31.5: the runs restored from their durable copies, failed as lost and queued again all
+    appear in one `hot_state_lost` incident (the new dataset's epoch), each with its outcome."""
+    await lost.services.audit.ledger.flush()
+    report = await RecoveryReports(lost.services.audit.queries).report(DEFAULT_TENANT)
+    [incident] = report.incidents
+    assert incident.cause == "hot_state_lost"
+    outcomes = {run.shared_run_id: run.outcome.value for run in incident.runs}
+    assert set(outcomes) == set(lost.shared_run_ids)
+    assert {outcomes[s] for s in lost.queued_run_ids} == {"redispatched"}
+    by_view = {
+        view.shared_run_id: view for view in lost.views if view.shared_run_id not in lost.queued_run_ids
+    }
+    for shared_run_id, view in by_view.items():
+        expected = "restored" if view.local_status == "Completed" else "failed_lost"
+        assert outcomes[shared_run_id] == expected, view
+    assert incident.counts.runs == RUNS + QUEUED and incident.counts.redispatched == QUEUED
+    assert (await RecoveryReports(lost.services.audit.queries).report(OTHER_SHARED_TENANT)).incidents == []
 
 
 async def test_the_instance_registered_again_and_takes_new_runs(lost: LostState) -> None:

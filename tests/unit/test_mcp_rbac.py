@@ -27,6 +27,7 @@ READ_TOOLS = {
     "ledger",
     "trace",
     "forensics",
+    "recovery.report",
     "pipelines.list",
     "pipelines.validate",
     "steps.list",

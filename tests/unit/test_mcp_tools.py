@@ -613,6 +613,7 @@ async def test_pipeline_resource_serves_the_catalog_definition(backend: ToolBack
         content = await client.read_resource("pipeline://rag-final-test")
     assert sorted(template.uri_template for template in templates) == [
         "pipeline://{name}",
+        "recovery://report/{instance}",  # tests/integration/test_recovery_report.py
         "run://{run_id}",
         "step://{step_key}",
         "ui://mcp-runtime/runs/{run_id}",  # the MCP Apps run view (tests/integration/test_run_view_app.py)
