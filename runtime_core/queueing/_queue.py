@@ -342,8 +342,19 @@ class SharedQueue:
         return sum([int(await self.hot_state.redis.zcard(k.pending)) for k in self.keys.partitions])
 
     async def pending_count_of_tenant(self, tenant_id: str) -> int:
-        """Pending items of one tenant's runs (one tenant never learns another's count)."""
-        return _count_by_tenant(await self._pending_groups([self.keys.of_tenant(tenant_id)]))[tenant_id]
+        """Pending items of one tenant's runs (one tenant never learns another's count).
+
+        One round trip when the tenant's partition holds Pending items of its own groups only
+        (every group with a Pending item is in the partition's `group heads`: then all of the
+        partition's Pending items are the tenant's); else every Pending item is read."""
+        k = self.keys.of_tenant(tenant_id)
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        pipe.zrange(k.group_heads, 0, -1)
+        pipe.zcard(k.pending)
+        groups, pending = await pipe.execute()
+        if (groups or not pending) and all(admission_group_tenant(g) == tenant_id for g in groups):
+            return int(pending)
+        return _count_by_tenant(await self._pending_groups([k]))[tenant_id]
 
     async def pending_count_by_tenant(self) -> Counter[str]:
         """Pending items per tenant (the tenant of each item's admission group), read in batches.

@@ -691,6 +691,26 @@ async def test_drain_reports_progress_per_attempt_and_lists_only_the_callers_run
         await plane.stop()
 
 
+async def test_a_tenants_pending_count_is_its_own_alone_in_a_partition_or_sharing_it(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    queue = plane.parts.queue
+    try:
+        mine = [await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT) for _ in range(2)]
+        assert await queue.pending_count_of_tenant(DEFAULT_TENANT.tenant_id) == 2
+        assert await queue.pending_count_of_tenant(OTHER_SHARED_TENANT.tenant_id) == 0
+        await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, OTHER_SHARED_TENANT)
+        # Alone in its partition or sharing it with the other tenant (a single Redis: one
+        # partition), each tenant counts its own Pending runs only.
+        assert await queue.pending_count_of_tenant(DEFAULT_TENANT.tenant_id) == 2
+        assert await queue.pending_count_of_tenant(OTHER_SHARED_TENANT.tenant_id) == 1
+        await plane.cancel(mine[0].shared_run_id, DEFAULT_TENANT, reason="test")
+        assert await queue.pending_count_of_tenant(DEFAULT_TENANT.tenant_id) == 1
+    finally:
+        await plane.stop()
+
+
 async def test_direct_dispatch_falls_back_to_the_global_queue_when_delivery_fails(
     hot_state: HotState,
 ) -> None:
