@@ -176,7 +176,8 @@ def build_parts(
         reservations, providers, reservation_ttl_ms=settings.reservation_ttl_ms, journal=journal, index=index
     )
     copies = QueuedRunCopies(audit.store, runs, queue, audit.ledger, journal) if audit else None
-    dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery)
+    capacity_signals = RunEventSubscriber(hot_state)
+    dispatcher = SharedQueueDispatcher(runs, queue, admission, delivery, capacity_signals=capacity_signals)
     pump = SharedQueuePump(dispatcher)
     gate = ReadinessGate(registry, poll_interval_ms=settings.pump_idle_interval_ms)
     background = BackgroundPump(
@@ -189,7 +190,7 @@ def build_parts(
         ),
         batch_size=settings.pump_batch_size,
         idle_interval_ms=settings.pump_idle_interval_ms,
-        capacity_signals=RunEventSubscriber(hot_state),
+        capacity_signals=capacity_signals,
     )
     scale_out = ScaleOutRequestStore(hot_state)
     requeue = FulfilledRunRequeue(runs, queue, on_requeued=background.wake)

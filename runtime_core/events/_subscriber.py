@@ -63,11 +63,16 @@ class RunEventSubscriber:
             self._gap_listeners[token] = gap
         return self._subscribed(token)
 
-    def on_capacity(self, listener: CapacityListener) -> Callable[[], None]:
+    def on_capacity(
+        self, listener: CapacityListener, *, gap: GapListener | None = None
+    ) -> Callable[[], None]:
         """Register `listener` for capacity freed on any runtime instance (called with its id;
-        at most once per publication, none while disconnected); returns an unsubscribe."""
+        at most once per publication, none while disconnected); returns an unsubscribe.
+        `gap`: as for `listen`."""
         token = object()
         self._capacity_listeners[token] = listener
+        if gap is not None:
+            self._gap_listeners[token] = gap
         return self._subscribed(token)
 
     def _subscribed(self, token: object) -> Callable[[], None]:

@@ -70,7 +70,8 @@ class BackgroundPump:
         idle_interval_ms: int = 200,
         capacity_signals: RunEventSubscriber | None = None,
     ) -> None:
-        """`capacity_signals`: a subscriber of its own, closed by `stop`."""
+        """`capacity_signals`: the control plane's capacity subscriber (its dispatcher's too),
+        closed by `stop`."""
         self.pump = pump
         self.gate = gate
         self.identity = identity
@@ -114,9 +115,10 @@ class BackgroundPump:
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        if self._unsubscribe is not None and self.capacity_signals is not None:
+        if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self.capacity_signals is not None:  # the dispatcher may listen on it too
             await self.capacity_signals.aclose()
 
     async def _loop(self) -> None:

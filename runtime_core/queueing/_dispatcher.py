@@ -25,9 +25,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from runtime_core.errors import StoreUnavailableError
+from runtime_core.events import RunEventSubscriber
 from runtime_core.hot_state import retry_while_unavailable
 from runtime_core.identity import restored_snapshot
 from runtime_core.instances import AdmissionController, AdmissionKind, InstanceEntry, admission_group
+from runtime_core.queueing._busy_listing import BusyListing
 from runtime_core.queueing._delivery import RunDelivery
 from runtime_core.queueing._models import (
     DispatchOutcome,
@@ -94,12 +96,21 @@ class DispatchCycle:
 
 class SharedQueueDispatcher:
     def __init__(
-        self, runs: SharedRunStore, queue: SharedQueue, admission: AdmissionController, delivery: RunDelivery
+        self,
+        runs: SharedRunStore,
+        queue: SharedQueue,
+        admission: AdmissionController,
+        delivery: RunDelivery,
+        *,
+        capacity_signals: RunEventSubscriber | None = None,
     ) -> None:
+        """`capacity_signals`: where freed capacity is heard; with it, a listing that showed no
+        free slot is reused by the next cycles until capacity is freed (see BusyListing)."""
         self.runs = runs
         self.queue = queue
         self.admission = admission
         self.delivery = delivery
+        self.busy = BusyListing(capacity_signals) if capacity_signals is not None else None
 
     async def dispatch_next(
         self, pump: PumpIdentity, cycle: DispatchCycle | None = None, *, wanted: int = 1
@@ -164,7 +175,7 @@ class SharedQueueDispatcher:
         back costs three round trips, and a drain finding the instances busy costs no more
         than reading the registry)."""
         if cycle.registry_entries is None:
-            cycle.registry_entries = await self.admission.registry.entries()
+            cycle.registry_entries = await self._listing()
         if not self.admission.may_assign(cycle.registry_entries):
             cycle.out_of_capacity = True
             return False
@@ -181,6 +192,19 @@ class SharedQueueDispatcher:
             raise
         cycle.claimed.extend(zip(claims, runs, strict=True))
         return True
+
+    async def _listing(self) -> list[InstanceEntry]:
+        """The registry listing a cycle starts from: the busy one kept, or read now."""
+        if self.busy is None:
+            return await self.admission.registry.entries()
+        kept = self.busy.get()
+        if kept is not None:
+            return kept
+        generation = self.busy.generation
+        entries = await self.admission.registry.entries()
+        if not self.admission.may_assign(entries):
+            self.busy.keep(entries, generation)
+        return entries
 
     async def hand_back(self, cycle: DispatchCycle) -> None:
         """Runs the cycle claimed but did not dispatch go back to Pending at their own place

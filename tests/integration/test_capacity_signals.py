@@ -4,7 +4,8 @@ Two control planes share one Redis: A hosts a runtime instance of one run slot b
 HTTP command endpoint; B has no instance of its own and dispatches to A's over HTTP with a
 background pump that idles a minute between cycles that dispatched nothing. When A's run
 ends, its heartbeat announces the freed slot on the capacity channel and B's pump dispatches
-the run waiting in the shared queue at once. Runs on a single Redis and on a Redis Cluster.
+the run waiting in the shared queue at once. A drain that found every instance busy keeps
+that listing until capacity is freed. Runs on a single Redis and on a Redis Cluster.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from runtime_core.control_plane import ControlPlane
 from runtime_core.hosting import HttpCommandEndpoint, RuntimeCommands, build_http_app
 from runtime_core.hot_state import HotState, find_free_port
 from runtime_core.queueing import PumpStopReason, SharedRunStatus, SubmitMode
-from tests.helpers import wait_until
+from tests.helpers import command_calls, wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
     GATED,
@@ -96,3 +97,36 @@ async def test_a_run_ending_in_another_process_wakes_the_idle_pump_at_once(plane
 
 async def _async(value: bool) -> bool:
     return value
+
+
+async def test_a_drain_finding_every_instance_busy_reads_no_registry_until_capacity_is_freed(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate, scale_out_enabled=False)
+    await start_instance(plane, max_concurrent_runs=1)
+    try:
+        await plane.submit(GATED, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        assert (await plane.drain(5, DEFAULT_TENANT)).dispatched == 1  # it holds the only slot
+        waiting = await plane.submit(GATED, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+
+        async def busy_listing_kept() -> bool:  # a drain found no capacity and kept that listing
+            drained = await plane.drain(5, DEFAULT_TENANT)
+            assert drained.stop_reason == PumpStopReason.NO_CAPACITY.value and drained.pending_after == 1
+            return plane.parts.dispatcher.busy is not None and plane.parts.dispatcher.busy.get() is not None
+
+        await wait_until(busy_listing_kept, timeout=20)
+        listings = await command_calls(hot_state, "cmdstat_smembers")
+        for _ in range(3):
+            assert (await plane.drain(5, DEFAULT_TENANT)).dispatched == 0
+        assert await command_calls(hot_state, "cmdstat_smembers") == listings  # no registry read
+        gate.release()  # the run ends: its instance announces the freed slot, the listing goes
+
+        async def dispatched() -> bool:
+            await plane.drain(5, DEFAULT_TENANT)
+            run = await plane.parts.runs.get(waiting.shared_run_id)
+            return run is not None and run.status is SharedRunStatus.DISPATCHED
+
+        await wait_until(dispatched, timeout=20)
+    finally:
+        await plane.stop()
