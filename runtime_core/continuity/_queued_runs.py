@@ -85,8 +85,11 @@ class QueuedRunCopies:
         outcomes: Counter[LostRunOutcome] = Counter()
         after: str | None = None
         while page := await self.store.list_submitted_runs(after, limit=_PAGE):
+            present = await self.runs.existing([copy.shared_run_id for copy in page])
+            outcomes[LostRunOutcome.PRESENT] += len(present)
             for copy in page:
-                outcomes[await self._settle(copy)] += 1
+                if copy.shared_run_id not in present:
+                    outcomes[await self._settle(copy)] += 1
             after = page[-1].shared_run_id
         if outcomes[LostRunOutcome.REQUEUED]:
             log.warning(
@@ -97,7 +100,8 @@ class QueuedRunCopies:
         return outcomes
 
     async def _settle(self, copy: SubmittedRun) -> LostRunOutcome:
-        if await self.runs.get(copy.shared_run_id) is not None:
+        """A copy whose run record was missing when its page was read."""
+        if await self.runs.get(copy.shared_run_id) is not None:  # created meanwhile
             return LostRunOutcome.PRESENT
         if await self.store.find_run_record(copy.tenant_id, shared_run_id=copy.shared_run_id) is not None:
             await self.store.delete_submitted_run(copy.tenant_id, copy.shared_run_id)  # stale copy

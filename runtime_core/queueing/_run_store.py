@@ -66,6 +66,13 @@ class SharedRunStore:
             pipe.hgetall(self.keys.run(shared_run_id))
         return [SharedRunRecord.from_hash(raw) if raw else None for raw in await pipe.execute()]
 
+    async def existing(self, shared_run_ids: list[str]) -> set[str]:
+        """Which of `shared_run_ids` have a record, in one pipelined read."""
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for shared_run_id in shared_run_ids:
+            pipe.exists(self.keys.run(shared_run_id))
+        return {i for i, found in zip(shared_run_ids, await pipe.execute(), strict=True) if found}
+
     async def create(
         self,
         record: SharedRunRecord,
