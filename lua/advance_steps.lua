@@ -17,12 +17,16 @@
 --            meta's owner_local_run_id names another local run (recovery took it over).
 --            '@<assistant>': an instance assisting the execution (no ownership check): its
 --            completions and claims are refused once its assistance lease lapsed
+-- ARGV[7+3C] '1': finalize the execution when this call converges it (lib/finalize), so the
+--            worker that completes the last step needs no finalize_execution call
 -- Returns: {-1, now} execution missing
 --          {1, now, converged, C, per completion: code, detail,
 --           claim_code, claim_detail, next_eligible_ms, n, per claimed step: name, token,
---           retry_count, deps_json, backlog}
+--           retry_count, deps_json, backlog, finalize_code, final_status}
 --   converged=1 when nothing is ready or running after this call; backlog = steps left in
---   the ready set after the claims (what idle workers elsewhere could take: assistance).
+--   the ready set after the claims (what idle workers elsewhere could take: assistance);
+--   finalize_code / final_status: lib/finalize's answer when converged and ARGV[7+3C] is
+--   '1' (1: finalized now, 0: it already was), else '' / ''.
 --   completion code 1 completed (detail = dependents it made Ready) | 0 token mismatch (stale
 --   owner, or an assistant whose lease lapsed: nothing changed; detail '') | -2 step not
 --   Running (detail = its status)
@@ -31,8 +35,9 @@
 --   | -8 the execution belongs to another local run (claim_detail = that owner), or the
 --   assistant's lease lapsed (claim_detail = 'assistance lease lapsed');
 --   next_eligible_ms is the earliest not-yet-open retry window ('' when n > 0 or none).
-local ASSISTANTS = 13
+local META, STATUS, READY, RUNNING, CONTROL, ASSISTANTS = 1, 2, 3, 4, 7, 13
 -- include: assistant_lease
+-- include: finalize
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, now} end
@@ -120,4 +125,10 @@ end
 local backlog = redis.call('ZCARD', KEYS[3])
 if backlog == 0 and redis.call('ZCARD', KEYS[4]) == 0 then out[3] = 1 end
 table.insert(out, backlog)
+local finalize_code, final_status = '', ''
+if out[3] == 1 and ARGV[base + 5] == '1' then
+  finalize_code, final_status = finalize_converged(now)
+end
+table.insert(out, finalize_code)
+table.insert(out, final_status or '')
 return out

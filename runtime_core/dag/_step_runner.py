@@ -18,7 +18,14 @@ from collections.abc import Awaitable
 from typing import Any
 
 from runtime_core.dag._engine_settings import PARKED_CONTROL_STATUSES
-from runtime_core.dag._store import AdvanceResult, ClaimBatch, FinalizeOutcome, StepClaim, TransitionOutcome
+from runtime_core.dag._store import (
+    AdvanceResult,
+    ClaimBatch,
+    Finalization,
+    FinalizeOutcome,
+    StepClaim,
+    TransitionOutcome,
+)
 from runtime_core.dag._worker_context import WorkerContext
 from runtime_core.dag._worker_state import Completion, ExecutionRun
 from runtime_core.errors import ConflictError
@@ -171,6 +178,7 @@ class StepRunner:
                 lease_ms=context.settings.lease_ms,
                 token_prefix=self.token_prefix,
                 owner=context.owner,
+                finalize=not context.assisting,  # see try_finalize
             )
 
         if done:
@@ -206,7 +214,9 @@ class StepRunner:
         others = released - len(advanced.claims.claims)
         if others > 0:
             self.run.idle.wake(others)
-        if advanced.converged:
+        if advanced.finalization is not None:  # this call converged it and finalized it
+            await self._finalized(advanced.finalization)
+        elif advanced.converged:
             await self.try_finalize()
 
     async def _after_transition(
@@ -244,13 +254,17 @@ class StepRunner:
         the terminal snapshot sees the assistants that left by then."""
         if self.context.assisting:
             return False
-        run = self.run
-        outcome, status, at_ms = await self.context.store.finalize(run.execution_id)
+        return await self._finalized(await self.context.store.finalize(self.run.execution_id))
+
+    async def _finalized(self, finalization: Finalization) -> bool:
+        """Stop at a terminal status (emitting `execution.finalized` when this call made it);
+        False while not converged."""
+        outcome, status, at_ms = finalization
         if outcome is FinalizeOutcome.NOT_CONVERGED:
             return False
-        run.stop(final_status=status)
+        self.run.stop(final_status=status)
         if outcome is FinalizeOutcome.FINALIZED:
-            await self.context.emit("execution.finalized", run, at_ms=at_ms, status=status)
+            await self.context.emit("execution.finalized", self.run, at_ms=at_ms, status=status)
         return True
 
     async def on_blocked(self, control_status: str) -> None:

@@ -157,6 +157,8 @@ class AdvanceResult:
     claims: ClaimBatch
     converged: bool
     backlog: int = 0
+    # What finalizing did, when the call was asked to finalize and converged the execution.
+    finalization: Finalization | None = None
 
 
 @dataclass(frozen=True)
@@ -319,17 +321,19 @@ class DagStore:
         lease_ms: int,
         token_prefix: str,
         owner: str = "",
+        finalize: bool = False,
     ) -> AdvanceResult:
         """Complete `completions` ((claim, stored result) pairs), then claim up to `max_claim`
         steps: the common path of an execution in one scripted round trip. `owner`: the local
         run claiming; claims are SUPERSEDED once the execution belongs to another one. An
         assisting instance claims as '@<assistant>': its completions are rejected and its
-        claims SUPERSEDED once its assistance lease lapsed."""
+        claims SUPERSEDED once its assistance lease lapsed. `finalize`: when the call converges
+        the execution it also finalizes it (as `finalize` would, in the same round trip)."""
         k = self._keys(execution_id)
         args: list[Any] = [len(completions)]
         for claim, result in completions:
             args += [claim.step_name, claim.token, canonical_json(result)]
-        args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG, owner]
+        args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG, owner, "1" if finalize else ""]
         reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
         now = int(reply[1])
         if int(reply[0]) != 1:
@@ -339,8 +343,10 @@ class DagStore:
             )
         converged, count = int(reply[2]) == 1, int(reply[3])
         completed = [self._completion(reply[4 + 2 * i], reply[5 + 2 * i], now) for i in range(count)]
-        claims = self._claims(execution_id, reply[4 + 2 * count : -1], now)
-        return AdvanceResult(now, completed, claims, converged, int(reply[-1]))
+        claims = self._claims(execution_id, reply[4 + 2 * count : -3], now)
+        code, final = reply[-2], str(reply[-1]) or None
+        finalization = Finalization(FinalizeOutcome(int(code)), final, now) if code != "" else None
+        return AdvanceResult(now, completed, claims, converged, int(reply[-3]), finalization)
 
     @staticmethod
     def _completion(code: Any, detail: Any, now: int) -> TransitionResult:
