@@ -10,6 +10,7 @@ a human (the step parks for input), and its spans (OpenTelemetry GenAI conventio
 not coordinate steps (the DAG engine does) nor speak a provider's wire format.
 """
 
+from runtime_core.agents._children import QueuedChildRuns
 from runtime_core.agents._config import AgentConfig, AgentLimits, AgentTool, Pricing
 from runtime_core.agents._executor import AGENT_STEP_KEY, AiAgentExecutor
 from runtime_core.agents._journal import AgentJournal, SubStep, SubStepState, read_sub_steps
@@ -32,5 +33,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "read_sub_steps",
     # Child pipelines as tools
     "ChildRuns",
+    "QueuedChildRuns",
     "ToolOutcome",
 ]

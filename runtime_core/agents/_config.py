@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from runtime_core.errors import InvalidPipelineError
+from runtime_core.pipeline import parse_pipeline
 from runtime_core.steps import StepConfig
 from runtime_core.steps.llm import (
     ANTHROPIC_RESERVED_PARAMS,
@@ -29,17 +31,27 @@ ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
 class AgentTool(StepConfig):
     """One tool the model may call. `inputSchema` (JSON schema of the arguments) is what the model
     sees; the arguments become the step's inputs (a step type) or the child run's input (a
-    pipeline). `requiresApproval`: a human approves each call before it runs (input.submit under
-    the waiting key the run shows), refusing skips it and tells the model."""
+    pipeline: an inline definition, run as a child run of the agent's tenant).
+    `requiresApproval`: a human approves each call before it runs (input.submit under the
+    waiting key the run shows), refusing skips it and tells the model."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: str = ""
     step_key: str | None = None
     config: dict[str, Any] = {}
-    pipeline: str | None = None
-    pipeline_version: str | None = None
+    pipeline: dict[str, Any] | None = None
     input_schema: dict[str, Any] = Field(default_factory=lambda: dict(ANY_ARGUMENTS))
     requires_approval: bool = False
+
+    @field_validator("pipeline")
+    @classmethod
+    def _valid_pipeline(cls, pipeline: dict[str, Any] | None) -> dict[str, Any] | None:
+        if pipeline is not None:
+            try:
+                parse_pipeline(pipeline)
+            except InvalidPipelineError as error:
+                raise ValueError(f"its pipeline is invalid: {error.message}") from None
+        return pipeline
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentTool:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 
-from runtime_core.agents import AiAgentExecutor
+from runtime_core.agents import AiAgentExecutor, QueuedChildRuns
 from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
 from runtime_core.continuity import HotStateContinuity
@@ -58,7 +58,7 @@ from runtime_core.observability import (
 )
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
-from runtime_core.queueing import SharedQueueKeys, SharedRunStore, adopt_recorded_partitions
+from runtime_core.queueing import SharedQueueKeys, SharedRunJournal, SharedRunStore, adopt_recorded_partitions
 from runtime_core.scheduling import Scheduling, build_scheduling
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, open_durable_store
@@ -120,7 +120,6 @@ class EngineServices:
         self.step_providers = StepProviders.build(provider_settings, self.settings.data_dir)
         self._opened.push_async_callback(self.step_providers.aclose)
         self.executors = default_executor_registry(providers=self.step_providers)
-        self.executors.register(AiAgentExecutor(self.step_providers.llm, self.dag_store, self.executors))
         load_step_plugins(self.executors, self.settings.plugins)
         self.engine = DagEngine(
             self.dag_store,
@@ -133,10 +132,19 @@ class EngineServices:
             self.engine.rate_limiter = StepRateLimiter(self.hot_state, provider_settings.provider_rate_limits)
         await self._attach_audit()
         self._attach_events()
+        self._register_agents()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
         self.restorer = HotStateContinuity(
             SharedRunStore(self.hot_state), self.audit.replay, self.audit.forensics
+        )
+
+    def _register_agents(self) -> None:
+        """`ai.agent`, whose pipeline tools run as child runs through the shared queue."""
+        journal = SharedRunJournal(self.audit.ledger, self.events)
+        children = QueuedChildRuns(self.engine, self.durable_store, journal)
+        self.executors.register(
+            AiAgentExecutor(self.step_providers.llm, self.dag_store, self.executors, children)
         )
 
     def _open_embedded_redis(self) -> str:

@@ -80,7 +80,7 @@ def _refuse_unknown_keys(what: str, step_key: str, model: type[BaseModel], confi
     first = unknown[0]
     retry_key = retry_section_key(first.key) if first.path == first.key else None
     if retry_key is not None:
-        meant = f"`{first.key}` belongs in the `retry` section: \"retry\": {{\"{retry_key}\": ...}}."
+        meant = f'`{first.key}` belongs in the `retry` section: "retry": {{"{retry_key}": ...}}.'
     elif first.suggestion is not None:
         meant = f"did you mean `{first.suggestion}`?"
     else:
