@@ -3,7 +3,8 @@
 Owns `restore_shared_run` (the shared run record, recreated Dispatched to the local run that
 holds it, from the request the instance kept in memory) and `restore_execution` (the
 execution, restored the way replay restores it: from its terminal snapshot, or from its
-header and archived steps, steps never archived starting again), each recorded as forensics
+header and archived steps, steps never archived starting again; the calls its unfinished
+steps had begun are recorded again, so they are found uncertain), each recorded as forensics
 (`restored`, or `failed_lost` when no durable copy exists). Must not run anything.
 """
 
@@ -13,6 +14,7 @@ import logging
 
 from runtime_core.audit import ForensicsRecorder, ReplayService
 from runtime_core.continuity._evidence import FAILED_LOST, RESTORED, LostRunEvidence
+from runtime_core.continuity._operations import put_back_operations
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import LocalRunRequest, RunIndexRecord
@@ -86,12 +88,16 @@ class HotStateContinuity:
         except NotFoundError:
             await self.evidence.record(snapshot, FAILED_LOST, **where, reason="no durable copy")
             return False
+        in_doubt = await put_back_operations(
+            self.replay.dag_store, self.replay.store, snapshot.tenant_id, execution_id
+        )
         await self.evidence.record(
             snapshot,
             RESTORED,
             **where,
             source=result.source.value,
             reason=f"restored from {result.source.value}",
+            uncertain_operations=in_doubt,
         )
         log.warning(
             "execution.restored_after_hot_state_loss execution_id=%s source=%s status=%s",

@@ -26,7 +26,7 @@ from runtime_core.dag._events import (
 from runtime_core.dag._explain import StepError, WaitingInput, failing_step, failure_summary
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
-from runtime_core.dag._operations import ClaimOperations, operations_in_doubt
+from runtime_core.dag._operations import ClaimOperations, operations_in_doubt, restore_operation
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     ClaimBatch,
@@ -101,4 +101,6 @@ __all__ = [
     "operations_in_doubt",
     # Live output of streaming steps
     "read_live_output",
+    # Operations put back after a lost dataset
+    "restore_operation",
 ]

@@ -3,7 +3,9 @@
 Owns the typed wrappers of `operation_begin.lua` / `operation_settle.lua` (the only place that
 knows their KEYS/ARGV order), fenced by the step's claim token, the ledger events of an
 operation (`step.operation_started`, `step.operation_uncertain`, `step.operation_settled`),
-and reading the operations a released step left in doubt (recovery reports them). Must not
+reading the operations a released step left in doubt (recovery reports them), and putting back
+an operation the durable ledger says was started when an execution is restored after Redis
+lost its dataset (`operation_restore.lua`). Must not
 decide a policy (`runtime_core.steps.operations.guarded_call` does) nor call any peer.
 """
 
@@ -114,3 +116,22 @@ async def operations_in_doubt(
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def restore_operation(
+    store: DagStore,
+    execution_id: str,
+    step_name: str,
+    name: str,
+    operation_id: str,
+    *,
+    attempts: int,
+    started_at_ms: int,
+) -> bool:
+    """Record operation `name` of `step_name` as started under no claim (its next claim finds it
+    uncertain); False when the execution already has it (or does not exist)."""
+    k = store.keys(execution_id)
+    reply = await store.hot_state.scripts["operation_restore"](
+        keys=[k.meta, k.operations], args=[step_name, name, operation_id, attempts, started_at_ms]
+    )
+    return int(reply) == 1

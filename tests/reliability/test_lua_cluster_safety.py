@@ -35,7 +35,7 @@ from runtime_core.assistance import (
 )
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
-from runtime_core.dag import ClaimOperations, DagStore, DropOutcome
+from runtime_core.dag import ClaimOperations, DagStore, DropOutcome, restore_operation
 from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventType
 from runtime_core.flow import ProviderRateLimit, ProviderRateLimits, StepRateLimiter
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state, script_source
@@ -497,7 +497,8 @@ async def _flow_scenario(hot_state: HotState) -> None:
 
 
 async def _operations_scenario(hot_state: HotState, durable: SqliteDurableStore) -> None:
-    """operation_begin / operation_settle: a step's operation recorded, then settled."""
+    """operation_begin / operation_settle / operation_restore: a step's operation recorded, settled,
+    and one put back after a lost dataset."""
     rig = make_rig(hot_state, durable)
     execution_id = await rig.engine.create_execution(ONE_STEP, {}, TENANT_A)
     store: DagStore = rig.dag_store
@@ -511,6 +512,7 @@ async def _operations_scenario(hot_state: HotState, durable: SqliteDurableStore)
     start = await operations.begin("call", policy=UncertaintyPolicy.RETRY)
     assert start.outcome is StartOutcome.FRESH
     await operations.settle("call", OperationState.DONE, "answered", consume_input=True)
+    assert await restore_operation(store, execution_id, "only", "lost", "op_lua", attempts=1, started_at_ms=1)
 
 
 async def _claim_when_due(outbox: WebhookOutbox, identifier: str) -> ClaimedDelivery:
