@@ -83,7 +83,7 @@ class Principal(Identity):
             auth_method=auth.method.value if auth else None,
             auth_issuer=auth.issuer if auth else None,
             auth_subject=auth.subject if auth else None,
-            auth_token_id=auth.token_id if auth else None,
+            auth_jti=auth.token_id if auth else None,
         )
 
 

@@ -31,7 +31,7 @@ class ExecutionContextSnapshot(BaseModel):
     auth_method: str | None = None
     auth_issuer: str | None = None
     auth_subject: str | None = None
-    auth_token_id: str | None = None
+    auth_jti: str | None = None
     captured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     def to_json(self) -> str:

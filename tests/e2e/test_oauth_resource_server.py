@@ -201,7 +201,7 @@ async def test_a_valid_token_works_as_its_tenant_and_role_and_the_snapshot_names
     assert record is not None and record.snapshot is not None
     snapshot = record.snapshot
     assert (snapshot.tenant_id, snapshot.user_id, snapshot.roles) == ("tenant-a", "alice", ("operator",))
-    assert (snapshot.auth_method, snapshot.auth_issuer, snapshot.auth_subject, snapshot.auth_token_id) == (
+    assert (snapshot.auth_method, snapshot.auth_issuer, snapshot.auth_subject, snapshot.auth_jti) == (
         "oauth",
         acme.issuer,
         "alice",

@@ -105,7 +105,7 @@ async def test_a_valid_rs256_token_is_its_users_tenant_roles_and_namespaces(
     )
     snapshot = caller.snapshot("mcp:submit:1")
     assert (snapshot.auth_issuer, snapshot.auth_subject) == (acme.issuer, "alice")
-    assert snapshot.auth_token_id == auth.token_id and token not in snapshot.model_dump_json()
+    assert snapshot.auth_jti == auth.token_id and token not in snapshot.model_dump_json()
 
 
 async def test_a_token_signed_with_the_issuers_ec_key_is_accepted(
