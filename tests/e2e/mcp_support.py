@@ -115,9 +115,12 @@ def served_http(
 
 
 def wait_for_health(
-    process: subprocess.Popen[bytes], base_url: str, log: Path, timeout_s: float = 30.0
+    process: subprocess.Popen[bytes], base_url: str, log: Path, timeout_s: float = 90.0
 ) -> None:
-    """Poll the child's /healthz until it answers; fail with its log if it dies or times out."""
+    """Poll the child's /healthz until it answers; fail with its log if it dies or times out.
+
+    The deadline is generous: a child that dies is noticed at once, and a start (imports, Redis,
+    the store's migrations) can take tens of seconds on a loaded 2-core machine."""
     deadline = time.monotonic() + timeout_s
     while not healthy(base_url):
         if process.poll() is not None or time.monotonic() > deadline:
