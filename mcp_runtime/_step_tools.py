@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_runtime._inputs import StepsListInput
-from mcp_runtime._outputs import McpServerInfo, StepsListOutput, StepTypeInfo
 from mcp_runtime._registration import ToolCall, ToolSpec
+from mcp_runtime._step_outputs import McpServerInfo, StepsListOutput, StepTypeInfo
 from runtime_core.steps import McpServers, StepDescription
 
 MCP_TOOL_STEP = "mcp.tool"
