@@ -3,11 +3,17 @@ same file the agent guide runs), providers pointing at it, and a scripted agent 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from tests.loopback import serving
+from tests.side_effect_peer import SideEffectPeer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "agents"
 KEY_ENV = "MCPRT_TEST_AGENT_LLM_KEY"
@@ -40,3 +46,26 @@ def llm_settings(base_url: str) -> dict[str, Any]:
         "gpt": {"kind": "openai", "base_url": f"{base_url}/v1", "model": "gpt-loopback", **common},
         "claude": {"kind": "anthropic", "base_url": base_url, "model": "claude-loopback", **common},
     }
+
+
+@contextlib.asynccontextmanager
+async def served_model(script: list[dict[str, Any]], **options: Any) -> AsyncIterator[tuple[Any, str]]:
+    """The loopback model server playing `script`, and its base URL, until the block ends."""
+    model = LoopbackLlm(script, **options)
+    async with serving(model.app) as base_url:
+        yield model, base_url
+
+
+@contextlib.asynccontextmanager
+async def served_peer() -> AsyncIterator[tuple[SideEffectPeer, str]]:
+    """A loopback HTTP peer counting its side effects, and its base URL, until the block ends."""
+    peer = SideEffectPeer()
+    async with serving(peer.app()) as base_url:
+        yield peer, base_url
+
+
+def write_providers(folder: Path, model_url: str, **sections: Any) -> Path:
+    """A providers file naming the loopback model (`gpt`, `claude`) and any other `sections`."""
+    path = folder / "providers.json"
+    path.write_text(json.dumps({"llm": llm_settings(model_url), **sections}), encoding="utf-8")
+    return path

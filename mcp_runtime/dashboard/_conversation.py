@@ -73,25 +73,20 @@ def _entry(sub_step: dict[str, Any]) -> Entry:
         asked = ", ".join(f"{call.get('name')}({_compact(call.get('arguments'))})" for call in calls)
         if asked:
             details.append(("calls", asked))
-        return Entry(
-            seq=int(sub_step.get("seq", 0)),
-            kind="model",
-            state=str(sub_step.get("state")),
-            title=f"Model turn {sub_step.get('turn', 0)}",
-            text=str(output.get("text", ""))[:_SHOWN_CHARS],
-            details=details,
-        )
-    approval = sub_step.get("approval")
-    if approval:
-        verdict = "approved" if approval.get("approved") else "refused"
-        comment = f": {approval['comment']}" if approval.get("comment") else ""
-        details.append(("approval", verdict + comment))
-    details.append(("arguments", _compact(sub_step.get("input"))))
+        title = f"Model turn {sub_step.get('turn', 0)}"
+    else:
+        approval = sub_step.get("approval")
+        if approval:
+            verdict = "approved" if approval.get("approved") else "refused"
+            comment = f": {approval['comment']}" if approval.get("comment") else ""
+            details.append(("approval", verdict + comment))
+        details.append(("arguments", _compact(sub_step.get("input"))))
+        title = f"Tool {sub_step.get('name')}"
     return Entry(
         seq=int(sub_step.get("seq", 0)),
-        kind="tool",
+        kind="model" if sub_step.get("kind") == "model" else "tool",
         state=str(sub_step.get("state")),
-        title=f"Tool {sub_step.get('name')}",
+        title=title,
         text=str(output.get("text", ""))[:_SHOWN_CHARS],
         details=details,
     )

@@ -5,7 +5,6 @@ and the model reads the refusal. The run page shows the conversation beside the 
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from runtime_core.hot_state import EmbeddedRedis
-from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, served_model, served_peer, write_providers
 from tests.e2e.dashboard_support import (
     call,
     csrf_token,
@@ -25,7 +24,6 @@ from tests.e2e.dashboard_support import (
 )
 from tests.e2e.mcp_support import served_http
 from tests.helpers import wait_until
-from tests.loopback import serving
 from tests.side_effect_peer import SideEffectPeer
 
 SCRIPT = [
@@ -39,16 +37,14 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 async def model() -> AsyncIterator[tuple[LoopbackLlm, str]]:
-    llm = LoopbackLlm(SCRIPT)
-    async with serving(llm.app) as url:
-        yield llm, url
+    async with served_model(SCRIPT) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 async def peer() -> AsyncIterator[tuple[SideEffectPeer, str]]:
-    side_effects = SideEffectPeer()
-    async with serving(side_effects.app()) as url:
-        yield side_effects, url
+    async with served_peer() as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +52,7 @@ def base_url(
     model: tuple[LoopbackLlm, str], redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("agent-approvals")
-    providers = data_dir / "providers.json"
-    providers.write_text(json.dumps({"llm": llm_settings(model[1])}), encoding="utf-8")
+    providers = write_providers(data_dir, model[1])
     env = {**dashboard_environment(redis_server.url), KEY_ENV: API_KEY}
     with served_http(
         write_config(data_dir / "server.json"), data_dir, env, "--providers-file", str(providers)

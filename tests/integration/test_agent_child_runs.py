@@ -17,9 +17,8 @@ from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
-from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, served_model, write_providers
 from tests.helpers import wait_until
-from tests.loopback import serving
 
 TENANT = ExecutionContextSnapshot(user_id="u-child", tenant_id="tenant-children", context_key="child-tests")
 SUMMARY = {
@@ -43,11 +42,9 @@ async def services(
         {"tool_calls": [{"name": "summarize", "arguments": {"note": "the deploy slipped a day"}}]},
         {"text": "Summarized."},
     ]
-    llm = LoopbackLlm(script)
     folder = tmp_path_factory.mktemp("agent-children")
-    async with serving(llm.app) as url:
-        providers = folder / "providers.json"
-        providers.write_text(json.dumps({"llm": llm_settings(url)}), encoding="utf-8")
+    async with served_model(script) as (llm, url):
+        providers = write_providers(folder, url)
         settings = RuntimeSettings(
             data_dir=folder / "data",
             redis_url=redis_server.url,

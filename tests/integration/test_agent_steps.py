@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,9 +25,15 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.observability import tracing_with
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.recovery import release_execution_claims
-from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.agent_support import (
+    API_KEY,
+    KEY_ENV,
+    LoopbackLlm,
+    served_model,
+    served_peer,
+    write_providers,
+)
 from tests.helpers import wait_until
-from tests.loopback import serving
 from tests.mcp_tool_server import Effects, http_entry, side_effects_server
 from tests.side_effect_peer import SideEffectPeer
 
@@ -49,16 +54,14 @@ FINAL = {"text": "All notes are filed."}
 
 @pytest.fixture(scope="module")
 async def model() -> AsyncIterator[tuple[LoopbackLlm, str]]:
-    server = LoopbackLlm([FINAL])
-    async with serving(server.app) as base_url:
-        yield server, base_url
+    async with served_model([FINAL]) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 async def peer() -> AsyncIterator[tuple[SideEffectPeer, str]]:
-    side_effects = SideEffectPeer()
-    async with serving(side_effects.app()) as base_url:
-        yield side_effects, base_url
+    async with served_peer() as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +79,8 @@ async def services(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[EngineServices]:
     folder = tmp_path_factory.mktemp("agents")
-    providers_file = folder / "providers.json"
     servers = {TENANT: {"desk": http_entry(mcp_server[1], idempotent=True)}}  # tenant A's only
-    providers_file.write_text(
-        json.dumps({"llm": llm_settings(model[1]), "mcp_servers": servers}), encoding="utf-8"
-    )
+    providers_file = write_providers(folder, model[1], mcp_servers=servers)
     settings = RuntimeSettings(
         data_dir=folder / "data",
         redis_url=redis_server.url,
