@@ -14,7 +14,10 @@ Tools:
 - `ticket_status(operation_id)`: whether an operation filed a ticket, and which (reconcile);
 - `reject(reason, retryable)`: answers `isError` (retryable: a transient error);
 - `lookup(city)`: read-only, structured output.
-With `--bearer-token-env NAME` the HTTP endpoint refuses requests without that bearer token.
+With `--bearer-token-env NAME` the HTTP endpoint refuses requests without that bearer token;
+with `--oauth-issuer URL --jwks-url URL` it is an OAuth 2.1 resource server (RFC 9728 metadata,
+access tokens checked against the issuer's keys, audience = its own URL, scope `tickets`), so a
+client with OAuth client credentials gets its token from that authorization server.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jwt
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
@@ -110,8 +116,51 @@ def operation_id(ctx: Context) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def build_server(effects: EffectsLog) -> MCPServer:
-    server = MCPServer("side-effects")
+class JwksVerifier:
+    """Access tokens of `issuer`, signed with a key of its JWKS, for this server (`audience`)."""
+
+    def __init__(self, issuer: str, jwks_url: str, audience: str) -> None:
+        self.issuer = issuer
+        self.audience = audience
+        self.keys = jwt.PyJWKClient(jwks_url)
+
+    def _claims(self, token: str) -> dict[str, Any]:
+        key = self.keys.get_signing_key_from_jwt(token).key
+        options = {"require": ["exp", "iss", "aud"]}
+        return jwt.decode(
+            token,
+            key,
+            algorithms=["RS256", "ES256"],
+            audience=self.audience,
+            issuer=self.issuer,
+            options=options,
+        )
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            claims = await anyio.to_thread.run_sync(self._claims, token)
+        except jwt.PyJWTError:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=str(claims.get("client_id") or claims.get("azp") or ""),
+            scopes=str(claims.get("scope", "")).split(),
+            expires_at=claims.get("exp"),
+            resource=self.audience,
+            subject=claims.get("sub"),
+        )
+
+
+def build_server(effects: EffectsLog, verifier: JwksVerifier | None = None) -> MCPServer:
+    auth = None
+    if verifier is not None:
+        auth = AuthSettings(
+            issuer_url=verifier.issuer,
+            resource_server_url=verifier.audience,
+            required_scopes=["tickets"],
+            validate_token_resource=True,
+        )
+    server = MCPServer("side-effects", token_verifier=verifier, auth=auth)
 
     @server.tool(annotations=ToolAnnotations(idempotentHint=True, destructiveHint=False))
     async def create_ticket(
@@ -188,8 +237,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8931)
     parser.add_argument("--effects-file", default=os.environ.get(EFFECTS_FILE_ENV, "side-effects.jsonl"))
     parser.add_argument("--bearer-token-env", help="require this variable's value as the bearer token")
+    parser.add_argument("--oauth-issuer", help="accept access tokens of this OAuth issuer (with --jwks-url)")
+    parser.add_argument("--jwks-url", help="the issuer's JWKS (the keys its tokens are signed with)")
     args = parser.parse_args()
-    server = build_server(EffectsLog(Path(args.effects_file)))
+    verifier = None
+    if args.oauth_issuer:
+        verifier = JwksVerifier(args.oauth_issuer, args.jwks_url, f"http://127.0.0.1:{args.port}/mcp")
+    server = build_server(EffectsLog(Path(args.effects_file)), verifier)
     if args.transport == "stdio":
         server.run("stdio")
         return

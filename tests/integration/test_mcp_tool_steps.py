@@ -3,7 +3,8 @@ streamable HTTP and over stdio (the runtime starts that one itself): arguments f
 structuredContent as the result with the operation id the server received in `_meta`, isError
 as typed failures, the submit-time checks for the submitting tenant (its own servers only,
 another tenant's answering like an unknown one; the step's input against the tool's input
-schema when the server answers), bearer tokens read from the environment.
+schema when the server answers), bearer tokens and OAuth client credentials read from the
+environment (the loopback authorization server of the auth tests issues the token).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from runtime_core.steps import StepProviders, StepProviderSettings, default_exec
 from tests.integration.control_plane_support import TENANT_A, TENANT_B
 from tests.loopback import closed_port
 from tests.mcp_tool_server import Effects, http_entry, side_effects_server, stdio_entry
+from tests.oauth_realm import Client as OAuthClient
+from tests.oauth_server import OAuthServer
 
 TOKEN_VARIABLE = "MCPTOOL_TEST_TICKETS_TOKEN"
 
@@ -221,3 +224,39 @@ async def test_a_bearer_token_read_from_the_environment_reaches_the_server(
             await providers.aclose()
     assert ok == "Completed" and refused == "Failed"
     assert step.last_error is not None and "s3cret-token" not in step.last_error.message
+
+
+async def test_oauth_client_credentials_from_the_environment_get_a_token_the_server_accepts(
+    hot_state: HotState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    oauth = OAuthServer().start()
+    realm = oauth.realm("tools")
+    realm.clients["runtime"] = OAuthClient("runtime", secret="cs-right-1", scopes=("tickets",))
+    monkeypatch.setenv("MCPTOOL_TEST_RIGHT_SECRET", "cs-right-1")
+    monkeypatch.setenv("MCPTOOL_TEST_WRONG_SECRET", "cs-wrong-2")
+    server_options = ("--oauth-issuer", realm.issuer, "--jwks-url", realm.endpoint("jwks"))
+
+    def oauth_entry(url: str, variable: str) -> dict[str, Any]:
+        credentials = {"client_id": "runtime", "client_secret_env": variable, "issuer": realm.issuer}
+        return http_entry(url, oauth={**credentials, "scopes": ["tickets"]}, connect_timeout_s=5)
+
+    try:
+        async with side_effects_server(tmp_path / "effects.jsonl", *server_options) as url:
+            servers = {
+                "right": oauth_entry(url, "MCPTOOL_TEST_RIGHT_SECRET"),
+                "wrong": oauth_entry(url, "MCPTOOL_TEST_WRONG_SECRET"),
+            }
+            providers = StepProviders.build(
+                StepProviderSettings.model_validate({"mcp_servers": {"tenant-a": servers}})
+            )
+            try:
+                engine, _ = engine_with(hot_state, providers)
+                ok, _ = await run_step(engine, tool_pipeline("right", "lookup", {"city": "Rome"}), {})
+                refused, step = await run_step(engine, tool_pipeline("wrong", "lookup", {"city": "Rome"}), {})
+            finally:
+                await providers.aclose()
+    finally:
+        oauth.stop()
+    assert ok == "Completed" and refused == "Failed"
+    assert step.last_error is not None and step.last_error.code == "transient"
+    assert "cs-wrong-2" not in step.last_error.message and "cs-right-1" not in step.last_error.message
