@@ -1,7 +1,8 @@
 """The `ai.agent` executor: a tool-calling agent on a configured LLM provider, resumable after a crash.
 
 Owns the step type: its config model, the submit-time checks (the provider is configured,
-each tool's step type is registered and its config valid for it), the human input it waits
+each tool's step type is registered and its config valid for it; for the submitting tenant,
+each MCP tool on one of its own servers and each pipeline tool's steps), the human input it waits
 for (an approval of a tool call, or a decision on an uncertain call of a tool it runs), and
 starting one `AgentRun` per attempt with the rendered task. Must not run the loop itself
 (`_loop` does) and runs only inside the engine, whose claim fences its checkpoints.
@@ -9,6 +10,7 @@ starting one `AgentRun` per attempt with the rendered task. Must not run the loo
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,6 +19,9 @@ from runtime_core.agents._config import AgentConfig
 from runtime_core.agents._loop import AgentRun
 from runtime_core.agents._tools import ChildRuns, ToolRunner
 from runtime_core.dag import DagStore
+from runtime_core.errors import InvalidPipelineError
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import StepDefinition, parse_pipeline
 from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps import (
     ExecutorRegistry,
@@ -25,6 +30,7 @@ from runtime_core.steps import (
     StepFailure,
     StepInvocation,
     check_prompt_provider,
+    check_steps_for_tenant,
     parse_config,
     render_template,
     validation_problems,
@@ -35,6 +41,7 @@ from runtime_core.steps.operations import DECISION_INPUT_SCHEMA
 AGENT_STEP_KEY = "ai.agent"
 UNCERTAIN_SUFFIX = ".uncertain"
 APPROVAL_INPUT_SCHEMA = HumanApprovalExecutor.input_schema
+TOOL_CHECK_TIMEOUT_S = 10.0
 
 
 class AiAgentExecutor:
@@ -87,6 +94,32 @@ class AiAgentExecutor:
                     f"tool {tool.name!r}: its config is invalid for {tool.step_key}: "
                     f"{validation_problems(error)}"
                 ) from None
+
+    async def check_for_tenant(
+        self, config: AgentConfig, step: StepDefinition, snapshot: ExecutionContextSnapshot
+    ) -> None:
+        """Submit-time, for the submitting tenant: each tool a step type describes (`mcp.tool`: one
+        of the tenant's own servers, an allowed tool) and each pipeline tool's own steps. A server
+        that does not answer now is checked when the tool is called instead."""
+        for tool in config.tools:
+            if tool.pipeline is not None:
+                try:
+                    await check_steps_for_tenant(
+                        parse_pipeline(tool.pipeline).steps, self._executors, snapshot
+                    )
+                except InvalidPipelineError as error:
+                    raise StepConfigError(f"tool {tool.name!r}: {error.message}", hint=error.hint) from None
+                continue
+            describe = getattr(self._executors.get(tool.step_key or ""), "describe_tool", None)
+            if describe is None:
+                continue
+            try:
+                await asyncio.wait_for(describe(tool.config, snapshot), TOOL_CHECK_TIMEOUT_S)
+            except StepFailure as failure:
+                if failure.code in ("permanent", "not_found"):
+                    raise StepConfigError(f"tool {tool.name!r}: {failure.message}") from None
+            except TimeoutError:
+                continue
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
         config = parse_config(AgentConfig, invocation)

@@ -20,11 +20,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from runtime_core.agents import read_sub_steps
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.dag import read_live_output
+from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.observability import tracing_with
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.recovery import release_execution_claims
+from runtime_core.steps import TENANT_RULE
 from tests.agent_support import (
     API_KEY,
     KEY_ENV,
@@ -421,3 +423,14 @@ async def test_a_stream_cut_by_a_dead_worker_is_recorded_discarded_and_the_retry
     ]
     assert discarded.attributes["characters"] > 20
     assert llm.twice() == []
+
+
+async def test_submitting_an_agent_whose_tool_names_another_tenants_mcp_server_is_refused(
+    services: EngineServices,
+) -> None:
+    pipeline = mcp_agent()
+    await services.engine.check_for_tenant(pipeline, SNAPSHOT)  # tenant A's own server: accepted
+    with pytest.raises(InvalidPipelineError) as refused:
+        await services.engine.check_for_tenant(pipeline, OTHER_TENANT)
+    assert refused.value.rule == TENANT_RULE
+    assert services.step_providers.mcp.unknown_message("tenant-b", "desk") in refused.value.message
