@@ -21,7 +21,7 @@ from runtime_core.control_plane import run_is_done
 from runtime_core.hot_state import HotState
 from runtime_core.instances import InstanceHealth, RuntimeInstance
 from runtime_core.queueing import SharedRunStatus
-from runtime_core.recovery import RecoveryAction, RecoveryKind
+from runtime_core.recovery import RecoveryAction, RecoveryKind, RecoveryReports
 from runtime_core.storage import SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration.recovery_support import (
@@ -111,6 +111,14 @@ async def test_a_restarted_instance_resumes_its_predecessors_in_flight_execution
     assert final.incarnation == successor.incarnation
     assert (await live_view(rig, in_flight.execution_id)).meta.status == "Completed"
     assert rig.counter.calls[(in_flight.execution_id, "a")] == 1
+    [incident] = (await RecoveryReports(rig.audit.queries).report(TENANT_C)).incidents
+    assert (incident.cause, incident.incarnation) == ("process_restarted", dead.incarnation)
+    [run] = incident.runs
+    assert (run.outcome.value, run.execution_id, run.final_status) == (
+        "resumed",
+        in_flight.execution_id,
+        "Completed",
+    )
 
     predecessors = parts.registry.keys(dead.runtime_instance_id).predecessors
 
