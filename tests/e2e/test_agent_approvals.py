@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from mcp_runtime.tasks import TaskHandle, TasksClientExtension, get_task, update_task
 from runtime_core.hot_state import EmbeddedRedis
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, served_model, served_peer, write_providers
 from tests.e2e.dashboard_support import (
+    TOKENS,
     call,
     csrf_token,
     dashboard_environment,
@@ -22,7 +24,7 @@ from tests.e2e.dashboard_support import (
     sign_in,
     write_config,
 )
-from tests.e2e.mcp_support import served_http
+from tests.e2e.mcp_support import BearerClient, served_http
 from tests.helpers import wait_until
 from tests.side_effect_peer import SideEffectPeer
 
@@ -145,3 +147,31 @@ async def test_a_refusal_through_the_dashboard_skips_the_tool_and_the_page_shows
     assert (
         re.search(r'data-state="refused"', page) and "approval</code> refused: not during the freeze" in page
     )
+
+
+async def test_an_agent_run_as_an_mcp_task_asks_for_the_approval_and_the_answer_resumes_it(
+    base_url: str, peer: tuple[SideEffectPeer, str]
+) -> None:
+    before = peer[0].total_effects
+    tasks = BearerClient(f"{base_url}/mcp", TOKENS["acme-operator"], extensions=[TasksClientExtension()])
+    async with tasks as client:
+        handle = await client.session.call_tool("submit", agent_run(peer[1]), allow_claimed=True)
+        assert isinstance(handle, TaskHandle), handle
+
+        async def status_is(wanted: str) -> dict[str, Any]:
+            async def reached() -> bool:
+                return (await get_task(client.session, handle.task_id))["status"] == wanted
+
+            await wait_until(reached, timeout=60, interval=0.05)
+            return await get_task(client.session, handle.task_id)
+
+        waiting = await status_is("input_required")
+        ask = waiting["inputRequests"]["agent.approval.1"]
+        assert ask["method"] == "elicitation/create" and "file_note" in ask["params"]["message"]
+        assert ask["params"]["requestedSchema"]["required"] == ["approved"]
+        answer = {"agent.approval.1": {"action": "accept", "content": {"approved": True}}}
+        await update_task(client.session, handle.task_id, answer)
+        done = await status_is("completed")
+    run = done["result"]["structuredContent"]["run"]
+    assert run["result"]["data"]["text"] == "Done: the note is handled."
+    assert peer[0].total_effects - before == 1
