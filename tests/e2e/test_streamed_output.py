@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from mcp_runtime import hash_token
+from mcp_runtime.tasks import TaskHandle, TasksClientExtension, get_task
 from runtime_core.hot_state import EmbeddedRedis
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
 from tests.e2e.mcp_support import BearerClient, clean_environment, served_http
@@ -130,3 +131,19 @@ async def test_run_status_shows_the_partial_text_while_the_step_runs(server: str
         assert status["done"] and status["result"]["data"]["text"] == STORY
     assert seen and all(STORY.startswith(text) for text in seen)
     assert status["steps"][0].get("output") is None  # kept only while the step runs
+
+
+async def test_a_task_status_message_carries_the_text_written_so_far(server: str) -> None:
+    async with BearerClient(server, TOKEN, extensions=[TasksClientExtension()]) as client:
+        handle = await client.session.call_tool("submit", prompt("claude", True), allow_claimed=True)
+        assert isinstance(handle, TaskHandle), handle
+        messages: list[str] = []
+        deadline = time.monotonic() + 60
+        while True:  # each tasks/get is a round trip to the server: the run advances meanwhile
+            task = await get_task(client.session, handle.task_id)
+            if task["status"] != "working" or time.monotonic() > deadline:
+                break
+            messages.append(task["statusMessage"])
+    assert task["status"] == "completed"
+    partial = [message.split("so far: ...", 1)[1] for message in messages if "so far: ..." in message]
+    assert partial and all(STORY.startswith(text) for text in partial)
