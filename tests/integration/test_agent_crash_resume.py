@@ -10,7 +10,7 @@ Idempotency-Key (the tool's operation id). Kills: (1) while the model server hol
 reply (during a model call), (2) while the peer holds its answer after applying the effect
 (during a tool call: the call is uncertain, retried with the same operation id, the peer
 deduplicates), (3) as soon as a tool call's checkpoint is final (before or while the next
-model call is held).
+model call is held). The recovery report lists the run under each incident.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from runtime_core.hot_state import EmbeddedRedis, connect_hot_state
 from runtime_core.instances import HostTransport, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
+from runtime_core.recovery import RecoveryReports, RunOutcome
 from runtime_core.steps import StepProviders, StepProviderSettings
 from runtime_core.storage import SqliteDurableStore
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
@@ -186,6 +187,20 @@ async def test_a_ten_turn_agent_killed_three_times_completes_on_its_execution_wi
             }
             assert settled["turn-3"] == "retried" and settled["tool-11.request"] == "retried"
             assert events.count("execution.reassigned") == 3
+
+            # The recovery report lists the run under each of the three incidents, resumed, and
+            # the two calls found uncertain with how they were settled.
+            report = await RecoveryReports(audit.queries).report(TENANT_A)
+            ours = [
+                run
+                for incident in report.incidents
+                for run in incident.runs
+                if run.execution_id == execution_id
+            ]
+            assert len(ours) == 3 and {run.outcome for run in ours} == {RunOutcome.RESUMED}
+            assert {run.final_status for run in ours} == {"Completed"}
+            reported = {op.operation: op.settled_by for run in ours for op in run.uncertain}
+            assert reported["turn-3"] == "retried" and reported["tool-11.request"] == "retried"
         finally:
             for turn in (3, 5, 8):
                 llm.release(turn)
