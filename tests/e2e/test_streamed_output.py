@@ -3,7 +3,8 @@ the loopback LLM server (OpenAI and Anthropic wire formats, Server-Sent Events, 
 The MCP client that submitted with a progress callback receives the partial text in progress
 notifications before the step completes (the client's receive times against the step's
 completion in the ledger), `run.status` shows the partial text while the step runs, and the
-final result equals the one the same prompt gives unstreamed.
+final result equals the one the same prompt gives unstreamed; a working task's status message
+and the dashboard's live run stream carry the growing text too.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Any
 
+import httpx
 import pytest
+from httpx_sse import aconnect_sse
 from mcp import Client
 
 from mcp_runtime import hash_token
 from mcp_runtime.tasks import TaskHandle, TasksClientExtension, get_task
 from runtime_core.hot_state import EmbeddedRedis
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.e2e.dashboard_support import login_nonce
 from tests.e2e.mcp_support import BearerClient, clean_environment, served_http
 from tests.loopback import serving
 
@@ -56,6 +60,7 @@ def server(
     providers.write_text(json.dumps({"llm": llm_settings(model)}), encoding="utf-8")
     env = clean_environment(
         REDIS_URL=redis_server.url,
+        MCP_RUNTIME_UI_RUN_POLL_MS="100",
         MCP_RUNTIME_REDIS_PREFIX=f"stream{secrets.token_hex(4)}:",
         **{KEY_ENV: API_KEY},
     )
@@ -147,3 +152,22 @@ async def test_a_task_status_message_carries_the_text_written_so_far(server: str
     assert task["status"] == "completed"
     partial = [message.split("so far: ...", 1)[1] for message in messages if "so far: ..." in message]
     assert partial and all(STORY.startswith(text) for text in partial)
+
+
+async def test_the_dashboard_run_stream_sends_the_streamed_text_as_it_grows(server: str) -> None:
+    async with BearerClient(server, TOKEN) as client:
+        run_id = (await call(client, "submit", prompt("gpt", True)))["shared_run_id"]
+    async with httpx.AsyncClient(base_url=server.removesuffix("/mcp"), timeout=60) as ui:
+        nonce = login_nonce((await ui.get("/ui/login")).text)
+        signed_in = await ui.post("/ui/login", data={"token": TOKEN, "nonce": nonce, "next": "/ui/runs"})
+        assert signed_in.status_code == 303, signed_in.text
+        lengths: list[int] = []
+        async with aconnect_sse(ui, "GET", f"/ui/events/runs/{run_id}") as source:
+            async for event in source.aiter_sse():
+                if event.event != "status":
+                    continue
+                state = json.loads(event.data)
+                lengths += [length for _, _, length in state["conversation"] if length and not state["done"]]
+                if state["done"]:
+                    break
+    assert lengths and lengths == sorted(lengths)  # the live view saw the text grow while it ran
