@@ -72,16 +72,19 @@ class SubStep(BaseModel):
                 fields[name] = json.loads(fields[name])
         return cls.model_validate(fields)
 
-    def view(self) -> dict[str, Any]:
-        """The record as `run.status` and the step result show it (camelCase, no token)."""
+    def view(self, *, timing: bool = True) -> dict[str, Any]:
+        """The record as `run.status` shows it (camelCase, no token); without `timing` (attempts and
+        times) as the step result keeps it, the same however many attempts it took."""
         shown = {
             "seq": self.seq,
             "kind": self.kind,
             "state": self.state.value,
             "turn": self.turn,
-            "attempts": self.attempts,
-            "startedAtMs": self.started_at_ms,
-            "endedAtMs": self.ended_at_ms,
+            **(
+                {"attempts": self.attempts, "startedAtMs": self.started_at_ms, "endedAtMs": self.ended_at_ms}
+                if timing
+                else {}
+            ),
             "name": self.name,
             "callId": self.call_id,
             "input": self.input,

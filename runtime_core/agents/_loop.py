@@ -284,7 +284,7 @@ class AgentRun:
             "text": reply.text,
             "turns": spent.turns,
             "toolCalls": self.tool_calls,
-            "transcript": [self.records[seq].view() for seq in sorted(self.records)],
+            "transcript": [self.records[seq].view(timing=False) for seq in sorted(self.records)],
         }
         return step_result(data, model=reply.model, provider=self.config.provider, usage=usage)
 
