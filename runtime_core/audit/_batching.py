@@ -1,10 +1,13 @@
 """BatchBuffer: buffered, batched durable writes for the ledger and trace recorders.
 
 Owns when a batch is written (full, overdue, or asked to), serializing writes, and keeping a
-failed batch (bounded) for the next attempt. A buffer that goes quiet is written once its
-oldest record is overdue (a timer armed by the first buffered record), so a process killed
-while an execution waits on a long step loses at most one flush interval of records. Must
-never raise: audit records must not crash the engine that produced them.
+failed batch (bounded) for the next attempt, also when the caller that was writing it is
+cancelled. A buffer that goes quiet is written once its oldest record is overdue (a timer
+armed by the first buffered record, and again after a failed write), so a process killed
+while an execution waits on a long step loses at most one flush interval of records, and
+records kept through a store outage are written once it answers again. Must never raise:
+audit records must not crash the engine that produced them, nor make it wait on a store
+that does not answer (only a record that asks to be flushed waits for its write).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class BatchBuffer(Generic[T]):
         self.flush_interval_s = flush_interval_s
         self._items: list[T] = []
         self._oldest_at = 0.0
+        self._retry_at = 0.0  # after a failed write: no add() starts another before this
         self._lock = asyncio.Lock()
         self._overdue_timer: asyncio.TimerHandle | None = None
         self._overdue_flush: asyncio.Task[None] | None = None
@@ -47,13 +51,19 @@ class BatchBuffer(Generic[T]):
         return len(self._items)
 
     async def add(self, item: T, *, flush: bool = False) -> None:
+        """Buffer `item`; write the batch now when asked (`flush`), full or overdue. Without
+        `flush`, the caller never waits for a write already under way, nor retries a write that
+        just failed (the overdue timer does): an unreachable store costs the caller nothing."""
         now = time.monotonic()
         if not self._items:
             self._oldest_at = now
-            self._arm_overdue_timer()
         self._items.append(item)
-        overdue = now - self._oldest_at >= self.flush_interval_s
-        if flush or overdue or len(self._items) >= self.batch_size:
+        self._arm_overdue_timer()
+        if flush:
+            await self.flush()
+            return
+        due = now - self._oldest_at >= self.flush_interval_s or len(self._items) >= self.batch_size
+        if due and not self._lock.locked() and now >= self._retry_at:
             await self.flush()
 
     def _arm_overdue_timer(self) -> None:
@@ -72,6 +82,18 @@ class BatchBuffer(Generic[T]):
                 return
             try:
                 await self._write(batch)
-            except Exception:  # keep the batch for the next flush; never raise into the engine
-                log.exception("%s.flush_failed", self.name, extra={"records": len(batch)})
+            except BaseException as exc:
+                # Keep the batch for the next flush (a repeated write is harmless: stores ignore
+                # records they hold). A cancelled caller (a client that went away) must not take
+                # the batch, every other caller's records with it.
                 self._items = [*batch, *self._items][-self.batch_size * _RETAINED_BATCHES :]
+                if not isinstance(exc, Exception):
+                    raise
+                log.exception("%s.flush_failed", self.name, extra={"records": len(batch)})
+                self._retry_at = time.monotonic() + self.flush_interval_s
+            else:
+                self._retry_at = 0.0
+                self._oldest_at = time.monotonic()
+            finally:
+                if self._items:
+                    self._arm_overdue_timer()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,9 +16,10 @@ from runtime_core.audit import (
     trace_id_for,
 )
 from runtime_core.dag import DagStore, EngineEvent
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import HotState
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.storage import SqliteDurableStore
+from runtime_core.storage import LedgerEntry, SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration.audit_support import INSTANCE_ID, TENANT_A, TENANT_B, Rig, make_rig
 
@@ -217,3 +219,79 @@ async def test_a_quiet_ledger_batch_is_written_once_overdue_without_another_even
 
     await wait_until(written, timeout=5, interval=0.02)
     assert recorder.pending == 0
+
+
+class UnreachableStore:
+    """The real store behind a link that can fail (a partition): while `down`, a ledger write
+    hangs until `release` is set, then fails as the PostgreSQL pool does after its timeout."""
+
+    def __init__(self, store: SqliteDurableStore) -> None:
+        self.store = store
+        self.down = True
+        self.release = asyncio.Event()
+        self.writes = 0
+
+    async def append_ledger(self, entries: list[LedgerEntry]) -> None:
+        self.writes += 1
+        if self.down:
+            await self.release.wait()
+            raise StoreUnavailableError("injected: the durable store did not answer")
+        await self.store.append_ledger(entries)
+
+
+def outage_recorder(hot_state: HotState, store: UnreachableStore, batch_size: int = 100) -> LedgerRecorder:
+    """A recorder writing through `store` (it only appends ledger batches)."""
+    return LedgerRecorder(
+        store,  # type: ignore[arg-type]
+        DagStore(hot_state),
+        instance_id=INSTANCE_ID,
+        batch_size=batch_size,
+        flush_interval_s=0.05,
+    )
+
+
+def entry(execution_id: str, n: int) -> LedgerEntry:
+    return LedgerEntry(tenant_id=TENANT_A.tenant_id, execution_id=execution_id, event=f"test.{n}")
+
+
+async def test_entries_kept_through_a_store_outage_are_written_once_it_answers_without_another_event(
+    hot_state: HotState, durable: SqliteDurableStore
+) -> None:
+    store = UnreachableStore(durable)
+    recorder = outage_recorder(hot_state, store, batch_size=2)
+    await recorder.append(entry("exec_outage", 1))
+    await wait_until(lambda: _true(store.writes >= 1), timeout=5, interval=0.01)  # the overdue write hangs
+    for n in (2, 3):  # a full batch: still never waits for the write under way
+        await asyncio.wait_for(recorder.append(entry("exec_outage", n)), timeout=1)
+    store.release.set()  # the hanging write fails
+    store.down = False  # and the store answers again: the retry is the timer's, no event comes
+
+    async def written() -> bool:
+        return len(await durable.list_ledger(TENANT_A.tenant_id, execution_id="exec_outage")) == 3
+
+    await wait_until(written, timeout=5, interval=0.02)
+    assert recorder.pending == 0
+
+
+async def test_a_caller_cancelled_while_its_flush_waits_on_the_store_loses_no_entry(
+    hot_state: HotState, durable: SqliteDurableStore
+) -> None:
+    """A submit whose client went away is cancelled mid-flush: the batch it was writing holds
+    other runs' entries too, and must be written later."""
+    store = UnreachableStore(durable)
+    recorder = outage_recorder(hot_state, store)
+    for n in range(3):
+        await recorder.append(entry("exec_cancelled", n))
+    flushing = asyncio.create_task(recorder.append(entry("exec_cancelled", 3), flush=True))
+    await wait_until(lambda: _true(store.writes >= 1), timeout=5, interval=0.01)
+    flushing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await flushing
+    assert recorder.pending == 4
+    store.down = False
+    await recorder.flush()
+    assert len(await durable.list_ledger(TENANT_A.tenant_id, execution_id="exec_cancelled")) == 4
+
+
+async def _true(value: bool) -> bool:
+    return value
