@@ -251,6 +251,9 @@ class SharedRuntimeController:
         existing = await self.runs.get(shared_run_id)
         if existing is None:
             raise IdempotentRunGoneError(idempotency.key, shared_run_id)
+        # The call that created it may have lost its reply before journaling it (this is the
+        # client's retry): its creation is recorded now, once.
+        await self.delivery.journal.record_submitted(existing, announce=False)
         return SubmitResult(
             shared_run_id=shared_run_id,
             status=existing.status,
@@ -265,7 +268,7 @@ class SharedRuntimeController:
 
     async def _journal_submit(self, record: SharedRunRecord, result: SubmitResult) -> None:
         journal = self.delivery.journal
-        await journal.record(record, "submitted")
+        await journal.record_submitted(record)
         if result.status is not SharedRunStatus.DISPATCHED:  # delivery journals its own dispatch
             await journal.record(
                 record,

@@ -15,6 +15,7 @@ change any state.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 from runtime_core.audit import LedgerRecorder
 from runtime_core.errors import RuntimeCoreError
@@ -38,6 +39,11 @@ _RUN_EVENTS: dict[str, tuple[RunEventType, SharedRunStatus]] = {
 _UNEXECUTED_ENDS = {"rejected": SharedRunStatus.REJECTED, "cancelled": SharedRunStatus.CANCELLED}
 
 
+def submitted_entry_id(shared_run_id: str) -> str:
+    """The one `shared_run.submitted` ledger entry of a run."""
+    return f"led_submitted_{shared_run_id}"
+
+
 class SharedRunJournal:
     def __init__(self, ledger: LedgerRecorder | None = None, events: RunEventPublisher | None = None) -> None:
         self.ledger = ledger
@@ -59,22 +65,51 @@ class SharedRunJournal:
                 run.trace_context, shared_run_id=run.shared_run_id, status=_UNEXECUTED_ENDS[event].value
             )
         if self.ledger is not None:
-            entry = LedgerEntry(
-                tenant_id=run.snapshot.tenant_id,
-                shared_run_id=run.shared_run_id,
-                local_run_id=local_run_id,
-                assigned_runtime_instance_id=assigned_runtime_instance_id,
-                runtime_instance_id=attributes.get("pump.runtime.instance.id"),
-                event=f"shared_run.{event}",
-                attributes={
-                    "submit.mode": run.submit_mode.value,
-                    "user.id": run.snapshot.user_id,
-                    **(run.snapshot.attributes if event == "submitted" else {}),
-                    **attributes,
-                },
+            await self.ledger.append(
+                self._entry(run, event, local_run_id, assigned_runtime_instance_id, attributes)
             )
-            await self.ledger.append(entry)
         await self._publish(run, event, local_run_id, attributes.get("reason"))
+
+    async def record_submitted(self, run: SharedRunRecord, *, announce: bool = True) -> None:
+        """The run's creation, written once whoever writes it: the entry's id is the run's own
+        (`submitted_entry_id`), so the retried submit that found the run its lost-reply call
+        created adds no second entry, and writes the first when that call never did."""
+        if run.snapshot is None:
+            return
+        if self.ledger is not None:
+            entry = self._entry(run, "submitted", None, None, {})
+            created = {"recorded_at": datetime.fromtimestamp(run.created_at_ms / 1000, UTC)}
+            update = {
+                "entry_id": submitted_entry_id(run.shared_run_id),
+                **(created if run.created_at_ms else {}),
+            }
+            await self.ledger.append(entry.model_copy(update=update))
+        if announce:
+            await self._publish(run, "submitted", None, None)
+
+    @staticmethod
+    def _entry(
+        run: SharedRunRecord,
+        event: str,
+        local_run_id: str | None,
+        assigned_runtime_instance_id: str | None,
+        attributes: dict[str, str],
+    ) -> LedgerEntry:
+        assert run.snapshot is not None
+        return LedgerEntry(
+            tenant_id=run.snapshot.tenant_id,
+            shared_run_id=run.shared_run_id,
+            local_run_id=local_run_id,
+            assigned_runtime_instance_id=assigned_runtime_instance_id,
+            runtime_instance_id=attributes.get("pump.runtime.instance.id"),
+            event=f"shared_run.{event}",
+            attributes={
+                "submit.mode": run.submit_mode.value,
+                "user.id": run.snapshot.user_id,
+                **(run.snapshot.attributes if event == "submitted" else {}),
+                **attributes,
+            },
+        )
 
     async def _publish(
         self, run: SharedRunRecord, event: str, local_run_id: str | None, reason: str | None

@@ -195,3 +195,25 @@ async def test_a_key_whose_finished_run_left_hot_state_is_answered_from_its_dura
         again = await _submit(plane, "archived")
     assert again.deduplicated and again.shared_run_id == first.shared_run_id
     assert again.local_run_id == view.local_run_id and again.status is SharedRunStatus.DISPATCHED
+
+
+async def test_a_retry_that_finds_the_run_its_lost_call_made_records_the_submission_once(
+    redis_server: EmbeddedRedis, tmp_path: Path
+) -> None:
+    """The first call created the run but never journaled it (its control plane lost Redis's
+    reply, or died, before it could): the client's retry on another control plane answers that
+    run and writes its `shared_run.submitted` entry; the next retry adds none."""
+    hot = HotStateRetention(enabled=False)
+    settings = lifecycle_runtime(redis_server.url, tmp_path, hot, background_pump=False)
+    async with RuntimeServices(settings) as services:
+        services.executors.register(CountingExecutor())
+        silent = _plane(services.hot_state)  # a control plane that journals nothing
+        first = await _submit(silent, "lost-reply")
+        retries = [await _submit(services.control_plane, "lost-reply") for _ in range(2)]
+        await services.audit.ledger.flush()
+        entries = await services.durable_store.list_ledger(
+            DEFAULT_TENANT.tenant_id, shared_run_id=first.shared_run_id
+        )
+    assert all(r.deduplicated and r.shared_run_id == first.shared_run_id for r in retries)
+    [submitted] = [e for e in entries if e.event == "shared_run.submitted"]
+    assert submitted.attributes["user.id"] == DEFAULT_TENANT.user_id
