@@ -39,7 +39,7 @@ HEARTBEAT_MS = 200
 HEALTH_WINDOW_MS = 2_000  # a runtime host silent this long is Unsafe
 RUN_SLOTS = 8  # runs one runtime instance executes at once
 WORKERS = 8
-READY_TIMEOUT_S = 60.0
+READY_TIMEOUT_S = 180.0  # process start-up on a loaded 2-core machine can take a minute
 FENCED_LOG_EVENT = "instance.fenced"  # what a runtime-instance process logs once it was fenced
 T = TypeVar("T")
 

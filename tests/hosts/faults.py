@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runtime_core.instances import (
     DISPATCH_ATTEMPT_KEY,
@@ -41,6 +42,19 @@ async def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout_s:g} s")
         await asyncio.sleep(0.05)  # polling other hosts' state: there is no event to wait on
+
+
+async def readiness_until(dc: DataCentre, plane: str, *, ready: bool) -> dict[str, Any]:
+    """A control plane's /readyz body once it answers ready (200), or not ready (anything else)."""
+    seen: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        status, body = await dc.readiness(plane)
+        seen.update(body)
+        return (status == 200) is ready
+
+    await wait_for(reached, f"{plane} {'ready' if ready else 'not ready'}")
+    return seen
 
 
 def instance_id(host: str) -> str:

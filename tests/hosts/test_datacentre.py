@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from runtime_core.instances import InstanceHealth, LocalRunStatus, RunIndexRecord
 from runtime_core.storage import LedgerEntry
@@ -42,6 +44,7 @@ def assert_exactly_once(tally: Tally) -> None:
     assert tally.duplicates == {}, f"{len(tally.duplicates)} runs did something twice: {tally.duplicates}"
     missing = tally.submitted - len(tally.records)
     failed = Counter(r.status for r in tally.records.values() if r.status != "Completed")
+    assert tally.gaps == {}, f"{len(tally.gaps)} completed runs lack ledger evidence: {tally.gaps}"
     stuck = tally.unfinished
     assert tally.lost == 0, f"{tally.lost} runs did not complete ({missing} never ended, {failed}): {stuck}"
 
@@ -238,3 +241,73 @@ LOST_REQUEST_LOG = "dispatch.failed"
 
 async def logged_more(dc: DataCentre, plane: str, line: str, before: int) -> bool:
     return dc.planes[plane].log_text().count(line) > before
+
+
+@dataclass
+class CutOff:
+    tally: Tally
+    readiness: dict[str, Any]  # the victim's /readyz body while cut off
+    refused: int  # submits the victim failed (each sent again to the other control plane)
+    by_victim: dict[str, int]  # runs the victim acknowledged: before the cut, after the heal
+
+
+async def cut_off_mid_drain(dc: DataCentre, victim: str, peer: str) -> CutOff:
+    """Half the runs submitted, the victim cut off from `peer` once a third of those are
+    acknowledged (its pump is draining), taken out of rotation once its /readyz fails, the other
+    half submitted, healed, back in rotation once ready, a last batch submitted."""
+    started = time.monotonic()
+    before: list[workload.Acknowledged] = []
+    async with workload.clients(dc) as opened:
+        first = asyncio.create_task(workload.submit_runs(opened, f"{peer}-cut-a", RUNS // 2, into=before))
+        await faults.wait_for(lambda: at_least(before, RUNS // 6), "a third of the first runs acknowledged")
+        await asyncio.to_thread(dc.network.cut, victim, peer)
+        readiness = await faults.readiness_until(dc, victim, ready=False)
+        opened.out_of_rotation.add(victim)  # the load balancer's health check took it out
+        during = await first + await workload.submit_runs(opened, f"{peer}-cut-b", RUNS // 2)
+        refused = opened.refused_by(victim)
+        await asyncio.to_thread(dc.network.heal, victim)
+        await faults.readiness_until(dc, victim, ready=True)
+        opened.out_of_rotation.discard(victim)
+        after = await workload.submit_runs(opened, f"{peer}-cut-c", RESUMED_RUNS)
+    acknowledged = list({a.shared_run_id: a for a in [*during, *after]}.values())
+    tally = await workload.tally(dc, f"{peer}-cut", acknowledged, started, DRAIN_TIMEOUT_S)
+    by_victim = {
+        "before the cut": sum(1 for a in before[: RUNS // 6] if a.plane == victim),
+        "after the heal": sum(1 for a in after if a.plane == victim),
+    }
+    return CutOff(tally, readiness, refused, by_victim)
+
+
+RESUMED_RUNS = 48
+
+
+async def at_least(runs: list[workload.Acknowledged], count: int) -> bool:
+    return len(runs) >= count
+
+
+async def test_a_control_plane_cut_off_from_redis_mid_drain_is_not_ready_loses_nothing_and_resumes(
+    dc: DataCentre,
+) -> None:
+    cut = await dc.on_client(cut_off_mid_drain(dc, "cp1", "redis"))
+    assert_cut_off_honestly(cut, "redis", "the Redis Cluster host")
+
+
+async def test_a_control_plane_cut_off_from_postgresql_is_not_ready_loses_nothing_and_resumes(
+    dc: DataCentre,
+) -> None:
+    cut = await dc.on_client(cut_off_mid_drain(dc, "cp1", "pg"))
+    assert_cut_off_honestly(cut, "durable_store", "the PostgreSQL host")
+
+
+def assert_cut_off_honestly(cut: CutOff, check: str, peer: str) -> None:
+    failing = sorted(name for name, result in cut.readiness["checks"].items() if not result["ok"])
+    pumped = Counter(r.pump_runtime_instance_id for r in cut.tally.records.values())
+    report(
+        cut.tally,
+        f"{RUNS + RESUMED_RUNS} runs; cp1 cut off from {peer} mid-drain: /readyz failed {failing}, "
+        f"{cut.refused} submits it could not acknowledge were sent again to cp2; cp1 acknowledged "
+        f"{cut.by_victim}; pumped by {dict(pumped)}",
+    )
+    assert_exactly_once(cut.tally)
+    assert cut.readiness["status"] != "ready" and check in failing
+    assert cut.by_victim["before the cut"] > 0 and cut.by_victim["after the heal"] > 0

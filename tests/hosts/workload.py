@@ -33,6 +33,8 @@ SUBMIT_CONCURRENCY = 24
 SUBMIT_ATTEMPTS = 8
 CALL_TIMEOUT_S = 30.0
 LEDGER_LIMIT = 1_000_000
+LEDGER_FLUSH_TIMEOUT_S = 30.0
+EVIDENCE = ("shared_run.submitted", "shared_run.dispatched", "execution.finalized")
 TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
 
 WORK = {
@@ -70,6 +72,7 @@ class Clients:
     sessions: dict[tuple[str, str], Client] = field(default_factory=dict)
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     failures: Counter[str] = field(default_factory=Counter)
+    out_of_rotation: set[str] = field(default_factory=set)
 
     async def session(self, plane: str, tenant: Tenant) -> Client:
         key = (plane, tenant.tenant_id)
@@ -96,10 +99,11 @@ class Clients:
     async def submit(
         self, n: int, tenant: Tenant, key: str, definition: dict[str, Any], run_input: dict[str, Any]
     ) -> Acknowledged:
-        """Submit run `n` to control plane n % 2; each failure sends it again to the other one."""
+        """Submit run `n` to the control planes in rotation (n % 2 first): each failure sends it
+        again to the next one, as a load balancer retries."""
         arguments = {"definition": definition, "input": run_input, "idempotency_key": key}
         for attempt in range(1, SUBMIT_ATTEMPTS + 1):
-            plane = CONTROL_PLANES[(n + attempt - 1) % len(CONTROL_PLANES)]
+            plane = self.next_plane(n + attempt - 1)
             try:
                 answer = await self.call(plane, tenant, "submit", arguments)
             except Exception as exc:
@@ -110,6 +114,15 @@ class Clients:
                 continue
             return Acknowledged(answer["shared_run_id"], tenant.tenant_id, plane, attempt)
         raise AssertionError("unreachable")
+
+    def next_plane(self, n: int) -> str:
+        """The n-th control plane in rotation among those in it (a load balancer takes a control
+        plane whose /readyz fails out of rotation)."""
+        rotation = [plane for plane in CONTROL_PLANES if plane not in self.out_of_rotation]
+        return rotation[n % len(rotation)]
+
+    def refused_by(self, plane: str) -> int:
+        return sum(count for failure, count in self.failures.items() if failure.startswith(f"{plane}:"))
 
 
 class ToolError(Exception):
@@ -134,15 +147,21 @@ async def submit_runs(
     count: int,
     definition: dict[str, Any] | None = None,
     run_input: dict[str, Any] | None = None,
+    *,
+    into: list[Acknowledged] | None = None,
 ) -> list[Acknowledged]:
-    """`count` runs, tenants interleaved, SUBMIT_CONCURRENCY at a time; the acknowledged ones."""
+    """`count` runs, tenants interleaved, SUBMIT_CONCURRENCY at a time; the acknowledged ones
+    (also appended to `into` as each is acknowledged, for a scenario watching the progress)."""
     gate = asyncio.Semaphore(SUBMIT_CONCURRENCY)
     tenants = opened.dc.tenants
+    into = [] if into is None else into
 
     async def one(n: int) -> Acknowledged:
         async with gate:
             tenant = tenants[n % len(tenants)]
-            return await opened.submit(n, tenant, f"{label}-{n}", definition or WORK, run_input or {})
+            acknowledged = await opened.submit(n, tenant, f"{label}-{n}", definition or WORK, run_input or {})
+            into.append(acknowledged)
+            return acknowledged
 
     return list(await asyncio.gather(*(one(n) for n in range(count))))
 
@@ -155,6 +174,7 @@ class Tally:
     duplicates: dict[str, list[str]]  # shared run id -> what happened twice
     seconds: float
     unfinished: dict[str, str] = field(default_factory=dict)  # shared run id -> where it is stuck
+    gaps: dict[str, list[str]] = field(default_factory=dict)  # shared run id -> evidence missing
 
     @property
     def completed(self) -> int:
@@ -180,7 +200,8 @@ class Tally:
     def line(self) -> str:
         return (
             f"[{self.label}] submitted {self.submitted}, completed {self.completed}, "
-            f"duplicates {len(self.duplicates)}, lost {self.lost} ({self.seconds:.1f} s)"
+            f"duplicates {len(self.duplicates)}, lost {self.lost}, ledger gaps {len(self.gaps)} "
+            f"({self.seconds:.1f} s)"
         )
 
 
@@ -246,8 +267,21 @@ def duplicates_in(ledger: dict[str, list[LedgerEntry]]) -> dict[str, list[str]]:
         twice += [f"step {step} completed {n} times" for (_, step), n in steps.items() if n > 1]
         finalized = Counter(e.execution_id for e in entries if e.event == "execution.finalized")
         twice += [f"finalized {n} times" for n in finalized.values() if n > 1]
+        submitted = sum(1 for e in entries if e.event == "shared_run.submitted")
+        twice += [f"submitted {submitted} times"] if submitted > 1 else []
         if twice:
             found[shared_run_id] = twice
+    return found
+
+
+def gaps_in(ledger: dict[str, list[LedgerEntry]], completed: set[str]) -> dict[str, list[str]]:
+    """Per completed run, the evidence its ledger lacks: its submit, its dispatch, its end."""
+    found = {}
+    for shared_run_id in completed:
+        events = {e.event for e in ledger.get(shared_run_id, [])}
+        missing = [event for event in EVIDENCE if event not in events]
+        if missing:
+            found[shared_run_id] = missing
     return found
 
 
@@ -256,11 +290,18 @@ async def tally(
 ) -> Tally:
     records = await wait_for_records(dc, acknowledged, timeout_s)
     seconds = time.monotonic() - started
-    ledger = await ledger_of(dc, acknowledged)
-    unfinished = [a.shared_run_id for a in acknowledged if a.shared_run_id not in records]
-    return Tally(
-        label, len(acknowledged), records, duplicates_in(ledger), seconds, await where_stuck(dc, unfinished)
+    completed = {shared for shared, record in records.items() if record.status == "Completed"}
+    deadline = time.monotonic() + LEDGER_FLUSH_TIMEOUT_S
+    while True:  # entries other processes buffered may still be on their way
+        ledger = await ledger_of(dc, acknowledged)
+        gaps = gaps_in(ledger, completed)
+        if not gaps or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    unfinished = await where_stuck(
+        dc, [a.shared_run_id for a in acknowledged if a.shared_run_id not in records]
     )
+    return Tally(label, len(acknowledged), records, duplicates_in(ledger), seconds, unfinished, gaps)
 
 
 async def where_stuck(dc: DataCentre, shared_run_ids: list[str]) -> dict[str, str]:
