@@ -316,6 +316,43 @@ async def test_a_run_is_not_retired_for_a_local_run_it_no_longer_belongs_to(
     )
 
 
+class TwoAtOnce:
+    """The archiver, archiving nothing until two runs are being archived at once."""
+
+    def __init__(self, archiver: RunArchiver) -> None:
+        self.archiver = archiver
+        self.entered = 0
+        self.both = asyncio.Event()
+
+    async def archive_local_end(self, local_run_id: str) -> ArchiveOutcome:
+        self.entered += 1
+        if self.entered == 2:
+            self.both.set()
+        await asyncio.wait_for(self.both.wait(), timeout=10)
+        return await self.archiver.archive_local_end(local_run_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.archiver, name)
+
+
+async def test_a_sweep_archives_several_finished_runs_at_once(
+    plane: ControlPlane, lifecycle: Lifecycle
+) -> None:
+    """Each archiving waits on Redis and the durable store: one at a time, a slow link made the
+    sweeper fall behind the runs that finish."""
+    for _ in range(2):
+        await run_to_end(plane, ONE_STEP, TENANT_A)
+    sweeper = lifecycle.sweeper
+    assert sweeper is not None
+    archiver = sweeper.archiver
+    sweeper.archiver = TwoAtOnce(archiver)  # type: ignore[assignment]
+    try:
+        outcomes = await sweep(lifecycle)
+    finally:
+        sweeper.archiver = archiver
+    assert outcomes.get(ArchiveOutcome.ARCHIVED.value, 0) >= 2
+
+
 class ReplyLostAfterTheRunEnded(LocalRuntimeProvider):
     """The local provider: the instance accepts the run and runs it to its end, the archiver
     looks at the ended run, and only then is the dispatch reply lost (a partition between the
