@@ -37,8 +37,8 @@ HOSTS = ["client", *CONTROL_PLANES, *RUNTIME_HOSTS, "redis", "pg"]
 TENANTS = ("dc-north", "dc-south", "dc-east")
 HEARTBEAT_MS = 200
 HEALTH_WINDOW_MS = 2_000  # a runtime host silent this long is Unsafe
-RUN_SLOTS = 8  # runs one runtime instance executes at once
-WORKERS = 8
+RUN_SLOTS = 24  # runs one runtime instance executes at once (slow links need many in flight)
+WORKERS = 32
 READY_TIMEOUT_S = 180.0  # process start-up on a loaded 2-core machine can take a minute
 FENCED_LOG_EVENT = "instance.fenced"  # what a runtime-instance process logs once it was fenced
 T = TypeVar("T")
@@ -132,7 +132,9 @@ class DataCentre:
             "MCP_RUNTIME_HEALTH_WINDOW_MS": str(HEALTH_WINDOW_MS),
             "MCP_RUNTIME_HEALTH_CHECK_INTERVAL_MS": "200",
             "MCP_RUNTIME_RECOVERY_INTERVAL_MS": "200",
-            "MCP_RUNTIME_HOT_GRACE_MS": "1000",
+            # Finished runs leave Redis 3 s after they end: their ledger and trace are durable by
+            # then even over the slow links (the archiver waits for them, else comes back 30 s later).
+            "MCP_RUNTIME_HOT_GRACE_MS": "3000",
         }
 
     def _write_config(self, path: Path) -> Path:

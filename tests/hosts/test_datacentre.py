@@ -12,7 +12,6 @@ fixture heals whatever a scenario left before the next one.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +36,7 @@ LOCAL_QUEUED = 4  # runs placed in the killed host's local queue
 
 
 def report(tally: Tally, did: str) -> None:
-    print(f"\n{did}\n{tally.line()}")
+    print(f"\n{did}\n{tally.line()}\n{tally.figures()}")
 
 
 def assert_exactly_once(tally: Tally) -> None:
@@ -45,13 +44,13 @@ def assert_exactly_once(tally: Tally) -> None:
     missing = tally.submitted - len(tally.records)
     failed = Counter(r.status for r in tally.records.values() if r.status != "Completed")
     assert tally.gaps == {}, f"{len(tally.gaps)} completed runs lack ledger evidence: {tally.gaps}"
-    stuck = tally.unfinished
+    stuck = dict(list(tally.unfinished.items())[:5])
     assert tally.lost == 0, f"{tally.lost} runs did not complete ({missing} never ended, {failed}): {stuck}"
 
 
 async def test_runs_submitted_to_either_control_plane_complete_once(dc: DataCentre) -> None:
     async def scenario() -> tuple[Tally, Counter[str]]:
-        started = time.monotonic()
+        started = workload.Started()
         async with workload.clients(dc) as opened:
             acknowledged = await workload.submit_runs(opened, "either", RUNS)
         return await workload.tally(dc, "either", acknowledged, started, DRAIN_TIMEOUT_S), Counter(
@@ -61,7 +60,6 @@ async def test_runs_submitted_to_either_control_plane_complete_once(dc: DataCent
     tally, planes = await dc.on_client(scenario())
     hosts = Counter((r.assigned_runtime_instance_id or "?").split(":")[0] for r in tally.records.values())
     report(tally, f"{RUNS} runs of 3 tenants, acknowledged by {dict(planes)}, ran on {dict(hosts)}")
-    print(tally.figures())
     assert_exactly_once(tally)
     assert set(planes) == set(CONTROL_PLANES)
     assert set(hosts) == {f"rt_{name}" for name in RUNTIME_HOSTS}
@@ -73,7 +71,7 @@ async def test_a_killed_runtime_host_s_runs_resume_on_the_other_host_once(
     gate, victim, survivor = faults.Gate(tmp_path / "gate"), "rt1", "rt2"
 
     async def scenario() -> tuple[Tally, dict[str, RunIndexRecord], list[str], dict[str, list[LedgerEntry]]]:
-        started = time.monotonic()
+        started = workload.Started()
         async with workload.clients(dc) as opened:
             acknowledged = await workload.submit_runs(opened, "kill", RUNS, workload.gated(), gate.input())
         held = (await faults.running_at_capacity(dc, acknowledged))[victim]
@@ -139,7 +137,7 @@ async def test_a_runtime_host_cut_off_from_redis_is_fenced_and_its_runs_finish_e
     gate, zombie, survivor = faults.Gate(tmp_path / "gate"), "rt1", "rt2"
 
     async def scenario() -> tuple[Tally, dict[str, RunIndexRecord], int, list[LedgerEntry]]:
-        started = time.monotonic()
+        started = workload.Started()
         async with workload.clients(dc) as opened:
             acknowledged = await workload.submit_runs(opened, "zombie", RUNS, workload.gated(), gate.input())
         held = (await faults.running_at_capacity(dc, acknowledged))[zombie]
@@ -147,7 +145,7 @@ async def test_a_runtime_host_cut_off_from_redis_is_fenced_and_its_runs_finish_e
         await faults.wait_for(lambda: health_is(dc, zombie, InstanceHealth.RECOVERED), "the zombie recovered")
         gate.open()  # the zombie's own gate steps end too: it holds results it must never write
         zombie_runs = [a for a in acknowledged if a.shared_run_id in held]
-        await workload.wait_for_records(dc, zombie_runs, DRAIN_TIMEOUT_S)
+        await workload.wait_for_records(dc, zombie_runs, started, DRAIN_TIMEOUT_S)
         await asyncio.to_thread(dc.network.heal, zombie)
         await faults.wait_for(lambda: fenced(dc, zombie), "the zombie learned it was fenced")
         tally = await workload.tally(dc, "zombie", acknowledged, started, DRAIN_TIMEOUT_S)
@@ -198,7 +196,7 @@ async def test_a_dispatch_whose_request_or_reply_is_lost_is_settled_and_never_di
     cuts = {"cp1": ("rt1", "replies", LOST_REPLY_LOG), "cp2": ("rt2", "out", LOST_REQUEST_LOG)}
 
     async def scenario() -> tuple[Tally, dict[str, list[LedgerEntry]]]:
-        started = time.monotonic()
+        started = workload.Started()
         seen = {plane: dc.planes[plane].log_text().count(line) for plane, (_, _, line) in cuts.items()}
         for plane, (peer, direction, _) in cuts.items():
             await asyncio.to_thread(dc.network.cut, plane, peer, direction)
@@ -255,7 +253,7 @@ async def cut_off_mid_drain(dc: DataCentre, victim: str, peer: str) -> CutOff:
     """Half the runs submitted, the victim cut off from `peer` once a third of those are
     acknowledged (its pump is draining), taken out of rotation once its /readyz fails, the other
     half submitted, healed, back in rotation once ready, a last batch submitted."""
-    started = time.monotonic()
+    started = workload.Started()
     before: list[workload.Acknowledged] = []
     async with workload.clients(dc) as opened:
         first = asyncio.create_task(workload.submit_runs(opened, f"{peer}-cut-a", RUNS // 2, into=before))
@@ -311,3 +309,34 @@ def assert_cut_off_honestly(cut: CutOff, check: str, peer: str) -> None:
     assert_exactly_once(cut.tally)
     assert cut.readiness["status"] != "ready" and check in failing
     assert cut.by_victim["before the cut"] > 0 and cut.by_victim["after the heal"] > 0
+
+
+async def test_runs_complete_once_over_slow_lossy_links_between_every_pair_of_hosts(dc: DataCentre) -> None:
+    await asyncio.to_thread(dc.network.slow_all, SLOW_DELAY_MS, SLOW_LOSS_PERCENT)
+
+    async def scenario() -> Tally:
+        started = workload.Started()
+        try:
+            async with workload.clients(dc) as opened:
+                acknowledged = await workload.submit_runs(opened, "slow", SLOW_RUNS)
+            records = await workload.wait_for_records(dc, acknowledged, started, DRAIN_TIMEOUT_S)
+            seconds = started.seconds()
+        finally:  # the ledger is read over fast links: its reads are the test's, not the workload's
+            await asyncio.to_thread(dc.network.fast_all)
+        return await workload.account(dc, "slow", acknowledged, records, seconds)
+
+    tally = await dc.on_client(scenario())
+    report(
+        tally,
+        f"{SLOW_RUNS} runs of 3 tenants while every frame between any two hosts was delayed "
+        f"{SLOW_DELAY_MS} ms and {SLOW_LOSS_PERCENT}% were lost (user-space link emulator: this "
+        "kernel has no netem)",
+    )
+    assert_exactly_once(tally)
+
+
+SLOW_DELAY_MS = 50
+SLOW_LOSS_PERCENT = 1
+# Dispatch is bound by round trips at 100 ms between hosts (measured: 1.8 runs/s with two
+# control planes while 40 of 48 run slots stayed free), so fewer runs keep the scenario near a minute.
+SLOW_RUNS = 120

@@ -19,13 +19,14 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp import Client
 
 from runtime_core.instances import RunExecutionIndex
 from runtime_core.queueing import SharedQueue, SharedRunStore
-from runtime_core.storage import LedgerEntry, RunRecord
+from runtime_core.storage import LedgerEntry, RunRecord, RunRecordCursor, RunRecordQuery
 from tests.e2e.mcp_support import BearerClient
 from tests.hosts.datacentre import CONTROL_PLANES, DataCentre, Tenant
 
@@ -34,6 +35,8 @@ SUBMIT_ATTEMPTS = 8
 CALL_TIMEOUT_S = 30.0
 LEDGER_LIMIT = 1_000_000
 LEDGER_FLUSH_TIMEOUT_S = 30.0
+RECORD_PAGE = 1_000
+RECORD_CLOCK_MARGIN = timedelta(seconds=5)  # every host shares this machine's clock: a margin only
 EVIDENCE = ("shared_run.submitted", "shared_run.dispatched", "execution.finalized")
 TERMINAL = {"Completed", "Failed", "Cancelled", "Rejected"}
 
@@ -184,17 +187,21 @@ class Tally:
     def lost(self) -> int:
         return self.submitted - self.completed
 
-    def latencies_s(self) -> list[float]:
-        return sorted((r.ended_at - r.created_at).total_seconds() for r in self.records.values())
-
     def figures(self) -> str:
-        latencies = self.latencies_s()
-        if len(latencies) < 2:
+        """Runs/s from the first submit to the last end, and submit -> Completed latencies, all
+        from the run records (the hosts' own clocks: not when this client noticed)."""
+        done = [r for r in self.records.values() if r.status == "Completed"]
+        if len(done) < 2:
             return "no figures"
+        latencies = sorted((r.ended_at - r.created_at).total_seconds() for r in done)
+        span = (max(r.ended_at for r in done) - min(r.created_at for r in done)).total_seconds()
         p99 = statistics.quantiles(latencies, n=100)[98]
         return (
-            f"{self.completed / self.seconds:.1f} runs/s, submit -> Completed p50 "
-            f"{statistics.median(latencies) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+            f"{len(done) / span:.1f} runs/s, submit -> Completed p50 "
+            f"{statistics.median(latencies) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms "
+            f"(p50 in the queue {_median_ms(done, 'created_at', 'dispatched_at')} ms, dispatched -> "
+            f"started {_median_ms(done, 'dispatched_at', 'started_at')} ms, running "
+            f"{_median_ms(done, 'started_at', 'ended_at')} ms)"
         )
 
     def line(self) -> str:
@@ -205,33 +212,56 @@ class Tally:
         )
 
 
+@dataclass(frozen=True)
+class Started:
+    """When a scenario began: for its duration, and to list only the run records it made."""
+
+    at: float = field(default_factory=time.monotonic)
+    wall: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.at
+
+
+def _median_ms(records: list[RunRecord], start: str, end: str) -> str:
+    spans = [
+        (getattr(r, end) - getattr(r, start)).total_seconds()
+        for r in records
+        if getattr(r, start) and getattr(r, end)
+    ]
+    return f"{statistics.median(spans) * 1000:.0f}" if spans else "?"
+
+
 async def wait_for_records(
-    dc: DataCentre, acknowledged: list[Acknowledged], timeout_s: float
+    dc: DataCentre, acknowledged: list[Acknowledged], started: Started, timeout_s: float
 ) -> dict[str, RunRecord]:
-    """The durable run record of every acknowledged run, once each one ended (or at the deadline)."""
-    wanted: dict[str, set[str]] = defaultdict(set)
-    for run in acknowledged:
-        wanted[run.tenant_id].add(run.shared_run_id)
-    found: dict[str, RunRecord] = {}
+    """The durable run record of every acknowledged run, once each one ended (or at the deadline):
+    one listing per tenant of the records made since the scenario began, per poll."""
+    wanted = {run.shared_run_id: run.tenant_id for run in acknowledged}
+    tenants = sorted(set(wanted.values()))
     deadline = time.monotonic() + timeout_s
     while True:
-        for tenant_id, ids in wanted.items():
-            missing = ids - set(found)
-            if missing:
-                found.update(await _records(dc, tenant_id, missing))
-        if len(found) == len(acknowledged) or time.monotonic() > deadline:
+        found: dict[str, RunRecord] = {}
+        for tenant_id in tenants:
+            found.update(await _records_since(dc, tenant_id, started.wall - RECORD_CLOCK_MARGIN))
+        found = {shared: r for shared, r in found.items() if shared in wanted and r.status in TERMINAL}
+        if len(found) == len(wanted) or time.monotonic() > deadline:
             return found
         await asyncio.sleep(0.25)  # polling the records other processes write
 
 
-async def _records(dc: DataCentre, tenant_id: str, ids: set[str]) -> dict[str, RunRecord]:
+async def _records_since(dc: DataCentre, tenant_id: str, since: datetime) -> dict[str, RunRecord]:
     assert dc.store is not None
-    found = {}
-    for shared_run_id in ids:
-        record = await dc.store.find_run_record(tenant_id, shared_run_id=shared_run_id)
-        if record is not None and record.status in TERMINAL:
-            found[shared_run_id] = record
-    return found
+    found: dict[str, RunRecord] = {}
+    query = RunRecordQuery(created_after=since, limit=RECORD_PAGE)
+    while True:
+        page = await dc.store.list_run_records(tenant_id, query)
+        found.update({record.shared_run_id: record for record in page})
+        if len(page) < RECORD_PAGE:
+            return found
+        last = page[-1]
+        cursor = RunRecordCursor(created_at=last.created_at, shared_run_id=last.shared_run_id)
+        query = query.model_copy(update={"before": cursor})
 
 
 async def ledger_of(dc: DataCentre, acknowledged: list[Acknowledged]) -> dict[str, list[LedgerEntry]]:
@@ -286,13 +316,25 @@ def gaps_in(ledger: dict[str, list[LedgerEntry]], completed: set[str]) -> dict[s
 
 
 async def tally(
-    dc: DataCentre, label: str, acknowledged: list[Acknowledged], started: float, timeout_s: float
+    dc: DataCentre, label: str, acknowledged: list[Acknowledged], started: Started, timeout_s: float
 ) -> Tally:
-    records = await wait_for_records(dc, acknowledged, timeout_s)
-    seconds = time.monotonic() - started
+    records = await wait_for_records(dc, acknowledged, started, timeout_s)
+    return await account(dc, label, acknowledged, records, started.seconds())
+
+
+async def account(
+    dc: DataCentre,
+    label: str,
+    acknowledged: list[Acknowledged],
+    records: dict[str, RunRecord],
+    seconds: float,
+) -> Tally:
+    """The tally of the runs whose records were found after `seconds`: duplicates and ledger
+    gaps read from every run's ledger (entries other processes buffered may still be on their
+    way: read again until none is missing, for a while), where unfinished runs are stuck."""
     completed = {shared for shared, record in records.items() if record.status == "Completed"}
     deadline = time.monotonic() + LEDGER_FLUSH_TIMEOUT_S
-    while True:  # entries other processes buffered may still be on their way
+    while True:
         ledger = await ledger_of(dc, acknowledged)
         gaps = gaps_in(ledger, completed)
         if not gaps or time.monotonic() > deadline:
