@@ -4,8 +4,9 @@ Owns the namespaces of one test session (all named `<prefix>-<host>`, the prefix
 this process's pid), the bridge joining them (in a namespace of its own: nothing is created
 in the machine's own namespace), each host's one address on the private 10.27.0.0/24 (no
 other address is ever a target), cutting a host off from a peer with nftables rules inside
-the host's namespace (both ways, or only what the host sends / receives), slowing every
-link with `tc netem`, the processes living in a namespace, and an event loop on a thread
+the host's namespace (both ways, only what the host sends / receives, or only the peer's data
+packets), slowing every link (through `link_emulator`: this kernel has no netem), the
+processes living in a namespace, and an event loop on a thread
 that joined a namespace (so this test process can be a client host of the data centre).
 Leftovers of a crashed session (its pid gone) are swept at start. Must not touch any
 namespace, link or process it did not create.
