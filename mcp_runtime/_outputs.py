@@ -225,6 +225,11 @@ class RunStatusOutput(ToolOutput):
         None, description="Why the run failed or was rejected; for a failed step: its name, code and message."
     )
     failed_step: str | None = Field(None, description="The step whose failure failed the run.")
+    parent_call: str | None = Field(
+        None,
+        description="A child run of an agent's pipeline tool: the call that started it, "
+        "<ExecutionId>:<step>:<sub-step> of the parent agent.",
+    )
     assistants: list[RunAssistant] = Field(
         default_factory=list,
         description="Runtime instances of other processes that assisted this wide run (execution "

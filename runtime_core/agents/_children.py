@@ -77,6 +77,7 @@ class QueuedChildRuns:
             snapshot=snapshot,
             pipeline=pipeline,
             input=arguments,
+            parent_call=call_key,
         )
         key = IdempotencyKey.for_request(call_key, pipeline, arguments, window_ms=CHILD_KEY_WINDOW_MS)
         queued = await self.queue.enqueue_new(record, key)

@@ -113,6 +113,7 @@ class RunStatusReader:
         view.pump_worker_id = shared.pump_worker_id
         view.scale_out_request_id = shared.scale_out_request_id
         view.failure_reason = shared.failure_reason
+        view.parent_call = shared.parent_call
 
     @staticmethod
     def _fill_local(view: RunStatusView, local: LocalRunView) -> None:

@@ -244,6 +244,7 @@ class RunStatusView(BaseModel):
     waiting_input: WaitingInputView | None = None
     failure_reason: str | None = None
     failed_step: str | None = None
+    parent_call: str | None = None
     assistants: list[AssistantView] = Field(default_factory=list)
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None
