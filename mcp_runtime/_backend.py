@@ -39,7 +39,7 @@ from runtime_core.pipeline import PipelineCatalog
 from runtime_core.queueing import PipelineValidator, TenantPipelineCheck
 from runtime_core.recovery import RecoveryReports
 from runtime_core.scheduling import ScheduleService
-from runtime_core.steps import McpServers
+from runtime_core.steps import McpServers, named_environment_variables
 from runtime_core.tasks import TaskService, TaskSettings, TaskStore
 
 
@@ -66,6 +66,9 @@ class ToolBackend:
     mcp_servers: McpServers | None = None
     # What recovery did to each run, behind `recovery.report` (None: an empty report).
     recovery_reports: RecoveryReports | None = None
+    # Names of the environment variables holding this process's secrets (providers, webhooks):
+    # views redact their values wherever they appear.
+    secret_variables: frozenset[str] = frozenset()
 
     @classmethod
     def from_services(cls, services: RuntimeServices, catalog: PipelineCatalog) -> ToolBackend:
@@ -93,6 +96,15 @@ class ToolBackend:
             check_for_tenant=services.engine.check_for_tenant,
             mcp_servers=services.step_providers.mcp,
             recovery_reports=RecoveryReports(services.audit.queries),
+            secret_variables=frozenset(
+                [
+                    *(
+                        variable
+                        for _, variable, _ in named_environment_variables(services.settings.step_providers())
+                    ),
+                    *services.control_plane.parts.webhooks.secret_variables(),
+                ]
+            ),
         )
 
     def run_view_reader(self) -> RunViewReader:

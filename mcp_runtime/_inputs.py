@@ -237,7 +237,7 @@ class RunsListInput(ToolInput):
         max_length=MAX_ID_LENGTH,
         pattern=NAME_PATTERN,
         description="Only runs whose overall status (the most advanced of execution, local and shared "
-        "statuses) is this, e.g. Completed, Failed, Running, QueuedGlobally.",
+        "statuses) is this, e.g. Completed, Failed, Running, WaitingForInput, Paused, QueuedGlobally.",
     )
     pipeline: str | None = Field(
         None, max_length=MAX_ID_LENGTH, pattern=NAME_PATTERN, description="Only runs of this pipeline name."
@@ -260,4 +260,10 @@ class RunsListInput(ToolInput):
         max_length=MAX_ID_LENGTH,
         pattern=ID_PATTERN,
         description="`next_cursor` of the previous page, to continue with older runs.",
+    )
+    prev_cursor: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        pattern=ID_PATTERN,
+        description="`prev_cursor` of a page, to go back to newer runs (not with `cursor`).",
     )

@@ -34,8 +34,8 @@ class RunListTools:
                     "Your tenant's runs, newest first: queued, running and finished alike (finished runs "
                     "whose hot state was cleaned up are read from the durable store). Filter by shared "
                     "status, overall status, pipeline, submitting user and submission time window; page "
-                    "with `limit` and the returned `next_cursor`. Each row names the run's ids for "
-                    "run.status, ledger and trace."
+                    "with `limit` and the returned `next_cursor` (older) / `prev_cursor` (newer). Each "
+                    "row names the run's ids for run.status, ledger and trace."
                 ),
                 input_model=RunsListInput,
                 output_model=RunsListOutput,

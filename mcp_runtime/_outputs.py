@@ -157,6 +157,7 @@ class StepRow(ToolOutput):
         None, description="The step's last failure (kept after a later successful retry)."
     )
     next_retry_at: datetime | None = Field(None, description="While WaitingForRetry: when it runs again.")
+    started_at: datetime | None = Field(None, description="While Running: when its current attempt began.")
     output: str | None = Field(
         None, description="While a streaming step (stream: true) runs: its text so far (the last 16 KiB)."
     )
@@ -175,6 +176,7 @@ class WaitingInput(ToolOutput):
     expected_input: dict[str, Any] = Field(
         description="JSON Schema of the payload input.submit should carry for this step."
     )
+    since: datetime | None = Field(None, description="When the run began waiting (server time).")
 
 
 class RunAssistant(ToolOutput):
@@ -230,6 +232,11 @@ class RunStatusOutput(ToolOutput):
         description="A child run of an agent's pipeline tool: the call that started it, "
         "<ExecutionId>:<step>:<sub-step> of the parent agent.",
     )
+    submitted_at: datetime | None = Field(None, description="When the run was submitted.")
+    started_at: datetime | None = Field(
+        None, description="When its latest local run started executing (none while queued)."
+    )
+    ended_at: datetime | None = Field(None, description="When it finished (none while unfinished).")
     assistants: list[RunAssistant] = Field(
         default_factory=list,
         description="Runtime instances of other processes that assisted this wide run (execution "
@@ -366,10 +373,15 @@ class RunListEntry(ToolOutput):
     submit_mode: str
     submitted_at: datetime
     shared_status: str = Field(description="Control-plane status of the shared run.")
-    status: str = Field(description="Overall status: the most advanced of execution, local and shared.")
+    status: str = Field(
+        description="Overall status: the most advanced of execution, local and shared; WaitingForInput "
+        "or Paused for a running run parked on its gate."
+    )
     local_run_id: str | None = None
     execution_id: str | None = None
     failure_reason: str | None = None
+    failed_step: str | None = Field(None, description="The step whose failure failed the run.")
+    started_at: datetime | None = None
     ended_at: datetime | None = None
     archived: bool = Field(
         description="The run finished and its hot state left Redis: the durable run record answers for it."
@@ -381,4 +393,7 @@ class RunsListOutput(ToolOutput):
     runs: list[RunListEntry] = Field(description="Newest first (submission time).")
     next_cursor: str | None = Field(
         None, description="Pass it as `cursor` to get the next, older page; null on the last page."
+    )
+    prev_cursor: str | None = Field(
+        None, description="Pass it as `prev_cursor` to get the previous, newer page; null on the newest page."
     )

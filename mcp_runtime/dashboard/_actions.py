@@ -1,11 +1,13 @@
-"""The run page's actions: cancel, pause, resume and answering human input.
+"""The run page's actions: cancel, pause, resume, answering human input, run again and replay.
 
 Owns each action's checks in the order a tool makes them (a signed-in session and a
 matching CSRF token first, then the permission of the tool doing the same through the
 guard, then the tool's own input model: the same ids, waiting key and payload limits), the
 call of the runtime_core service that tool calls, and the one-shot notice the run page then
-shows (the outcome, or the tool's error text). A missing permission is refused with 403 and
-changes nothing. Must not decide what an action does: the services do.
+shows (the outcome, or the tool's error text). "Run again" (`runs.retry`'s permission and
+service: a new run with the same pipeline and input, linked to this one) then shows the new
+run. A missing permission is refused with 403 and changes nothing. Must not decide what an
+action does: the services do.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ class DashboardActions:
             snapshot = user.admit(tool)
         except PermissionDeniedError as exc:
             return error_page(request, tool, exc, user=user)
-        user.session.notice = await self._outcome(user, action, tool, run_id, form, snapshot)
-        return RedirectResponse(f"{UI_PATH}/runs/{run_id}", status_code=303)
+        user.session.notice, shown_run = await self._outcome(user, action, tool, run_id, form, snapshot)
+        return RedirectResponse(f"{UI_PATH}/runs/{shown_run}", status_code=303)
 
     async def _outcome(
         self,
@@ -68,11 +70,12 @@ class DashboardActions:
         run_id: str,
         form: Mapping[str, str],
         snapshot: ExecutionContextSnapshot,
-    ) -> str:
+    ) -> tuple[str, str]:
+        """The notice to show, and the run to show it on."""
         try:
-            outcome = await self._perform(action, run_id, form, snapshot)
+            outcome, shown_run = await self._perform(action, run_id, form, snapshot)
         except Exception as exc:
-            return tool_error_text(tool, exc)
+            return tool_error_text(tool, exc), run_id
         log.info(
             "ui.action",
             extra={
@@ -82,22 +85,49 @@ class DashboardActions:
                 "user": user.principal.name,
             },
         )
-        return outcome
+        return outcome, shown_run
 
     async def _perform(
         self, action: str, run_id: str, form: Mapping[str, str], snapshot: ExecutionContextSnapshot
-    ) -> str:
+    ) -> tuple[str, str]:
         run_id = CancelInput.model_validate({"run_id": run_id}).run_id  # the tools' id rules
         if action == "cancel":
-            return (await self.backend.control_plane.cancel(run_id, snapshot)).message
+            return (await self.backend.control_plane.cancel(run_id, snapshot)).message, run_id
+        if action == "again":
+            return await self._run_again(run_id, form, snapshot)
         execution_id = await self.runs.execution_id_for(run_id, snapshot)
         if action == "pause":
             state = await self.backend.control.pause(execution_id, snapshot)
         elif action == "resume":
             state = await self.backend.control.resume(execution_id, snapshot)
+        elif action == "replay":
+            replayed = await self.backend.replay.replay(execution_id, snapshot)
+            done = (
+                "restored from its " + replayed.source.value.replace("_", " ")
+                if replayed.restored
+                else "still in hot state"
+            )
+            return f"Replay of execution {execution_id}: {done} (status {replayed.status}).", run_id
         else:
-            return await self._answer(execution_id, form, snapshot)
-        return f"{action.capitalize()} requested: control status {control_output(state).control_status}."
+            return await self._answer(execution_id, form, snapshot), run_id
+        return (
+            f"{action.capitalize()} requested: control status {control_output(state).control_status}.",
+            run_id,
+        )
+
+    async def _run_again(
+        self, run_id: str, form: Mapping[str, str], snapshot: ExecutionContextSnapshot
+    ) -> tuple[str, str]:
+        """A new run of this one (the page's request key: a repeated click makes it once)."""
+        if self.backend.bulk is None:
+            raise ConflictError("Running again is not available on this server.", hint="Submit the run anew.")
+        request_key = form.get("request", "")[:64] or "page"
+        result = await self.backend.bulk.run_again(snapshot, run_id, request_key)
+        if result.new_run_id is None:
+            raise ConflictError(
+                f"Not run again: {result.detail}.", hint="Reload the run page to see its state."
+            )
+        return f"Run again as {result.new_run_id}, a new run of {result.shared_run_id}.", result.new_run_id
 
     async def _answer(
         self, execution_id: str, form: Mapping[str, str], snapshot: ExecutionContextSnapshot

@@ -27,6 +27,7 @@ from mcp_runtime.dashboard._security import SecurityHeadersMiddleware
 from mcp_runtime.dashboard._sessions import SessionStore
 from mcp_runtime.dashboard._settings import DashboardSettings
 from mcp_runtime.dashboard._sso import SSO_PATH, DashboardSignOn
+from mcp_runtime.run_view import Redactor
 
 
 def dashboard_app(
@@ -41,7 +42,8 @@ def dashboard_app(
     settings = settings or DashboardSettings()
     access = DashboardAccess(verifier, guard, SessionStore(settings.session_ttl_s, settings.max_sessions))
     reader = backend.run_view_reader()
-    pages = DashboardPages(access, backend, reader)
+    redactor = Redactor.from_environment(secret_variables=backend.secret_variables)
+    pages = DashboardPages(access, backend, reader, redactor)
     sign_on = DashboardSignOn(access, _single_sign_on(verifier), settings.session_ttl_s)
     login = DashboardLogin(access, settings.session_ttl_s, sign_on.providers)
     actions = DashboardActions(access, backend)

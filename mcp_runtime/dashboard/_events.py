@@ -73,7 +73,7 @@ class LiveStreams:
         async def read(user: DashboardUser) -> tuple[dict[str, Any], bool]:
             snapshot = user.admit(LISTING_TOOL)
             listed = await list_runs(self.backend.control_plane, filters, snapshot)
-            rows = [[row.shared_run_id, row.status, row.shared_status] for row in listed.runs]
+            rows = [[r.shared_run_id, r.status, r.shared_status, r.failed_step] for r in listed.runs]
             return {
                 "runs": rows,
                 "queue_depth": await self.backend.control_plane.queue_depth(snapshot),

@@ -73,6 +73,11 @@ def layered_layout(steps: Sequence[GraphStep]) -> GraphLayout:
     return GraphLayout(nodes=nodes, edges=edges, width=width, height=height)
 
 
+def layer_of(steps: Sequence[GraphStep]) -> dict[str, int]:
+    """Each step's layer: 0 for a step without dependencies, else one more than its deepest one."""
+    return _layers(steps)
+
+
 def _layers(steps: Sequence[GraphStep]) -> dict[str, int]:
     """Longest path from a source, in a topological order (no recursion: 10,000 steps are fine)."""
     known = {step.name for step in steps}

@@ -2,7 +2,8 @@
 
 Owns `BulkRunActions`. A retry submits a new run with the original's pipeline, input and
 priority, acting for the caller, with the snapshot attribute `retry.of`; its idempotency key
-`retry:<original>` makes a repeated retry return the same new run (`already_retried`). The
+`retry:<original>` makes a repeated retry return the same new run (`already_retried`). "Run
+again" does the same for a run that finished any way, once per request key. The
 original's ledger gets a `shared_run.retried` entry naming the new run (one per original: its
 entry id is fixed), the new run's `shared_run.submitted` entry carries `retry.of`. A cancel is
 the `cancel` tool's, per run. Every call answers what it did to each run, and is refused
@@ -18,7 +19,7 @@ from runtime_core.audit import AuditQueries, ExecutionDocument, LedgerRecorder
 from runtime_core.bulk_actions._failed import FAILED, RETRIED_EVENT, RETRY_RUN_ATTRIBUTE, FailedRunReader
 from runtime_core.bulk_actions._models import ActionOutcome, BulkSettings, RunActionResult, RunFilter
 from runtime_core.bulk_actions._selection import TooManyRunsError, matching_runs
-from runtime_core.control_plane import TERMINAL_RUN_STATUSES, ControlPlane, RunStatusView
+from runtime_core.control_plane import TERMINAL_RUN_STATUSES, ControlPlane, RunStatusView, run_is_done
 from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
@@ -71,6 +72,38 @@ class BulkRunActions:
         if view is None:
             return await self._not_retried(caller, run_id)
         shared_run_id = view.shared_run_id or run_id
+        return await self._resubmit(caller, view, retry_key(shared_run_id), f"led_retry_{shared_run_id}")
+
+    async def run_again(
+        self, caller: ExecutionContextSnapshot, run_id: str, request_key: str
+    ) -> RunActionResult:
+        """A new run of a finished run (any ending: completed, failed, cancelled), linked to it like a
+        retry; `request_key` names this request (a repeat of it answers the same new run)."""
+        try:
+            view = await self._control_plane.run_status(run_id, caller)
+        except NotFoundError:
+            return RunActionResult(
+                shared_run_id=run_id, outcome=ActionOutcome.NOT_FOUND, detail="no such run in your tenant"
+            )
+        shared_run_id = view.shared_run_id or run_id
+        if not run_is_done(view):
+            status = view.execution_status or view.local_status or view.shared_status
+            return RunActionResult(
+                shared_run_id=shared_run_id,
+                outcome=ActionOutcome.NOT_FINISHED,
+                detail=f"status {status}: a run is run again once it finished",
+            )
+        return await self._resubmit(caller, view, f"again:{shared_run_id}:{request_key}")
+
+    async def _resubmit(
+        self,
+        caller: ExecutionContextSnapshot,
+        view: RunStatusView,
+        idempotency_key: str,
+        link_id: str | None = None,
+    ) -> RunActionResult:
+        """Submit the run's pipeline and input again for the caller, linked both ways."""
+        shared_run_id = view.shared_run_id or view.requested_id
         request = await self._request_of(caller, view)
         if request is None:
             detail = "its pipeline and input are no longer stored (the run and its snapshot expired)"
@@ -83,10 +116,12 @@ class BulkRunActions:
             input,
             None,
             caller.model_copy(update={"attributes": {RETRY_OF_ATTRIBUTE: shared_run_id}}),
-            idempotency_key=retry_key(shared_run_id),
+            idempotency_key=idempotency_key,
             priority=priority,
         )
-        await self._link(caller, shared_run_id, result.shared_run_id)
+        await self._link(
+            caller, shared_run_id, result.shared_run_id, link_id or f"led_again_{result.shared_run_id}"
+        )
         outcome = ActionOutcome.ALREADY_RETRIED if result.deduplicated else ActionOutcome.RETRIED
         return RunActionResult(
             shared_run_id=shared_run_id,
@@ -125,12 +160,15 @@ class BulkRunActions:
         document = ExecutionDocument.model_validate(terminal.snapshot)
         return parse_pipeline(document.pipeline), document.state, None
 
-    async def _link(self, caller: ExecutionContextSnapshot, original: str, new_run_id: str) -> None:
-        """The original's ledger names its retry (the new run's names the original itself)."""
+    async def _link(
+        self, caller: ExecutionContextSnapshot, original: str, new_run_id: str, entry_id: str
+    ) -> None:
+        """The original's ledger names its new run (the new run's names the original itself);
+        `entry_id` fixed per request, so a repeated request writes it once."""
         if self._ledger is None:
             return
         entry = LedgerEntry(
-            entry_id=f"led_retry_{original}",
+            entry_id=entry_id,
             tenant_id=caller.tenant_id,
             shared_run_id=original,
             event=RETRIED_EVENT,

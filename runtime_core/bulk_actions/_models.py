@@ -80,6 +80,7 @@ class ActionOutcome(StrEnum):
     CANCELLED = "cancelled"
     ALREADY_FINISHED = "already_finished"
     NOT_FAILED = "not_failed"
+    NOT_FINISHED = "not_finished"
     NOT_RETRYABLE = "not_retryable"
     NOT_FOUND = "not_found"
 

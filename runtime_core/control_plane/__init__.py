@@ -1,7 +1,7 @@
 """The control plane facade over shared runs, the shared queue and runtime instances.
 
 Owns `ControlPlane` (submit, drain, list_instances, tenant_capacity, queue_depth, run_status, run_pipeline,
-cancel, pause / resume a local queue; every call takes the caller's
+run_data, list / count runs, cancel, pause / resume a local queue; every call takes the caller's
 ExecutionContextSnapshot), its settings, its result models and the tenant-checked run
 lookup. MCP tools and the CLI call this; it knows
 nothing of MCP.
@@ -11,6 +11,7 @@ from runtime_core.control_plane._cancellation import RunCanceller
 from runtime_core.control_plane._control_plane import ControlPlane, DrainProgress
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
+from runtime_core.control_plane._run_data import RunData, RunDataReader
 from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
@@ -54,5 +55,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "LocatedRun",
     "RunStatusReader",
     "RunPipelineReader",
+    "RunDataReader",
+    "RunData",
     "RunCanceller",
 ]

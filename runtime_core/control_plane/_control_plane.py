@@ -30,6 +30,7 @@ from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._key_evictions import KeyEvictions
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import RunLocator
+from runtime_core.control_plane._run_data import RunDataReader
 from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
@@ -56,7 +57,7 @@ from runtime_core.instances import (
     TenantSettingsCatalog,
     local_instance_id,
 )
-from runtime_core.lifecycle import RunListPage, RunListQuery
+from runtime_core.lifecycle import RunListPage, RunListQuery, RunStatusCounts
 from runtime_core.observability import METRICS_ENDPOINT_KEY, CachedGauges, ObservabilitySettings
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
@@ -93,6 +94,7 @@ class ControlPlane:
         self.locator = RunLocator(parts.runs, parts.index, parts.dag_store, parts.durable)
         self._status = RunStatusReader(parts, self.locator)
         self._pipelines = RunPipelineReader(self.locator, parts.dag_store)
+        self.run_data = RunDataReader(parts, self.locator)  # a run's input and step outputs (views)
         self._canceller = RunCanceller(parts, self.locator)
         parts.controller.on_key_evictions = KeyEvictions(self._canceller)
         self._stop = asyncio.Event()
@@ -416,3 +418,9 @@ class ControlPlane:
     async def list_runs(self, query: RunListQuery, snapshot: ExecutionContextSnapshot | None) -> RunListPage:
         """The caller's tenant's runs, newest first, still running or archived alike."""
         return await self.parts.lifecycle.catalog.list_runs(_require(snapshot), query)
+
+    async def count_runs(
+        self, query: RunListQuery, snapshot: ExecutionContextSnapshot | None
+    ) -> RunStatusCounts:
+        """The caller's tenant's runs per status under a listing's filters (status aside)."""
+        return await self.parts.lifecycle.catalog.count_runs(_require(snapshot), query)

@@ -20,7 +20,7 @@ from runtime_core.control_plane._live_steps import fill_live_steps
 from runtime_core.control_plane._parts import ControlPlaneParts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._step_rows import explain_execution
-from runtime_core.control_plane._views import AssistantView, RunStatusView, StepRow
+from runtime_core.control_plane._views import TERMINAL_RUN_STATUSES, AssistantView, RunStatusView, StepRow
 from runtime_core.dag import ExecutionView
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
@@ -90,6 +90,9 @@ class RunStatusReader:
                 ),
                 steps=[StepRow.model_validate(step.model_dump()) for step in record.steps],
                 failed_step=next((step.name for step in record.steps if step.failed_the_run), None),
+                submitted_at=record.created_at,
+                started_at=record.started_at,
+                ended_at=record.ended_at,
             )
             if record.result and record.execution_id:
                 view.result = await self._decoded(record.execution_id, record.result, snapshot)
@@ -114,6 +117,9 @@ class RunStatusReader:
         view.scale_out_request_id = shared.scale_out_request_id
         view.failure_reason = shared.failure_reason
         view.parent_call = shared.parent_call
+        view.submitted_at = _utc(shared.created_at_ms) if shared.created_at_ms else None
+        if shared.status.value in TERMINAL_RUN_STATUSES and shared.updated_at_ms:
+            view.ended_at = _utc(shared.updated_at_ms)  # ended before any dispatch (cancelled, rejected)
 
     @staticmethod
     def _fill_local(view: RunStatusView, local: LocalRunView) -> None:
@@ -123,6 +129,9 @@ class RunStatusReader:
         view.effective_workers = local.effective_workers or None
         view.execution_id = local.execution_id
         view.failure_reason = local.failure_reason or view.failure_reason
+        view.submitted_at = view.submitted_at or (_utc(local.created_at_ms) if local.created_at_ms else None)
+        view.started_at = _utc(local.started_at_ms) if local.started_at_ms else None
+        view.ended_at = _utc(local.completed_at_ms) if local.completed_at_ms else None
 
     async def _local_view(self, record: RunIndexRecord) -> LocalRunView:
         """Ask the owning instance (index already checked the tenant); fall back to the index."""

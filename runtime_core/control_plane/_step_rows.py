@@ -39,6 +39,7 @@ def _row(step: StepView) -> StepRow:
         if error
         else None,
         next_retry_at=_moment(step.next_retry_at_ms),
+        started_at=_moment(step.claimed_at_ms),
     )
 
 
@@ -52,6 +53,7 @@ def _waiting_input(execution: ExecutionView, executors: ExecutorRegistry) -> Wai
         step=waiting.step,
         prompt=waiting.prompt,
         expected_input=executors.expected_input(keys.get(waiting.step or "", ""), waiting.key),
+        since=_moment(waiting.since_ms),
     )
 
 

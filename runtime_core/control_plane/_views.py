@@ -191,6 +191,7 @@ class StepRow(BaseModel):
     recovery_count: int
     last_error: StepErrorView | None = None
     next_retry_at: datetime | None = None
+    started_at: datetime | None = Field(None, description="While Running: when its current attempt began.")
     output: str | None = None
     output_length: int | None = None
     agent: list[dict[str, Any]] | None = None
@@ -203,6 +204,7 @@ class WaitingInputView(BaseModel):
     step: str | None = None
     prompt: str = ""
     expected_input: dict[str, Any] = Field(default_factory=dict)
+    since: datetime | None = Field(None, description="When the run began waiting.")
 
 
 class AssistantView(BaseModel):
@@ -245,6 +247,9 @@ class RunStatusView(BaseModel):
     failure_reason: str | None = None
     failed_step: str | None = None
     parent_call: str | None = None
+    submitted_at: datetime | None = None
+    started_at: datetime | None = Field(None, description="When its (latest) local run started executing.")
+    ended_at: datetime | None = None
     assistants: list[AssistantView] = Field(default_factory=list)
     steps: list[StepRow] = Field(default_factory=list)
     result: Any = None

@@ -42,6 +42,7 @@ class WaitingInput:
     key: str
     step: str | None
     prompt: str
+    since_ms: int | None = None  # when the execution parked (its control state's last change)
 
 
 class _ExplainedStep(Protocol):

@@ -184,6 +184,7 @@ class StepView:
     error: Any
     owned: bool
     next_retry_at_ms: int | None = None  # while WaitingForRetry: when it may be claimed again
+    claimed_at_ms: int | None = None  # while Running: when its current attempt was claimed
 
     @property
     def last_error(self) -> StepError | None:
@@ -210,12 +211,18 @@ def _decode(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
 
 
+def _claimed_at(claimed: dict[str, str], name: str) -> int | None:
+    value = claimed.get(name)
+    return int(value) if value else None
+
+
 def _waiting(
-    status: str | None, key: str | None, step: str | None, prompt: str | None
+    status: str | None, key: str | None, step: str | None, prompt: str | None, since_ms: str | None
 ) -> WaitingInput | None:
     if status != "WaitingForInput" or not key:
         return None
-    return WaitingInput(key=key, step=step or None, prompt=prompt or "")
+    since = int(since_ms) if since_ms else None
+    return WaitingInput(key=key, step=step or None, prompt=prompt or "", since_ms=since)
 
 
 def _meta_from(raw: dict[str, str]) -> ExecutionMeta | None:
@@ -503,6 +510,15 @@ class DagStore:
     async def control_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
 
+    async def control_statuses(self, execution_ids: list[str]) -> dict[str, str | None]:
+        """The control status of each execution, in one pipelined round trip (run listings)."""
+        if not execution_ids:
+            return {}
+        pipe = self.hot_state.redis.pipeline(transaction=False)
+        for execution_id in execution_ids:
+            pipe.hget(self.keys(execution_id).control, "status")
+        return dict(zip(execution_ids, await pipe.execute(), strict=True))
+
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
         return _meta_from(await self.hot_state.redis.hgetall(self.keys(execution_id).meta))
 
@@ -520,10 +536,11 @@ class DagStore:
             for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
                 pipe.hgetall(key)
             pipe.zrange(k.ready, 0, -1, withscores=True)
-            pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason")
+            pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason", "updated_at_ms")
+            pipe.hgetall(k.claimed)
 
         replies = await self.hot_state.coalescer.commands(queue)
-        raw, status, retries, recoveries, results, errors, tokens, ready, control = replies
+        raw, status, retries, recoveries, results, errors, tokens, ready, control, claimed = replies
         meta = _meta_from(raw)
         if meta is None:
             return None
@@ -539,6 +556,7 @@ class DagStore:
                 error=_decode(errors.get(s.name)),
                 owned=s.name in tokens,
                 next_retry_at_ms=eligible_at.get(s.name) if status.get(s.name) == "WaitingForRetry" else None,
+                claimed_at_ms=_claimed_at(claimed, s.name) if status.get(s.name) == "Running" else None,
             )
             for s in meta.pipeline.steps
         ]

@@ -67,7 +67,7 @@ def build_lifecycle(
 ) -> Lifecycle:
     """The full lifecycle with a durable store and the snapshot writer; the catalog alone without."""
     schedule = LifecycleSchedule(stores.dag_store.hot_state)
-    catalog = RunCatalog(stores.runs, stores.index, durable)
+    catalog = RunCatalog(stores.runs, stores.index, durable, stores.dag_store)
     if durable is None or snapshots is None:
         return Lifecycle(catalog=catalog, schedule=schedule)
     archiver = RunArchiver(

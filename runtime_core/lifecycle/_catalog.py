@@ -1,28 +1,39 @@
 """RunCatalog: `runs.list`, the caller's tenant's runs newest first, hot and archived alike.
 
 Owns answering one page of a run listing from two sources kept disjoint by the lifecycle:
-runs still in hot state (the tenant's shared-run listing in Redis, with the local status of
-dispatched ones) and finished runs whose durable RunRecord answers for them. Each source
-gives its first `limit + 1` matches after the cursor; the page is the newest `limit` of
-both (a run seen in both while it is being archived counts once, as archived). The tenant
-is always the caller's snapshot tenant. Must not change any state.
+runs still in hot state (`HotRows`) and finished runs whose durable RunRecord answers for
+them. A page towards older runs (`cursor`) takes each source's first `limit + 1` matches
+newest first after the cursor, a page towards newer runs (`prev_cursor`) their first
+`limit + 1` oldest first; the page is the `limit` rows next to the cursor of both (a run seen in
+both while it is being archived counts once, as archived), newest first, with the cursors of
+its neighbours. Also counts the tenant's runs per status under a listing's filters, and
+names the failing step of each failed row. The tenant is always the caller's snapshot tenant.
+Must not change any state.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
+from runtime_core.dag import DagStore
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import RunExecutionIndex
+from runtime_core.lifecycle._hot_rows import HotRows, matches
 from runtime_core.lifecycle._listing import (
     ListingKey,
     RunListPage,
     RunListQuery,
     RunListRow,
+    RunStatusCounts,
     decode_cursor,
     encode_cursor,
     from_epoch_ms,
 )
-from runtime_core.queueing import SharedRunStatus, SharedRunStore, SharedRunSummary
+from runtime_core.queueing import SharedRunStore
 from runtime_core.storage import DurableStore, RunRecord, RunRecordCursor, RunRecordQuery
+
+HOT_COUNT_LIMIT = 10_000
+"""Hot runs counted per status at most; beyond, the counts are lower bounds (`partial`)."""
 
 
 def _archived_row(record: RunRecord) -> RunListRow:
@@ -37,121 +48,99 @@ def _archived_row(record: RunRecord) -> RunListRow:
         local_run_id=record.local_run_id,
         execution_id=record.execution_id,
         failure_reason=record.failure_reason,
+        failed_step=next((step.name for step in record.steps if step.failed_the_run), None),
+        started_at=record.started_at,
         ended_at=record.ended_at,
         archived=True,
     )
 
 
-def _matches(row: RunListRow, query: RunListQuery) -> bool:
-    wanted = (
-        (query.shared_status, row.shared_status),
-        (query.status, row.status),
-        (query.pipeline, row.pipeline),
-        (query.submitted_by, row.submitted_by),
+def _record_query(query: RunListQuery, **paging: object) -> RunRecordQuery:
+    return RunRecordQuery.model_validate(
+        {
+            "shared_status": query.shared_status,
+            "status": query.status,
+            "pipeline_name": query.pipeline,
+            "submitted_by": query.submitted_by,
+            "created_after": query.submitted_after,
+            "created_before": query.submitted_before,
+            **paging,
+        }
     )
-    return all(expected is None or expected == actual for expected, actual in wanted)
+
+
+def _cursor(key: ListingKey | None) -> RunRecordCursor | None:
+    return RunRecordCursor(created_at=from_epoch_ms(key[0]), shared_run_id=key[1]) if key else None
 
 
 class RunCatalog:
-    def __init__(self, runs: SharedRunStore, index: RunExecutionIndex, store: DurableStore | None) -> None:
-        self.runs = runs
-        self.index = index
+    def __init__(
+        self, runs: SharedRunStore, index: RunExecutionIndex, store: DurableStore | None, executions: DagStore
+    ) -> None:
+        self.hot = HotRows(runs, index, executions)
         self.store = store
 
     async def list_runs(self, caller: ExecutionContextSnapshot, query: RunListQuery) -> RunListPage:
-        after = decode_cursor(query.cursor) if query.cursor else None
+        newer = query.prev_cursor is not None
+        cursor = query.prev_cursor if newer else query.cursor
+        after = decode_cursor(cursor) if cursor else None
         wanted = query.limit + 1
         with restored_snapshot(caller):
-            hot = await self._hot_rows(caller.tenant_id, query, after, wanted)
-            archived = await self._archived_rows(caller.tenant_id, query, after, wanted)
-        unique = {row.shared_run_id: row for row in [*hot, *archived]}  # archived replaces hot
-        rows = sorted(unique.values(), key=lambda row: row.key, reverse=True)
-        page = rows[: query.limit]
-        more = max(len(rows), len(hot), len(archived)) > query.limit
+            hot = await self._hot_matches(caller.tenant_id, query, after, wanted, newest_first=not newer)
+            archived = await self._archived_rows(caller.tenant_id, query, after, wanted, newer=newer)
+            unique = {row.shared_run_id: row for row in [*hot, *archived]}  # archived replaces hot
+            rows = sorted(unique.values(), key=lambda row: row.key, reverse=not newer)
+            more = max(len(rows), len(hot), len(archived)) > query.limit
+            page = rows[: query.limit]
+            if newer:
+                page.reverse()
+            page = await self.hot.explain_failures(page)
+        older_exist = (more and not newer) or (newer and after is not None)
+        newer_exist = (more and newer) or (not newer and after is not None)
         return RunListPage(
             tenant_id=caller.tenant_id,
             runs=page,
-            next_cursor=encode_cursor(page[-1].key) if more and page else None,
+            next_cursor=encode_cursor(page[-1].key) if older_exist and page else None,
+            prev_cursor=encode_cursor(page[0].key) if newer_exist and page else None,
         )
 
-    # Runs still in hot state
+    async def count_runs(self, caller: ExecutionContextSnapshot, query: RunListQuery) -> RunStatusCounts:
+        """The tenant's runs per status under the query's filters (its status filter and cursors aside)."""
+        counts: Counter[str] = Counter()
+        seen = 0
+        with restored_snapshot(caller):
+            async for row in self.hot.walk(caller.tenant_id, query, None):
+                seen += 1
+                if seen > HOT_COUNT_LIMIT:
+                    break
+                if matches(row, query, ignore_status=True):
+                    counts[row.status] += 1
+            if self.store is not None:
+                counts.update(await self.store.count_run_records(caller.tenant_id, _record_query(query)))
+        return RunStatusCounts(counts=dict(counts), partial=seen > HOT_COUNT_LIMIT)
 
-    async def _hot_rows(
-        self, tenant_id: str, query: RunListQuery, after: ListingKey | None, wanted: int
+    async def _hot_matches(
+        self,
+        tenant_id: str,
+        query: RunListQuery,
+        after: ListingKey | None,
+        wanted: int,
+        *,
+        newest_first: bool,
     ) -> list[RunListRow]:
-        start = self._start(query, after)
-        oldest_ms = query.after_ms()
         rows: list[RunListRow] = []
-        async for batch in self.runs.tenant_summaries(tenant_id, after=start):
-            for row in await self._rows_of(tenant_id, batch):
-                if oldest_ms is not None and row.key[0] < oldest_ms:
-                    return rows
-                if _matches(row, query):
-                    rows.append(row)
-                    if len(rows) == wanted:
-                        return rows
+        async for row in self.hot.walk(tenant_id, query, after, newest_first=newest_first):
+            if matches(row, query):
+                rows.append(row)
+                if len(rows) == wanted:
+                    break
         return rows
-
-    @staticmethod
-    def _start(query: RunListQuery, after: ListingKey | None) -> ListingKey | None:
-        """Continue after the cursor, or after the `submitted_before` bound when that is further on."""
-        before_ms = query.before_ms()
-        bound = (before_ms, "") if before_ms is not None else None  # keys strictly below: earlier ms
-        candidates = [key for key in (after, bound) if key is not None]
-        return min(candidates) if candidates else None
-
-    async def _rows_of(self, tenant_id: str, batch: list[SharedRunSummary]) -> list[RunListRow]:
-        dispatched = [s.local_run_id for s in batch if s.local_run_id]
-        locals_ = await self.index.get_many_local(dispatched)
-        rows = []
-        for summary in batch:
-            if summary.tenant_id != tenant_id:
-                continue  # never another tenant's run, whatever the listing key holds
-            local = locals_.get(summary.local_run_id or "")
-            status = summary.status.value
-            if summary.status is SharedRunStatus.DISPATCHED and local is not None:
-                status = local.status.value
-            rows.append(
-                RunListRow(
-                    shared_run_id=summary.shared_run_id,
-                    pipeline=summary.pipeline_name,
-                    submitted_by=summary.submitted_by,
-                    submit_mode=summary.submit_mode.value,
-                    submitted_at=from_epoch_ms(summary.created_at_ms),
-                    shared_status=summary.status.value,
-                    status=status,
-                    local_run_id=summary.local_run_id,
-                    execution_id=local.execution_id if local else None,
-                    failure_reason=(local.failure_reason if local else None) or summary.failure_reason,
-                    ended_at=from_epoch_ms(local.completed_at_ms)
-                    if local and local.completed_at_ms
-                    else None,
-                    archived=False,
-                )
-            )
-        return rows
-
-    # Finished runs in the durable store
 
     async def _archived_rows(
-        self, tenant_id: str, query: RunListQuery, after: ListingKey | None, wanted: int
+        self, tenant_id: str, query: RunListQuery, after: ListingKey | None, wanted: int, *, newer: bool
     ) -> list[RunListRow]:
         if self.store is None:
             return []
-        cursor = (
-            RunRecordCursor(created_at=from_epoch_ms(after[0]), shared_run_id=after[1]) if after else None
-        )
-        records = await self.store.list_run_records(
-            tenant_id,
-            RunRecordQuery(
-                shared_status=query.shared_status,
-                status=query.status,
-                pipeline_name=query.pipeline,
-                submitted_by=query.submitted_by,
-                created_after=query.submitted_after,
-                created_before=query.submitted_before,
-                before=cursor,
-                limit=wanted,
-            ),
-        )
+        paging = {"after": _cursor(after), "oldest_first": True} if newer else {"before": _cursor(after)}
+        records = await self.store.list_run_records(tenant_id, _record_query(query, limit=wanted, **paging))
         return [_archived_row(record) for record in records]

@@ -1,9 +1,10 @@
 """The models of a run listing: its query, its rows, its page and the opaque cursor.
 
 Owns `RunListQuery` (filters: shared status, effective status, pipeline, submitted-by user,
-submitted after / before; page size; cursor), `RunListRow` (the small row a client or a
-dashboard shows), `RunListPage` and the cursor's encoding: the (submitted-at ms, SharedRunId)
-of the last row, base64url text a caller passes back unchanged. Must not query anything.
+submitted after / before; page size; a cursor to the older page or one to the newer page),
+`RunListRow` (the small row a client or a dashboard shows), `RunListPage`, `RunStatusCounts`
+and the cursors' encoding: the (submitted-at ms, SharedRunId) of a page's last (or first) row,
+base64url text a caller passes back unchanged. Must not query anything.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import base64
 import binascii
 from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runtime_core.errors import InvalidArgumentError
 
@@ -53,8 +54,15 @@ class RunListQuery(BaseModel):
     submitted_before: datetime | None = None
     limit: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
     cursor: str | None = None
+    prev_cursor: str | None = None
 
     _utc = field_validator("submitted_after", "submitted_before")(_aware)
+
+    @model_validator(mode="after")
+    def _one_direction(self) -> RunListQuery:
+        if self.cursor and self.prev_cursor:
+            raise ValueError("give `cursor` (older runs) or `prev_cursor` (newer runs), not both")
+        return self
 
     def after_ms(self) -> int | None:
         return epoch_ms(self.submitted_after) if self.submitted_after else None
@@ -72,10 +80,15 @@ class RunListRow(BaseModel):
     submit_mode: str
     submitted_at: datetime
     shared_status: str
-    status: str = Field(description="The most advanced of the execution, local and shared statuses.")
+    status: str = Field(
+        description="The most advanced of the execution, local and shared statuses; a running run "
+        "parked on a human-input gate is WaitingForInput, a paused one Paused."
+    )
     local_run_id: str | None = None
     execution_id: str | None = None
     failure_reason: str | None = None
+    failed_step: str | None = Field(None, description="The step whose failure failed the run.")
+    started_at: datetime | None = None
     ended_at: datetime | None = None
     archived: bool = Field(description="True when the run finished and its durable record answers for it.")
 
@@ -90,6 +103,18 @@ class RunListPage(BaseModel):
     next_cursor: str | None = Field(
         None, description="Pass it back as `cursor` for the next (older) page; null on the last page."
     )
+    prev_cursor: str | None = Field(
+        None,
+        description="Pass it back as `prev_cursor` for the previous (newer) page; null on the newest page.",
+    )
+
+
+class RunStatusCounts(BaseModel):
+    """How many of the tenant's runs match a listing's filters, per status (its status filter
+    aside); `partial`: more runs in hot state than are counted, the figures are lower bounds."""
+
+    counts: dict[str, int]
+    partial: bool = False
 
 
 def encode_cursor(key: ListingKey) -> str:

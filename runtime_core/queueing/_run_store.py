@@ -182,36 +182,44 @@ class SharedRunStore:
         return [record for record in records if record is not None]
 
     async def tenant_summaries(
-        self, tenant_id: str, *, after: ListingPosition | None = None, batch_size: int = 200
+        self,
+        tenant_id: str,
+        *,
+        after: ListingPosition | None = None,
+        batch_size: int = 200,
+        newest_first: bool = True,
     ) -> AsyncIterator[list[SharedRunSummary]]:
-        """The tenant's runs in hot state, newest first (ties: larger id first), in batches.
+        """The tenant's runs in hot state, newest first (ties: larger id first), in batches; with
+        `newest_first` False, oldest first (ties: smaller id first).
 
-        `after`: continue strictly after that position. Each batch continues after the last run
-        of the previous one, so runs retired meanwhile shift nothing. Runs whose hot record is
-        gone are skipped.
+        `after`: continue strictly after that position in that order. Each batch continues after
+        the last run of the previous one, so runs retired meanwhile shift nothing. Runs whose hot
+        record is gone are skipped.
         """
         position = after
         while True:
-            ids, position = await self._next_ids(tenant_id, position, batch_size)
+            ids, position = await self._next_ids(tenant_id, position, batch_size, newest_first)
             if not ids:
                 return
             yield await self._summaries(ids)
 
     async def _next_ids(
-        self, tenant_id: str, after: ListingPosition | None, count: int
+        self, tenant_id: str, after: ListingPosition | None, count: int, newest_first: bool
     ) -> tuple[list[str], ListingPosition | None]:
         key, redis = self.keys.of_tenant(tenant_id).tenant_runs(tenant_id), self.hot_state.redis
         entries: list[tuple[str, float]] = []
-        newest: str = "+inf"
+        edge: str = "+inf" if newest_first else "-inf"
         if after is not None:
             at_ms, last_id = after
             same_ms = await redis.zrangebyscore(key, at_ms, at_ms, withscores=True)
-            entries = sorted((e for e in same_ms if e[0] < last_id), reverse=True)[:count]
-            newest = f"({at_ms}"
-        if len(entries) < count:
-            entries += await redis.zrevrangebyscore(
-                key, newest, "-inf", start=0, num=count - len(entries), withscores=True
-            )
+            beyond = (e for e in same_ms if (e[0] < last_id if newest_first else e[0] > last_id))
+            entries = sorted(beyond, reverse=newest_first)[:count]
+            edge = f"({at_ms}"
+        rest = count - len(entries)
+        if rest > 0 and newest_first:
+            entries += await redis.zrevrangebyscore(key, edge, "-inf", start=0, num=rest, withscores=True)
+        elif rest > 0:
+            entries += await redis.zrangebyscore(key, edge, "+inf", start=0, num=rest, withscores=True)
         if not entries:
             return [], after
         last_id, last_ms = entries[-1]

@@ -46,6 +46,7 @@ from runtime_core.steps._step_providers import (
     StepProviders,
     StepProviderSettings,
     load_provider_settings,
+    named_environment_variables,
     unset_environment_variables,
 )
 from runtime_core.steps._test_steps import (
@@ -111,6 +112,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "StepProviderSettings",
     "StepProviders",
     "unset_environment_variables",
+    "named_environment_variables",
     "load_provider_settings",
     "PROVIDERS_FILE_ENV",
     # HTTP failure mapping shared by HTTP-backed steps and providers

@@ -126,26 +126,32 @@ def _problem(issue: Any) -> str:
     return f"{where}: {issue['msg']}"
 
 
-def unset_environment_variables(settings: StepProviderSettings) -> list[str]:
-    """`<section>.<entry>: <VARIABLE> (<field>)` for every variable an entry names that is not set
-    (the entry fails when used: better said at start). Names only, never values."""
-    missing = []
+def named_environment_variables(settings: StepProviderSettings) -> list[tuple[str, str, str]]:
+    """(`<section>.<entry>`, VARIABLE, field) for every environment variable an entry names: the
+    variables holding the providers' secrets. Names only, never values."""
+    named = []
     for section, entries in (("llm", settings.llm), ("retrieval", settings.retrieval)):
         for name, entry in entries.items():
             for field in sorted(type(entry).model_fields):
-                missing += [
-                    f"{section}.{name}: {variable} ({field})"
+                named += [
+                    (f"{section}.{name}", variable, field)
                     for variable in _named_variables(getattr(entry, field), field)
-                    if not os.environ.get(variable)
                 ]
     for tenant, servers in sorted(settings.mcp_servers.items()):
         for name, server in sorted(servers.items()):
-            missing += [
-                f"mcp_servers.{tenant}.{name}: {variable} ({field})"
-                for field, variable in secret_variables(server)
-                if not os.environ.get(variable)
-            ]
-    return missing
+            where = f"mcp_servers.{tenant}.{name}"
+            named += [(where, variable, field) for field, variable in secret_variables(server)]
+    return named
+
+
+def unset_environment_variables(settings: StepProviderSettings) -> list[str]:
+    """`<section>.<entry>: <VARIABLE> (<field>)` for every variable an entry names that is not set
+    (the entry fails when used: better said at start). Names only, never values."""
+    return [
+        f"{where}: {variable} ({field})"
+        for where, variable, field in named_environment_variables(settings)
+        if not os.environ.get(variable)
+    ]
 
 
 def _named_variables(value: Any, field: str) -> list[str]:

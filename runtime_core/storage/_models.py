@@ -217,7 +217,8 @@ class RunRecordCursor(_Record):
 
 
 class RunRecordQuery(_Record):
-    """Filters of a run listing (all optional, combined with AND), newest first."""
+    """Filters of a run listing (all optional, combined with AND), newest first; with
+    `oldest_first` (a page towards newer runs, after the cursor `after`) oldest first."""
 
     shared_status: str | None = None
     status: str | None = None
@@ -226,6 +227,8 @@ class RunRecordQuery(_Record):
     created_after: UtcDatetime | None = None
     created_before: UtcDatetime | None = None
     before: RunRecordCursor | None = None
+    after: RunRecordCursor | None = None
+    oldest_first: bool = False
     limit: int = Field(default=50, ge=1, le=1000)
 
 

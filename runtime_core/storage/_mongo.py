@@ -141,9 +141,17 @@ def _run_record_query(tenant_id: str, query: RunRecordQuery) -> Document:
         created["$lt"] = query.created_before
     if created:
         document["created_at"] = created
-    if query.before is not None:
-        at, run_id = query.before.created_at, query.before.shared_run_id
-        document["$or"] = [{"created_at": {"$lt": at}}, {"created_at": at, "_id": {"$lt": run_id}}]
+    cursors = [(cursor, op) for cursor, op in ((query.before, "$lt"), (query.after, "$gt")) if cursor]
+    if cursors:
+        document["$and"] = [
+            {
+                "$or": [
+                    {"created_at": {op: cursor.created_at}},
+                    {"created_at": cursor.created_at, "_id": {op: cursor.shared_run_id}},
+                ]
+            }
+            for cursor, op in cursors
+        ]
     return document
 
 
@@ -394,10 +402,21 @@ class MongoDurableStore(MongoSchedules):
         return found[0] if found else None
 
     async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
-        order = [("created_at", DESCENDING), ("_id", DESCENDING)]
+        direction = ASCENDING if query.oldest_first else DESCENDING
+        order = [("created_at", direction), ("_id", direction)]
         return await self._find(
             RunRecord, "run_records", _run_record_query(tenant_id, query), order, query.limit
         )
+
+    async def count_run_records(self, tenant_id: str, query: RunRecordQuery) -> dict[str, int]:
+        unpaged = query.model_copy(update={"status": None, "before": None, "after": None})
+        pipeline = [
+            {"$match": _run_record_query(tenant_id, unpaged)},
+            {"$group": {"_id": "$status", "records": {"$sum": 1}}},
+        ]
+        async with self._guard():
+            cursor = await self._db["run_records"].aggregate(pipeline)
+            return {str(group["_id"]): int(group["records"]) async for group in cursor}
 
     # Submitted runs
 

@@ -315,7 +315,11 @@ class PostgresDurableStore(PostgresSchedules):
 
     async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
         filters = POSTGRES.run_record_where(tenant_id, query)
-        return await self._select(RUN_RECORDS, *filters, "created_at DESC, shared_run_id DESC", query.limit)
+        return await self._select(RUN_RECORDS, *filters, POSTGRES.run_record_order(query), query.limit)
+
+    async def count_run_records(self, tenant_id: str, query: RunRecordQuery) -> dict[str, int]:
+        sql, params = POSTGRES.run_record_count_sql(tenant_id, query)
+        return {row["status"]: int(row["records"]) for row in await self._fetch_all(sql, params)}
 
     # Submitted runs
 

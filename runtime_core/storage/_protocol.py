@@ -154,8 +154,14 @@ class DurableStore(Protocol):
     async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
         """Newest first: created_at descending, then shared_run_id descending; at most `query.limit`.
 
-        `query.before` keeps only records strictly after that cursor in this order.
+        `query.before` keeps only records strictly older than that cursor, `query.after` only
+        strictly newer ones; `query.oldest_first` reverses the order (a page towards newer runs).
         """
+        ...
+
+    async def count_run_records(self, tenant_id: str, query: RunRecordQuery) -> dict[str, int]:
+        """The tenant's records per status matching the query's filters (status, cursors and
+        limit ignored)."""
         ...
 
     # Submitted runs (the requests of runs not yet archived)

@@ -47,10 +47,22 @@ class SqlDialect:
         if query.created_before is not None:
             clauses.append(f"created_at < {p}")
             params.append(self.timestamp(query.created_before))
-        if query.before is not None:
-            clauses.append(f"(created_at, shared_run_id) < ({p}, {p})")
-            params += [self.timestamp(query.before.created_at), query.before.shared_run_id]
+        for cursor, comparison in ((query.before, "<"), (query.after, ">")):
+            if cursor is not None:
+                clauses.append(f"(created_at, shared_run_id) {comparison} ({p}, {p})")
+                params += [self.timestamp(cursor.created_at), cursor.shared_run_id]
         return " AND ".join(clauses), params
+
+    @staticmethod
+    def run_record_order(query: RunRecordQuery) -> str:
+        direction = "ASC" if query.oldest_first else "DESC"
+        return f"created_at {direction}, shared_run_id {direction}"
+
+    def run_record_count_sql(self, tenant_id: str, query: RunRecordQuery) -> tuple[str, list[Any]]:
+        """Records per status matching the listing's filters (its status, cursors and limit aside)."""
+        unpaged = query.model_copy(update={"status": None, "before": None, "after": None})
+        where, params = self.run_record_where(tenant_id, unpaged)
+        return f"SELECT status, COUNT(*) AS records FROM run_records WHERE {where} GROUP BY status", params
 
 
 SQLITE = SqlDialect("?", sortable_timestamp)

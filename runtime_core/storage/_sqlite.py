@@ -357,9 +357,13 @@ class SqliteDurableStore(SqliteSchedules):
 
     async def list_run_records(self, tenant_id: str, query: RunRecordQuery) -> list[RunRecord]:
         where, params = SQLITE.run_record_where(tenant_id, query)
-        sql = RUN_RECORDS.select_sql(where, "created_at DESC, shared_run_id DESC") + " LIMIT ?"
+        sql = RUN_RECORDS.select_sql(where, SQLITE.run_record_order(query)) + " LIMIT ?"
         rows = await self._fetch_all(sql, [*params, query.limit])
         return [RUN_RECORDS.from_row(row) for row in rows]
+
+    async def count_run_records(self, tenant_id: str, query: RunRecordQuery) -> dict[str, int]:
+        sql, params = SQLITE.run_record_count_sql(tenant_id, query)
+        return {row["status"]: int(row["records"]) for row in await self._fetch_all(sql, params)}
 
     # Submitted runs
 

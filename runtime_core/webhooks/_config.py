@@ -134,11 +134,13 @@ class WebhookSettings(BaseModel):
     def tenant(self, tenant_id: str) -> TenantWebhooks:
         return self.tenants.get(tenant_id) or TenantWebhooks()
 
+    def secret_variables(self) -> list[str]:
+        """Every signing-secret variable a tenant names."""
+        return sorted({name for t in self.tenants.values() for name in t.secret_variables()})
+
     def missing_secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         env = os.environ if environ is None else environ
-        return sorted(
-            {name for t in self.tenants.values() for name in t.secret_variables() if not env.get(name)}
-        )
+        return [name for name in self.secret_variables() if not env.get(name)]
 
     @classmethod
     def from_file(

@@ -53,21 +53,22 @@ def write_config(path: Path) -> Path:
     return path
 
 
-def dashboard_environment(redis_url: str) -> dict[str, str]:
+def dashboard_environment(redis_url: str, **extra: str) -> dict[str, str]:
     """`serve` on the test Redis (own key prefix) with live streams polling fast (test speed)."""
     return clean_environment(
         REDIS_URL=redis_url,
         MCP_RUNTIME_REDIS_PREFIX=f"ui{secrets.token_hex(4)}:",
         MCP_RUNTIME_UI_RUN_POLL_MS="100",
         MCP_RUNTIME_UI_LIST_POLL_MS="200",
+        **extra,
     )
 
 
 @contextmanager
-def served_dashboard(redis_url: str, data_dir: Path) -> Iterator[str]:
+def served_dashboard(redis_url: str, data_dir: Path, **extra_env: str) -> Iterator[str]:
     """A served control plane for the dashboard tests; yields its base URL."""
     with served_http(
-        write_config(data_dir / "server.json"), data_dir, dashboard_environment(redis_url)
+        write_config(data_dir / "server.json"), data_dir, dashboard_environment(redis_url, **extra_env)
     ) as url:
         yield url
 

@@ -11,16 +11,16 @@ gets no action button. Screenshots of the list and the run page are saved in the
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from mcp_runtime.apps import RUN_VIEW_TEMPLATE_URI
 from runtime_core.hot_state import EmbeddedRedis
+from tests.e2e.conftest import LAPTOP
 from tests.e2e.dashboard_support import (
     TOKENS,
     UNKNOWN_RUN,
@@ -31,17 +31,6 @@ from tests.e2e.dashboard_support import (
 )
 from tests.e2e.mcp_support import REPOSITORY
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-LAPTOP = {"width": 1366, "height": 900}
 COMPLETED_FILL = "rgb(218, 251, 225)"  # tone-success
 WAITING_FOR_INPUT_FILL = "rgb(251, 239, 255)"  # tone-attention
 DOCS_IMAGE = REPOSITORY / "docs" / "images" / "run-page.png"
@@ -52,15 +41,6 @@ DOCS_IMAGE_SIZE = {"width": 1366, "height": 1640}
 def base_url(redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with served_dashboard(redis_server.url, tmp_path_factory.mktemp("dashboard-browser")) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    assert shutil.which(CHROMIUM), "Debian's chromium is missing: apt-get install -y chromium"
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        await launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -238,22 +238,27 @@ async def test_runs_list_filters_by_status_pipeline_and_user_within_the_tenant(b
         await wait_until(finished, timeout=30, interval=0.05)
     with sign_in(base_url, "acme-viewer") as viewer, sign_in(base_url, "globex-operator") as globex:
         completed = viewer.get("/ui/runs", params={"status": "Completed"}).text
-        running = viewer.get("/ui/runs", params={"status": "Running", "pipeline": "human-approval"}).text
+        wanted = {"status": "WaitingForInput", "pipeline": "human-approval"}
+        waiting = viewer.get("/ui/runs", params=wanted).text
         by_otto = viewer.get("/ui/runs", params={"submitted_by": "otto"}).text
         by_nobody = viewer.get("/ui/runs", params={"submitted_by": "nobody"}).text
         foreign = globex.get("/ui/runs").text
         invalid = viewer.get("/ui/runs", params={"limit": "100000"})
         newest = viewer.get("/ui/runs", params={"limit": "1"}).text
-        older_link = re.search(r'<a href="(/ui/runs\?[^"]+)">Older runs</a>', newest)
+        older_link = re.search(r'<a href="(/ui/runs\?[^"]+)" rel="next">Older runs \u203a</a>', newest)
         assert older_link is not None
         older = viewer.get(older_link.group(1).replace("&amp;", "&")).text
+        newer_link = re.search(r'<a href="(/ui/runs\?[^"]+)" rel="prev">\u2039 Newer runs</a>', older)
+        assert newer_link is not None
+        back = viewer.get(newer_link.group(1).replace("&amp;", "&")).text
     assert done in completed and parked not in completed
-    assert parked in running and done not in running
+    assert parked in waiting and done not in waiting
     assert done in by_otto and parked in by_otto and "No runs match these filters." in by_nobody
     assert done not in foreign and parked not in foreign
     assert invalid.status_code == 400 and "[invalid_arguments] limit" in invalid.text
-    shown = [re.findall(r'<tr data-run="([^"]+)">', html) for html in (newest, older)]
+    shown = [re.findall(r'<tr data-run="([^"]+)"', html) for html in (newest, older, back)]
     assert shown[0] == [done] and len(shown[1]) == 1 and shown[1] != shown[0]  # cursor pages, newest first
+    assert shown[2] == shown[0]  # and back to the newer page
     async with mcp_session(base_url, "acme-operator") as acme:
         await acme.call_tool("cancel", {"run_id": parked})
 

@@ -20,9 +20,9 @@ import pytest
 from playwright.async_api import Browser, async_playwright, expect
 
 from runtime_core.hot_state import EmbeddedRedis, find_free_port
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, LAPTOP
 from tests.e2e.dashboard_support import dashboard_environment
 from tests.e2e.mcp_support import BearerClient, served_http
-from tests.e2e.test_dashboard_browser import CHROMIUM, CHROMIUM_ARGS, LAPTOP
 from tests.oauth_server import OAuthServer
 from tests.oauth_support import (
     DASHBOARD_CLIENT,

@@ -140,6 +140,41 @@ async def test_retry_answers_runs_that_did_not_fail_or_are_not_the_callers(rig: 
     hold.release_tenant(tenant.tenant_id)
 
 
+COMPLETING = parse_pipeline({"name": "completes", "steps": [{"name": "only", "stepKey": "test.noop"}]})
+
+
+async def test_run_again_makes_one_linked_run_per_request_of_a_finished_run_and_refuses_an_unfinished_one(
+    rig: Rig,
+) -> None:
+    services, hold = rig
+    tenant, other = new_tenant("again"), new_tenant("stranger")
+    [completed] = await _submit(services, tenant, COMPLETING, 1)
+    [running] = await _submit(services, tenant, HELD, 1)
+    await _until_done(services, tenant, [completed])
+    bulk = _bulk(services)
+
+    first = await bulk.run_again(tenant, completed, "page-1")
+    repeated = await bulk.run_again(tenant, completed, "page-1")  # the same click, sent twice
+    second = await bulk.run_again(tenant, completed, "page-2")
+    unfinished = await bulk.run_again(tenant, running, "page-1")
+    foreign = await bulk.run_again(other, completed, "page-1")
+
+    assert (first.outcome, repeated.outcome) == (ActionOutcome.RETRIED, ActionOutcome.ALREADY_RETRIED)
+    assert first.new_run_id is not None and repeated.new_run_id == first.new_run_id
+    assert second.new_run_id not in (None, first.new_run_id)
+    assert unfinished.outcome is ActionOutcome.NOT_FINISHED and unfinished.new_run_id is None
+    assert foreign.outcome is ActionOutcome.NOT_FOUND  # another tenant's run answers like an unknown one
+    ledger = await services.audit.queries.ledger(tenant, shared_run_id=completed)
+    assert [e.attributes["retry.run_id"] for e in ledger if e.event == RETRIED_EVENT] == [
+        first.new_run_id,
+        second.new_run_id,
+    ]
+    record = await services.control_plane.parts.runs.get(second.new_run_id or "")
+    assert record is not None and record.snapshot is not None and record.pipeline == COMPLETING
+    assert record.snapshot.attributes == {RETRY_OF_ATTRIBUTE: completed}
+    hold.release_tenant(tenant.tenant_id)
+
+
 async def test_bulk_cancel_by_filter_touches_only_the_callers_tenant(rig: Rig) -> None:
     services, hold = rig
     tenant_a, tenant_b = new_tenant("alice"), new_tenant("bob")

@@ -155,6 +155,8 @@ async def test_a_run_waiting_for_input_shows_the_key_the_step_the_prompt_and_the
     finished = await _status_when(client, run_id, lambda s: s["done"])
 
     assert status["waiting_key"] == "go-live"
+    since = datetime.fromisoformat(status["waiting_input"].pop("since"))
+    started, submitted = (datetime.fromisoformat(status[field]) for field in ("started_at", "submitted_at"))
     assert status["waiting_input"] == {
         "key": "go-live",
         "step": "approve",
@@ -162,3 +164,6 @@ async def test_a_run_waiting_for_input_shows_the_key_the_step_the_prompt_and_the
         "expected_input": HumanApprovalExecutor.input_schema,
     }
     assert finished["execution_status"] == "Completed" and finished["waiting_input"] is None
+    # Waiting since the gate parked it: after the run started, before it was answered and ended.
+    assert submitted <= started <= since <= datetime.fromisoformat(finished["ended_at"])
+    assert finished["started_at"] == status["started_at"]

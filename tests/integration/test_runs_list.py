@@ -29,7 +29,8 @@ from mcp_runtime import (
 )
 from runtime_core.bootstrap import RuntimeServices
 from runtime_core.hot_state import EmbeddedRedis
-from runtime_core.lifecycle import HotStateRetention, Lifecycle
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.lifecycle import HotStateRetention, Lifecycle, RunListQuery
 from runtime_core.pipeline import PipelineCatalog
 from tests.helpers import wait_until
 from tests.integration.lifecycle_support import lifecycle_runtime
@@ -59,6 +60,10 @@ def backend(services: RuntimeServices) -> ToolBackend:
 @pytest.fixture
 def tenant() -> str:
     return f"tenant-{secrets.token_hex(4)}"
+
+
+def _caller(tenant: str) -> ExecutionContextSnapshot:
+    return ExecutionContextSnapshot(user_id="ada", tenant_id=tenant, context_key=f"t:{tenant}")
 
 
 def principal(tenant: str, user: str = "ada", role: str = "operator") -> Principal:
@@ -161,6 +166,64 @@ async def test_pages_follow_the_cursor_across_both_sources_without_gaps_or_repea
         [runs[0]],
     ]
     assert [row["archived"] for page in pages for row in page] == [True, False, True, False, True]
+
+
+async def test_prev_cursor_pages_back_towards_newer_runs_across_both_sources(
+    backend: ToolBackend, services: RuntimeServices, tenant: str
+) -> None:
+    async with session(backend, principal(tenant)) as client:
+        runs = await interleaved_runs(client, services)
+        first = await ok(client, "runs.list", {"limit": 2})
+        second = await ok(client, "runs.list", {"limit": 2, "cursor": first["next_cursor"]})
+        last = await ok(client, "runs.list", {"limit": 2, "cursor": second["next_cursor"]})
+        back = await ok(client, "runs.list", {"limit": 2, "prev_cursor": last["prev_cursor"]})
+        newest = await ok(client, "runs.list", {"limit": 2, "prev_cursor": back["prev_cursor"]})
+        both = await failed(client, "runs.list", {"cursor": first["next_cursor"], "prev_cursor": "x"})
+    assert first["prev_cursor"] is None and last["next_cursor"] is None
+    assert [row["shared_run_id"] for row in back["runs"]] == [runs[2], runs[1]]
+    assert [row["shared_run_id"] for row in newest["runs"]] == [runs[4], runs[3]]
+    assert newest["prev_cursor"] is None and newest["next_cursor"] is not None
+    assert "[invalid_arguments]" in both and "not both" in both
+
+
+APPROVAL = {
+    "name": "ask",
+    "steps": [
+        {"name": "ask", "stepKey": "human.approval", "config": {"waitingKey": "go"}},
+        {"name": "after", "stepKey": "test.noop", "dependsOn": ["ask"]},
+    ],
+}
+FAILING = {"name": "fails", "steps": [{"name": "boom", "stepKey": "test.flaky", "config": {"failTimes": 3}}]}
+
+
+async def test_a_run_parked_on_its_gate_is_listed_waiting_for_input_and_a_failed_one_names_its_step(
+    backend: ToolBackend, services: RuntimeServices, tenant: str
+) -> None:
+    async with session(backend, principal(tenant)) as client:
+        waiting = await submit(client, APPROVAL)
+        failing = await submit(client, FAILING)
+
+        async def settled() -> bool:
+            await ok(client, "queue.drain", {"max_count": 10})
+            rows = {row["shared_run_id"]: row["status"] for row in await listed(client)}
+            return rows == {waiting: "WaitingForInput", failing: "Failed"}
+
+        await wait_until(settled, timeout=30, interval=0.05)
+        parked = await ids(client, status="WaitingForInput")
+        hot_failure = (await listed(client, status="Failed"))[0]
+        counts = await services.control_plane.count_runs(RunListQuery(), _caller(tenant))
+        await ok(client, "cancel", {"run_id": waiting})
+        await finish(client, waiting)
+        await sweep(services)
+        archived_failure = (await listed(client, status="Failed"))[0]
+        after = await services.control_plane.count_runs(RunListQuery(status="Failed"), _caller(tenant))
+    assert parked == [waiting]
+    for row in (hot_failure, archived_failure):
+        assert row["failed_step"] == "boom"
+        assert row["failure_reason"].startswith("step 'boom' (test.flaky) failed: [transient] ")
+    assert archived_failure["archived"] and not hot_failure["archived"]
+    assert counts.counts == {"WaitingForInput": 1, "Failed": 1} and not counts.partial
+    assert after.counts == {"Cancelled": 1, "Failed": 1}
 
 
 async def test_runs_stay_listed_once_their_hot_records_expired(

@@ -468,6 +468,35 @@ async def test_run_record_pages_continue_strictly_after_the_cursor(store: Durabl
     assert seen == ["srun_6", "srun_5", "srun_4", "srun_3", "srun_2", "srun_1", "srun_0"]
 
 
+async def test_run_record_pages_go_back_towards_newer_records_oldest_first(store: DurableStore) -> None:
+    for n in range(7):
+        await store.put_run_record(_run_record(f"srun_{n}", created_at=T0 + timedelta(seconds=n // 2)))
+    cursor = RunRecordCursor(created_at=T0 + timedelta(seconds=1), shared_run_id="srun_2")
+    newer = await store.list_run_records(TENANT, RunRecordQuery(limit=3, after=cursor, oldest_first=True))
+    assert [r.shared_run_id for r in newer] == ["srun_3", "srun_4", "srun_5"]
+    rest = RunRecordCursor(created_at=newer[-1].created_at, shared_run_id=newer[-1].shared_run_id)
+    last = await store.list_run_records(TENANT, RunRecordQuery(limit=3, after=rest, oldest_first=True))
+    assert [r.shared_run_id for r in last] == ["srun_6"]
+
+
+async def test_run_records_are_counted_per_status_under_the_filters_but_not_the_status(
+    store: DurableStore,
+) -> None:
+    await store.put_run_record(_run_record("srun_1"))
+    await store.put_run_record(_run_record("srun_2", status="Failed"))
+    await store.put_run_record(_run_record("srun_3", status="Failed", pipeline_name="fan"))
+    await store.put_run_record(_run_record("srun_4", status="Cancelled", created_at=T0 + timedelta(hours=1)))
+    await store.put_run_record(_run_record("srun_5", tenant_id=FOREIGN, status="Failed"))
+    assert await store.count_run_records(TENANT, RunRecordQuery(status="Completed")) == {
+        "Completed": 1,
+        "Failed": 2,
+        "Cancelled": 1,
+    }
+    assert await store.count_run_records(TENANT, RunRecordQuery(pipeline_name="fan")) == {"Failed": 1}
+    window = RunRecordQuery(created_before=T0 + timedelta(minutes=1))
+    assert await store.count_run_records(TENANT, window) == {"Completed": 1, "Failed": 2}
+
+
 async def test_run_record_filters_combine(store: DurableStore) -> None:
     await store.put_run_record(_run_record("srun_1", pipeline_name="rag", submitted_by="alice"))
     await store.put_run_record(_run_record("srun_2", pipeline_name="fan", submitted_by="alice"))

@@ -1,5 +1,6 @@
-// mcp-runtime dashboard: live updates of the page over server-sent events. Plain JavaScript,
-// vendored with the package (no framework, no build step, no network beyond this origin).
+// mcp-runtime dashboard: live updates of the page over server-sent events, and times kept
+// current. Plain JavaScript, vendored with the package (no framework, no build step, no network
+// beyond this origin).
 //
 // A page with data-live-url on <main> opens that event stream:
 // - "status" (run page): repaint the run badge and each DAG node (colour class, status text,
@@ -8,6 +9,44 @@
 // - "ended" / "failed": stop (signed out, or the run is not readable any more).
 // A live section (data-live-section) is replaced only when the server's HTML for it changed,
 // and never while it holds the keyboard focus (a half-typed answer is not pulled away).
+// Times: a <time class="ago"> reads "3 min ago" and a <span class="elapsed" data-since>
+// "3 min"; both are kept current every 15 s (the same wording as the server's).
+(() => {
+  "use strict";
+  function durationText(seconds) {
+    seconds = Math.max(seconds, 0);
+    if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+    if (seconds < 10) return `${seconds.toFixed(1)} s`;
+    const whole = Math.floor(seconds);
+    const two = (big, bigUnit, small, smallUnit) => (small ? `${big} ${bigUnit} ${small} ${smallUnit}` : `${big} ${bigUnit}`);
+    if (whole < 60) return `${whole} s`;
+    if (whole < 3600) return two(Math.floor(whole / 60), "min", whole % 60, "s");
+    if (whole < 86400) return two(Math.floor(whole / 3600), "h", Math.floor((whole % 3600) / 60), "min");
+    return two(Math.floor(whole / 86400), "d", Math.floor((whole % 86400) / 3600), "h");
+  }
+  function coarse(seconds) {
+    const whole = Math.floor(seconds);
+    if (whole < 60) return `${whole} s`;
+    if (whole < 3600) return `${Math.floor(whole / 60)} min`;
+    if (whole < 86400) return `${Math.floor(whole / 3600)} h`;
+    return `${Math.floor(whole / 86400)} d`;
+  }
+  function relativeText(seconds) {
+    if (Math.abs(seconds) < 5) return "just now";
+    return seconds < 0 ? `in ${coarse(-seconds)}` : `${coarse(seconds)} ago`;
+  }
+  function tick() {
+    const now = Date.now();
+    for (const element of document.querySelectorAll("time.ago[datetime]")) {
+      element.textContent = relativeText((now - Date.parse(element.getAttribute("datetime"))) / 1000);
+    }
+    for (const element of document.querySelectorAll(".elapsed[data-since]")) {
+      element.textContent = durationText((now - Date.parse(element.dataset.since)) / 1000);
+    }
+  }
+  window.setInterval(tick, 15000);
+})();
+
 (() => {
   "use strict";
   const main = document.getElementById("main");
