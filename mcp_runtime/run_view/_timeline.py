@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mcp_runtime.run_view._humanize import duration_text
 from runtime_core.storage import TraceSpan
 
 CHART_WIDTH = 640
@@ -105,12 +106,6 @@ def _label(span: TraceSpan, attempts: dict[str, int]) -> str:
 def _ticks(total_ms: float, scale: float) -> list[TimelineTick]:
     every_ms = total_ms / _TICKS
     return [
-        TimelineTick(x=LABEL_WIDTH + n * every_ms * scale, label=_duration_text(n * every_ms))
+        TimelineTick(x=LABEL_WIDTH + n * every_ms * scale, label=duration_text(n * every_ms / 1000))
         for n in range(_TICKS + 1)
     ]
-
-
-def _duration_text(milliseconds: float) -> str:
-    if milliseconds >= 1000:
-        return f"{milliseconds / 1000:.2f} s"
-    return f"{milliseconds:.1f} ms"

@@ -279,11 +279,14 @@ def test_pages_carry_security_headers_and_load_only_vendored_files(base_url: str
 
 
 def test_capacity_shows_a_tenants_operator_its_capacity_without_other_tenants_activity(base_url: str) -> None:
-    with sign_in(base_url, "acme-operator") as operator:
+    with sign_in(base_url, "acme-operator") as operator, sign_in(base_url, "acme-viewer") as viewer:
         as_operator = operator.get("/ui/capacity").text.replace("&#39;", "'")
+        as_viewer = viewer.get("/ui/capacity").text.replace("&#39;", "'")
     assert "<code>rt_" in as_operator and "Queue depth:" in as_operator
     assert "permission" not in as_operator  # capacity:read: every role has it
     assert "not shown (shared)" in as_operator  # the embedded instance is shared capacity
+    assert "<code>rt_" in as_viewer and "Queue depth:" in as_viewer  # what a viewer may see, no error box
+    assert 'class="error"' not in as_viewer
 
 
 async def test_schedules_page_lists_the_tenants_schedules_with_next_and_last_fire_times(

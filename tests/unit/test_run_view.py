@@ -156,7 +156,7 @@ def test_timeline_puts_the_run_first_then_attempts_by_start_time_scaled_to_the_c
     assert timeline.total_ms == 100
     first, last = timeline.rows[0], timeline.rows[-1]
     assert last.x + last.width == pytest.approx(first.x + first.width)  # both end at the run's end
-    assert timeline.ticks[-1].label == "100.0 ms"
+    assert timeline.ticks[-1].label == "100 ms"
 
 
 def test_step_history_lists_attempts_and_the_ledger_errors_of_each_step() -> None:
