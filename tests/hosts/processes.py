@@ -65,6 +65,14 @@ class HostProcess:
             self.process.wait(timeout=STOP_GRACE_S)
             self.process = None
 
+    def rss_mb(self) -> float:
+        """Resident memory now (the process runs as our child: `ip netns exec` execs it)."""
+        assert self.process is not None
+        for line in Path(f"/proc/{self.process.pid}/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
     def log_text(self) -> str:
         return self.logs[-1].read_text(encoding="utf-8", errors="replace") if self.logs else ""
 

@@ -59,7 +59,9 @@ async def test_runs_submitted_to_either_control_plane_complete_once(dc: DataCent
 
     tally, planes = await dc.on_client(scenario())
     hosts = Counter((r.assigned_runtime_instance_id or "?").split(":")[0] for r in tally.records.values())
+    memory = {p.name: f"{p.rss_mb():.0f} MB" for p in [*dc.planes.values(), *dc.runtimes.values()]}
     report(tally, f"{RUNS} runs of 3 tenants, acknowledged by {dict(planes)}, ran on {dict(hosts)}")
+    print(f"resident memory after them: {memory}")
     assert_exactly_once(tally)
     assert set(planes) == set(CONTROL_PLANES)
     assert set(hosts) == {f"rt_{name}" for name in RUNTIME_HOSTS}
