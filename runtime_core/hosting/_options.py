@@ -31,6 +31,8 @@ from runtime_core.plugins import StepPluginSettings, split_references
 
 CONTROL_PLANE_ID_KEY = "control.plane.id"
 TENANTS_FILE_ENV = "MCP_RUNTIME_TENANTS_FILE"
+REDIS_URL_ENV = "REDIS_URL"
+REDIS_PREFIX_ENV = "MCP_RUNTIME_REDIS_PREFIX"
 HOST_ID_KEY = "runtime.host.id"
 
 
@@ -188,8 +190,18 @@ def add_process_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--local-queue-capacity", type=positive_int, help="runs an instance may queue (default: tenant's)"
     )
-    parser.add_argument("--redis-url", required=True, help="Redis shared with the control plane")
-    parser.add_argument("--redis-prefix", default="mcprt:", help="key prefix shared with the control plane")
+    from_env = os.environ.get(REDIS_URL_ENV) or None  # like `serve`: keeps a password off the command line
+    parser.add_argument(
+        "--redis-url",
+        default=from_env,
+        required=from_env is None,
+        help=f"Redis shared with the control plane (default: ${REDIS_URL_ENV})",
+    )
+    parser.add_argument(
+        "--redis-prefix",
+        default=os.environ.get(REDIS_PREFIX_ENV) or "mcprt:",
+        help=f"key prefix shared with the control plane (default: ${REDIS_PREFIX_ENV}, else mcprt:)",
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,

@@ -54,3 +54,25 @@ def test_execution_assistance_is_on_unless_the_process_turns_it_off(flags: list[
     """`--no-assistance`: the process's instances neither ask for help nor lend idle workers."""
     options = parse_options([*REQUIRED, "--pool-size", "2", *flags])
     assert [s.assistance.enabled for s in options.instance_settings("control-plane:host-a")] == [enabled] * 2
+
+
+def test_the_redis_url_comes_from_the_environment_when_the_option_is_absent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Redis URL carrying an ACL password stays off the command line (and `ps`)."""
+    without = [arg for arg in REQUIRED if arg not in ("--redis-url", "redis://127.0.0.1:1/0")]
+    monkeypatch.setenv("REDIS_URL", "redis://user:secret@127.0.0.1:1/0")
+    assert parse_options(without).redis_url == "redis://user:secret@127.0.0.1:1/0"
+    assert parse_options(REQUIRED).redis_url == "redis://127.0.0.1:1/0"  # the option wins
+    monkeypatch.delenv("REDIS_URL")
+    with pytest.raises(SystemExit):  # neither: a usage error naming --redis-url
+        parse_options(without)
+
+
+def test_the_redis_prefix_comes_from_the_environment_like_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One environment file for every process: a prefix `serve` reads must reach its instances too."""
+    monkeypatch.setenv("MCP_RUNTIME_REDIS_PREFIX", "prod:")
+    assert parse_options(REQUIRED).redis_prefix == "prod:"
+    assert parse_options([*REQUIRED, "--redis-prefix", "mine:"]).redis_prefix == "mine:"
+    monkeypatch.delenv("MCP_RUNTIME_REDIS_PREFIX")
+    assert parse_options(REQUIRED).redis_prefix == "mcprt:"
