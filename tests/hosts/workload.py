@@ -1,14 +1,14 @@
 """What the data centre's clients do: submit runs of several tenants over MCP, and count outcomes.
 
 Owns the pipelines the scenarios submit, the client side of a submit (an MCP session over
-streamable HTTP per control plane and tenant; a failed call is sent again to the other
-control plane with the same idempotency key, as a load balancer retries, so a run is
-acknowledged once whatever failed), waiting for the acknowledged runs' durable records, and
-the tally read from the durable store: completed, lost (acknowledged and never completed) and
-duplicates (a run with two executions, two accepted dispatches, a step completed twice, an
-execution finalized twice), with the figures (runs/s, p50 / p99 submit -> Completed).
-Must not inject faults. Runs on the client host's loop.
-"""
+streamable HTTP per control plane and tenant; a failed call is sent again to the next control
+plane in rotation with the same idempotency key, as a load balancer retries, and a control
+plane whose /readyz fails can be taken out of rotation), waiting for the acknowledged runs'
+durable records, and the tally read from the durable store: completed, lost (acknowledged and
+never completed), duplicates (a run with two executions, a step completed twice, an execution
+finalized twice, a run submitted twice) and ledger gaps (a completed run without its submit,
+dispatch or end), with the figures (runs/s, p50 / p99 submit -> Completed) from the run
+records. Must not inject faults. Runs on the client host's loop."""
 
 from __future__ import annotations
 
@@ -305,13 +305,17 @@ def duplicates_in(ledger: dict[str, list[LedgerEntry]]) -> dict[str, list[str]]:
 
 
 def gaps_in(ledger: dict[str, list[LedgerEntry]], completed: set[str]) -> dict[str, list[str]]:
-    """Per completed run, the evidence its ledger lacks: its submit, its dispatch, its end."""
+    """Per completed run, the evidence its ledger lacks (its submit, its dispatch, its end),
+    followed by what it has, in order (so a failure says where the gap is)."""
     found = {}
     for shared_run_id in completed:
-        events = {e.event for e in ledger.get(shared_run_id, [])}
+        entries = ledger.get(shared_run_id, [])
+        events = {e.event for e in entries}
         missing = [event for event in EVIDENCE if event not in events]
         if missing:
-            found[shared_run_id] = missing
+            found[shared_run_id] = [f"missing {m}" for m in missing] + [
+                f"{e.event} by {e.runtime_instance_id or e.attributes.get('worker_id', '?')}" for e in entries
+            ]
     return found
 
 
