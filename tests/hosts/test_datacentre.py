@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runtime_core.instances import InstanceHealth, LocalRunStatus, RunIndexRecord
 from runtime_core.storage import LedgerEntry
 from tests.hosts import faults, workload
@@ -29,6 +31,9 @@ from tests.hosts.datacentre import (
     DataCentre,
 )
 from tests.hosts.workload import Tally
+
+# The first test also builds the data centre (process start-up takes a minute on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
 
 RUNS = 240
 DRAIN_TIMEOUT_S = 120.0
