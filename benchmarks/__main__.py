@@ -1,9 +1,13 @@
-"""`python -m benchmarks [--size tiny|full]`: run every benchmark, print a table, write JSON."""
+"""`python -m benchmarks [--size tiny|full]`: run every benchmark, print a table, write JSON.
+
+`python -m benchmarks issue28 --before <commit>`: issue 28's before / after figures (see
+`benchmarks/issue28.py`)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from pathlib import Path
 
 from benchmarks import (
@@ -14,6 +18,7 @@ from benchmarks import (
     cost_growth,
     engine_throughput,
     execution_assistance,
+    issue28,
     process_scaling,
     tracing_overhead,
 )
@@ -86,6 +91,9 @@ async def _main(size: str, out: Path) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["issue28"]:
+        issue28.main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/latest.json"))

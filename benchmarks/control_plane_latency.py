@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -173,11 +174,29 @@ async def _http_client(redis_url: str, data_dir: Path) -> AsyncIterator[Client]:
         await asyncio.wait_for(server.wait(), timeout=30)
 
 
+@dataclass
+class DrainCost:
+    """`seconds` until every run was dispatched; client round trips per run (until every run
+    ended or parked: its start and end or park included) and queue.drain calls per run."""
+
+    seconds: float
+    round_trips_per_run: float
+    drains_per_run: float
+
+
 async def _drain(
-    redis_url: str, data_dir: Path, runs: int, pipeline: dict[str, Any], max_concurrent_runs: int
-) -> tuple[float, float]:
-    """Seconds until `runs` queued runs were dispatched by queue.drain calls; round trips per
-    run, counted until every run ended or parked (its start and end or park included)."""
+    redis_url: str,
+    data_dir: Path,
+    runs: int,
+    pipeline: dict[str, Any],
+    max_concurrent_runs: int,
+    *,
+    paced: bool = True,
+) -> DrainCost:
+    """`runs` queued runs dispatched by queue.drain calls. `paced`: after a drain that left
+    runs queued, the client calls again once a run ended (heard on the run-event channel: no
+    round trips), the way a client drains into busy capacity; else it calls again at once
+    (a spinning client: every call that finds the instances busy counts too)."""
     async with _in_memory_stack(redis_url, data_dir, False, max_concurrent_runs) as (client, services):
         settled = _RunsSettled(runs)
         services.run_events.listen(settled.hear)
@@ -186,40 +205,66 @@ async def _drain(
             await _call(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
         sends_before = RoundTripCounter.sends
         started = time.perf_counter()
-        dispatched = 0
+        dispatched = drains = 0
         with counting_every_connection():
             while dispatched < runs:
+                settled.ended.clear()
                 drained = await _call(client, "queue.drain", {"max_count": runs})
-                dispatched += drained["dispatched"]
+                dispatched, drains = dispatched + drained["dispatched"], drains + 1
+                if paced and dispatched < runs:
+                    await asyncio.wait_for(settled.ended.wait(), timeout=600)
             seconds = time.perf_counter() - started
             await asyncio.wait_for(settled.all.wait(), timeout=600)
-    return seconds, (RoundTripCounter.sends - sends_before) / runs
+    return DrainCost(seconds, (RoundTripCounter.sends - sends_before) / runs, drains / runs)
 
 
 class _RunsSettled:
-    """Set once `runs` runs ended or parked (heard on the run-event channel: no round trips)."""
+    """Set once `runs` runs ended or parked (heard on the run-event channel: no round trips);
+    `ended`: set by each run's end."""
 
     def __init__(self, runs: int) -> None:
         self.left = runs
         self.all = asyncio.Event()
+        self.ended = asyncio.Event()
 
     def hear(self, event: RunEvent) -> None:
+        if event.type in TERMINAL_EVENTS:
+            self.ended.set()
         if event.type in TERMINAL_EVENTS or event.type is RunEventType.WAITING_FOR_INPUT:
             self.left -= 1
             if self.left <= 0:
                 self.all.set()
 
 
+DRAIN_VARIANTS = {
+    "bound": ("{runs} queued 1-step runs, execution-bound (16 run slots)", ONE_STEP, 16, True),
+    "bound-spinning": ("{runs} queued 1-step runs, execution-bound, spinning client", ONE_STEP, 16, False),
+    "free": ("{runs} queued runs into free capacity (runs park)", PARKING, 0, True),
+}
+"""name -> (variant label, pipeline, run slots (0: one per run), paced client)."""
+
+
+async def drain_row(redis_url: str, data_dir: Path, runs: int, name: str) -> Row:
+    """One queue.drain figure; round trips include the runs' own execution start (and,
+    execution-bound, completion); `extra` has the drain calls per run."""
+    label, pipeline, slots, paced = DRAIN_VARIANTS[name]
+    cost = await _drain(redis_url, data_dir / name, runs, pipeline, slots or runs, paced=paced)
+    return Row(
+        "mcp queue.drain",
+        label.format(runs=runs),
+        runs,
+        cost.seconds,
+        runs / cost.seconds,
+        cost.round_trips_per_run,
+        0,
+        0,
+        0,
+        extra={"drain_calls_per_100_runs": 100 * cost.drains_per_run},
+    )
+
+
 async def _drain_rows(redis_url: str, data_dir: Path, runs: int) -> list[Row]:
-    """Round trips include the runs' own execution start (and, execution-bound, completion)."""
-    rows = []
-    for name, variant, pipeline, max_concurrent_runs in (
-        ("bound", f"{runs} queued 1-step runs, execution-bound (16 run slots)", ONE_STEP, 16),
-        ("free", f"{runs} queued runs into free capacity (runs park)", PARKING, runs),
-    ):
-        seconds, round_trips = await _drain(redis_url, data_dir / name, runs, pipeline, max_concurrent_runs)
-        rows.append(Row("mcp queue.drain", variant, runs, seconds, runs / seconds, round_trips, 0, 0, 0))
-    return rows
+    return [await drain_row(redis_url, data_dir, runs, name) for name in DRAIN_VARIANTS]
 
 
 async def run(redis_url: str, *, iterations: int, drain_runs: int) -> list[Row]:
