@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime_core.dag._claimed import ClaimHandle
@@ -39,21 +38,14 @@ class StepInvoker:
         # Execution control's reader of stored human input (`attach_execution_control` sets it).
         self.read_human_input: InputReader | None = None
 
-    @contextlib.asynccontextmanager
-    async def lease_kept(self, claim: StepClaim) -> AsyncIterator[None]:
+    def lease_kept(self, claim: StepClaim) -> _LeaseKept:
         """Renew the step's lease every third of it while the executor runs."""
-        keeper = asyncio.create_task(self._keep_lease(claim))
-        try:
-            yield
-        finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+        return _LeaseKept(self, claim)
 
-    async def _keep_lease(self, claim: StepClaim) -> None:
+    async def keep_lease(self, claim: StepClaim) -> None:
+        """Renew now, then every third of the lease, until cancelled or the claim is lost."""
         lease_ms = self.settings.lease_ms
         while True:
-            await asyncio.sleep(lease_ms / 3000)  # a renewal timer, not synchronisation
             try:
                 if not await self.store.renew_step_lease(claim, lease_ms=lease_ms):
                     return  # the claim was lost (recovered): the completion will be rejected
@@ -62,6 +54,7 @@ class StepInvoker:
                     "step.lease_renewal_failed",
                     extra={"execution_id": claim.execution_id, "step": claim.step_name, "error": repr(exc)},
                 )
+            await asyncio.sleep(lease_ms / 3000)  # a renewal timer, not synchronisation
 
     def check_result(self, step: StepDefinition, result: Any) -> None:
         """A result that is not strict JSON or above `max_result_bytes` fails the step for good."""
@@ -129,3 +122,29 @@ class StepInvoker:
                 "step.executor_error", extra={"execution_id": run.execution_id, "step": invocation.step_name}
             )
             raise StepFailure(f"{type(exc).__name__}: {exc}", code="exception") from exc
+
+
+class _LeaseKept:
+    """`async with`: a step whose executor is still running after a third of its lease gets
+    its lease renewed from then on. Most steps end long before: they cost a timer, no task."""
+
+    def __init__(self, invoker: StepInvoker, claim: StepClaim) -> None:
+        self._invoker = invoker
+        self._claim = claim
+        self._keeper: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> None:
+        delay_s = self._invoker.settings.lease_ms / 3000
+        self._timer = asyncio.get_running_loop().call_later(delay_s, self._start)
+
+    def _start(self) -> None:
+        self._keeper = asyncio.ensure_future(self._invoker.keep_lease(self._claim))
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
