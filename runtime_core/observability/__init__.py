@@ -42,13 +42,13 @@ from runtime_core.observability._settings import (
     ObservabilitySettings,
 )
 from runtime_core.observability._spans import (
-    OtelStepTracing,
     WorkflowSpanObserver,
     command_span,
     dispatch_span,
     end_unexecuted_run_span,
     run_trace_of,
 )
+from runtime_core.observability._step_spans import OtelStepTracing
 from runtime_core.observability._tracing import (
     TRACER_NAME,
     TracingConfigError,

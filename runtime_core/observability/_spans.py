@@ -17,7 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -29,8 +29,6 @@ from runtime_core.dag import DagStore, EngineEvent, ExecutionMeta
 from runtime_core.observability._context import TRACE_CONTEXT_KEY, RunTraceContext, extract_context
 from runtime_core.observability._ids import pinned_ids
 from runtime_core.observability._tracing import runtime_tracer, tracing_enabled
-from runtime_core.pipeline import StepDefinition
-from runtime_core.steps import StepFailure, StepParked
 
 log = logging.getLogger("runtime_core.observability")
 
@@ -101,54 +99,6 @@ def _as_parent(run: RunTraceContext) -> Context:
     return run.as_parent()
 
 
-class OtelStepTracing:
-    """`runtime_core.dag.StepTracing` with one INTERNAL span per step attempt, child of the run span.
-
-    The worker id (`<runtime instance id>/w<n>`) names the instance that ran it.
-    """
-
-    def step_span(
-        self, meta: ExecutionMeta, step: StepDefinition, attempt: int, worker_id: str
-    ) -> AbstractContextManager[object]:
-        if not tracing_enabled():
-            return nullcontext()
-        return self._span(meta, step, attempt, worker_id)
-
-    @contextmanager
-    def _span(
-        self, meta: ExecutionMeta, step: StepDefinition, attempt: int, worker_id: str
-    ) -> Iterator[Span]:
-        attributes = {
-            "mcprt.execution.id": meta.execution_id,
-            "mcprt.step.name": step.name,
-            "mcprt.step.key": step.step_key,
-            "mcprt.step.attempt": attempt,
-            "mcprt.worker.id": worker_id,
-            "gen_ai.workflow.name": meta.pipeline.name,
-        }
-        with runtime_tracer().start_as_current_span(
-            f"step {step.name}",
-            context=_parent_of(meta),
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            try:
-                yield span
-            except StepParked:
-                span.set_attribute("mcprt.step.outcome", "parked")
-                raise
-            except StepFailure as failure:
-                span.set_attributes({"mcprt.step.outcome": "failed", "error.type": failure.code})
-                span.set_status(StatusCode.ERROR, failure.message)
-                raise
-            except Exception as exc:
-                span.set_attribute("error.type", type(exc).__qualname__)
-                span.set_status(StatusCode.ERROR)
-                raise
-            span.set_attribute("mcprt.step.outcome", "completed")
-
-
 class WorkflowSpanObserver:
     """Engine observer that records the run's `invoke_workflow` span when its execution finalizes."""
 
@@ -166,8 +116,12 @@ class WorkflowSpanObserver:
     async def _record(self, event: EngineEvent) -> None:
         end_ns = time.time_ns()  # the finalization is being observed now, in this process
         fields = (TRACE_CONTEXT_KEY, "created_at_ms", "shared_run_id", "pipeline")
-        meta_key = self.dag_store.keys(event.execution_id).meta
-        raw = dict(zip(fields, await self.dag_store.hot_state.redis.hmget(meta_key, fields), strict=True))
+        if event.meta is not None:  # the engine's event carries the execution's metadata
+            raw = {field: event.meta.attributes.get(field) for field in fields}
+        else:
+            meta_key = self.dag_store.keys(event.execution_id).meta
+            values = await self.dag_store.hot_state.redis.hmget(meta_key, fields)
+            raw = dict(zip(fields, values, strict=True))
         created_ms = int(raw["created_at_ms"] or 0)
         run = RunTraceContext.decode(raw[TRACE_CONTEXT_KEY]) or _derived_run_trace(
             event.execution_id, created_ms, _pipeline_name(raw["pipeline"])
