@@ -9,7 +9,8 @@ whose speed drifts treats both alike; each side keeps its best round. Ratios com
 
 - drain: `queue.drain` of queued one-step runs that execute (16 run slots), the client
   calling again once a run ended (the headline) and spinning; client round trips per
-  executed run, runs/s; MCP submit -> Completed p50 (in-memory client, background pump);
+  executed run, runs/s;
+- latency: MCP submit -> Completed p50 of a one-step run (in-memory client, background pump);
 - engine: the 1,000-step fan-out against the batched Redis floor in the same tree, 1 / 4 / 8
   workers (no before: the floor is the yardstick);
 - tracing: the same fan-out with OTLP export on (full sampling, real SDK batch processor,
@@ -43,14 +44,16 @@ SIZES = {
         "layers": 100,
     },
 }
-SECTIONS = ("drain", "engine", "tracing")
-COMPARED = ("drain", "tracing")  # measured on both trees
+SECTIONS = ("drain", "latency", "engine", "tracing")
+COMPARED = ("drain", "latency", "tracing")  # measured on both trees
 
 
 async def measure(section: str, redis_url: str, spec: dict) -> list[Row]:
     """One section's rows, on whichever `runtime_core` is importable."""
     if section == "drain":
         return await _drain(redis_url, spec)
+    if section == "latency":
+        return await _latency(redis_url, spec)
     if section == "engine":
         return await _engine(redis_url, spec)
     if section == "tracing":
@@ -61,14 +64,20 @@ async def measure(section: str, redis_url: str, spec: dict) -> list[Row]:
 
 
 async def _drain(redis_url: str, spec: dict) -> list[Row]:
-    from benchmarks.control_plane_latency import _in_memory_client, _one_run, drain_row
+    from benchmarks.control_plane_latency import drain_row
 
     with tempfile.TemporaryDirectory(prefix="mcprt-bench-28-") as tmp:
         root = Path(tmp)
-        rows = [await drain_row(redis_url, root, spec["runs"], name) for name in ("bound", "bound-spinning")]
-        async with _in_memory_client(redis_url, root / "latency", background_pump=True) as client:
+        return [await drain_row(redis_url, root, spec["runs"], name) for name in ("bound", "bound-spinning")]
+
+
+async def _latency(redis_url: str, spec: dict) -> list[Row]:
+    from benchmarks.control_plane_latency import _in_memory_client, _one_run
+
+    with tempfile.TemporaryDirectory(prefix="mcprt-bench-28-") as tmp:
+        async with _in_memory_client(redis_url, Path(tmp), background_pump=True) as client:
             completed = [(await _one_run(client, "QueueFirst"))[1] * 1000 for _ in range(spec["latency"])]
-    rows.append(
+    return [
         Row(
             "mcp latency",
             "in-memory QueueFirst submit->Completed",
@@ -80,8 +89,7 @@ async def _drain(redis_url: str, spec: dict) -> list[Row]:
             percentile(completed, 50),
             percentile(completed, 99),
         )
-    )
-    return rows
+    ]
 
 
 async def _engine(redis_url: str, spec: dict) -> list[Row]:
@@ -159,6 +167,7 @@ def _ratios(section: str, rows: list[Row]) -> list[str]:
                     f"({new.steps_per_s:.0f} vs {old.steps_per_s:.0f}); round trips per executed run "
                     f"{new.round_trips_per_step:.1f} (before {old.round_trips_per_step:.1f})"
                 )
+    elif section == "latency":
         pair = find("mcp latency", "Completed")
         if len(pair) == 2:
             lines.append(
