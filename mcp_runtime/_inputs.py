@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runtime_core.control_plane import DEFAULT_STEP_PAGE_SIZE, MAX_STEP_PAGE_SIZE
 from runtime_core.flow import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, ConcurrencyKey
 from runtime_core.queueing import MAX_IDEMPOTENCY_KEY_LENGTH
 from runtime_core.webhooks import MAX_CALLBACK_URL_LENGTH
@@ -127,7 +128,18 @@ class RunIdInput(ToolInput):
 
 
 class RunStatusInput(RunIdInput):
-    include_steps: bool = Field(True, description="Include the per-step table (status, retries, errors).")
+    include_steps: bool = Field(
+        True, description="Include a page of the step table (status, retries, errors)."
+    )
+    steps_cursor: str | None = Field(
+        None,
+        max_length=16,
+        description="Which page of the step table: the next_steps_cursor of the previous answer (none: "
+        "the first page). The step counts cover the whole run whatever the page.",
+    )
+    steps_page_size: int = Field(
+        DEFAULT_STEP_PAGE_SIZE, ge=1, le=MAX_STEP_PAGE_SIZE, description="Steps per page of the step table."
+    )
 
 
 class CancelInput(RunIdInput):

@@ -242,7 +242,23 @@ class RunStatusOutput(ToolOutput):
         description="Runtime instances of other processes that assisted this wide run (execution "
         "assistance), with the workers each brought; `effective_workers` are the run's own.",
     )
-    steps: list[StepRow] = []
+    steps_total: int = Field(0, description="How many steps the run's pipeline has.")
+    step_counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many of the run's steps are in each status (Pending, Ready, Running, "
+        "WaitingForRetry, Completed, Failed): the whole run at a glance, whatever its size.",
+    )
+    failed_step_row: StepRow | None = Field(
+        None, description="The step table row of failed_step (its last error), whatever page is shown."
+    )
+    steps: list[StepRow] = Field(
+        default_factory=list,
+        description="One page of the step table, in pipeline order: steps_page_size steps from "
+        "steps_cursor (the first page by default).",
+    )
+    next_steps_cursor: str | None = Field(
+        None, description="Pass it as steps_cursor for the next page of steps; none on the last page."
+    )
     result: Any = Field(
         None,
         description="The execution's result once it finished: the sink step's data, or an object of "

@@ -35,7 +35,7 @@ from mcp_runtime._registration import ToolCall, ToolSpec
 from mcp_runtime._run_answers import run_status_output
 from mcp_runtime.notifications import RunProgress
 from mcp_runtime.tasks import answered_as_task
-from runtime_core.control_plane import ControlPlane, InstanceView
+from runtime_core.control_plane import ControlPlane, InstanceView, StepPage
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
@@ -168,7 +168,8 @@ class RunTools:
         return InstancesListOutput(tenant_id=call.snapshot.tenant_id, instances=infos)
 
     async def status(self, request: RunStatusInput, call: ToolCall) -> RunStatusOutput:
-        view = await self._control_plane.run_status(request.run_id, call.snapshot)
+        page = StepPage.at(request.steps_cursor, request.steps_page_size)
+        view = await self._control_plane.run_status(request.run_id, call.snapshot, page)
         return run_status_output(view, include_steps=request.include_steps)
 
     async def cancel(self, request: CancelInput, call: ToolCall) -> CancelOutput:

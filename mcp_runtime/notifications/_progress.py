@@ -35,7 +35,7 @@ _FRACTION_SCALE = 1_000
 
 
 def _finished_steps(view: RunStatusView) -> int:
-    return sum(step.status in _FINISHED_STEP_STATUSES for step in view.steps)
+    return sum(view.step_counts.get(status, 0) for status in _FINISHED_STEP_STATUSES)
 
 
 def _settled(view: RunStatusView) -> bool:
@@ -100,15 +100,15 @@ class RunProgress:
             # Progress must increase with each notification, so the report of the last step
             # count waits for the run to settle (moments after its last step): that report
             # names the run's final status.
-            every_step_finished = bool(view.steps) and finished == len(view.steps)
+            every_step_finished = bool(view.steps_total) and finished == view.steps_total
             news = _new_output(view, shown)
             if finished > reported_steps and (last or not every_step_finished):
                 reported_steps, reported = finished, float(finished)
-                await report(finished, len(view.steps) or None, _message(view))
+                await report(finished, view.steps_total or None, _message(view))
             elif news and not last and finished + _fraction(view) > reported:
                 reported = finished + _fraction(view)
                 text = " | ".join(f"{step}: {piece}" for step, piece in news)
-                await report(reported, len(view.steps) or None, f"{_message(view)} | {text}")
+                await report(reported, view.steps_total or None, f"{_message(view)} | {text}")
             if last:
                 return view
             remaining = deadline - time.monotonic()

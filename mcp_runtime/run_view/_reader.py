@@ -18,7 +18,7 @@ from mcp_runtime.run_view._graph import RunGraph, build_run_graph
 from mcp_runtime.run_view._history import StepHistory, step_histories
 from mcp_runtime.run_view._timeline import Timeline, build_timeline
 from runtime_core.audit import AuditQueries
-from runtime_core.control_plane import ControlPlane, RunData, RunStatusView
+from runtime_core.control_plane import ControlPlane, RunData, RunStatusView, StepPage
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.storage import LedgerEntry, TraceSpan
@@ -43,8 +43,9 @@ class RunViewReader:
         self.tasks = tasks
 
     async def graph(self, run_id: str, snapshot: ExecutionContextSnapshot) -> RunGraph:
-        """The run's DAG with its steps' statuses (the `run.status` read)."""
-        run = await self.control_plane.run_status(run_id, snapshot)
+        """The run's DAG with every step's status (the `run.status` read of every step: the view
+        draws, or summarises by layer, the whole DAG)."""
+        run = await self.control_plane.run_status(run_id, snapshot, StepPage.every_step())
         pipeline = await self._pipeline(run_id, run, snapshot)
         return build_run_graph(run, pipeline, await self._waiting(run, snapshot))
 

@@ -82,7 +82,7 @@ class FailedRunReader:
     ) -> FailedRun:
         shared_run_id = view.shared_run_id or view.requested_id
         ledger = await self._audit.ledger(caller, shared_run_id=shared_run_id)
-        failed = next((step for step in view.steps if step.name == view.failed_step), None)
+        failed = view.failed_step_row
         return FailedRun(
             shared_run_id=shared_run_id,
             execution_id=view.execution_id,

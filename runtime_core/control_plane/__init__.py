@@ -16,6 +16,8 @@ from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
+    DEFAULT_STEP_PAGE_SIZE,
+    MAX_STEP_PAGE_SIZE,
     TERMINAL_RUN_STATUSES,
     AssistantView,
     CancelResult,
@@ -24,6 +26,7 @@ from runtime_core.control_plane._views import (
     InstanceView,
     RunStatusView,
     StepErrorView,
+    StepPage,
     StepRow,
     TenantCapacityView,
     run_final_status,
@@ -45,6 +48,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "TenantCapacityView",
     "AssistantView",
     "RunStatusView",
+    "StepPage",
+    "DEFAULT_STEP_PAGE_SIZE",
+    "MAX_STEP_PAGE_SIZE",
     "StepRow",
     "StepErrorView",
     "run_is_done",

@@ -40,6 +40,7 @@ from runtime_core.control_plane._views import (
     DrainResult,
     InstanceView,
     RunStatusView,
+    StepPage,
     TenantCapacityView,
 )
 from runtime_core.dag import DagEngine
@@ -401,8 +402,12 @@ class ControlPlane:
 
     # Run status and cancel
 
-    async def run_status(self, any_id: str, snapshot: ExecutionContextSnapshot | None) -> RunStatusView:
-        return await self._status.read(any_id, _require(snapshot))
+    async def run_status(
+        self, any_id: str, snapshot: ExecutionContextSnapshot | None, steps: StepPage | None = None
+    ) -> RunStatusView:
+        """The run's status with its steps' counts and the rows of `steps` (default: the first
+        page of DEFAULT_STEP_PAGE_SIZE)."""
+        return await self._status.read(any_id, _require(snapshot), steps)
 
     async def run_pipeline(
         self, any_id: str, snapshot: ExecutionContextSnapshot | None

@@ -2,7 +2,8 @@
 
 Owns assembling one RunStatusView from the shared run record and its queue item, the owning
 instance's local run (or its index record when the instance is gone) and the execution's
-hot state (steps with their last errors and next retries, live output and agent sub-steps,
+hot state (its summary: step counts per status, read in one round trip whatever its size;
+one page of steps with their last errors and next retries, live output and agent sub-steps,
 control status, the input a waiting run expects, the step that failed a failed run, sink
 results, the instances that assisted it), marking an older local attempt than the one the
 shared run is dispatched to (so it is not `done`); or, for a finished run
@@ -19,9 +20,15 @@ from runtime_core.assistance import ASSISTANCE_FIELD, assistant_records
 from runtime_core.control_plane._live_steps import fill_live_steps
 from runtime_core.control_plane._parts import ControlPlaneParts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
-from runtime_core.control_plane._step_rows import explain_execution
-from runtime_core.control_plane._views import TERMINAL_RUN_STATUSES, AssistantView, RunStatusView, StepRow
-from runtime_core.dag import ExecutionView
+from runtime_core.control_plane._step_rows import explain_execution, page_archived_steps
+from runtime_core.control_plane._views import (
+    TERMINAL_RUN_STATUSES,
+    AssistantView,
+    RunStatusView,
+    StepPage,
+    StepRow,
+)
+from runtime_core.dag import ExecutionPages
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import LocalRunView, RunIndexRecord
@@ -42,11 +49,16 @@ class RunStatusReader:
     def __init__(self, parts: ControlPlaneParts, locator: RunLocator) -> None:
         self.parts = parts
         self.locator = locator
+        self.pages = ExecutionPages(parts.dag_store)
 
-    async def read(self, any_id: str, caller: ExecutionContextSnapshot) -> RunStatusView:
+    async def read(
+        self, any_id: str, caller: ExecutionContextSnapshot, page: StepPage | None = None
+    ) -> RunStatusView:
+        """The run's view with the steps of `page` (default: the first page)."""
+        page = page or StepPage()
         located = await self.locator.locate(any_id, caller)
         if located.archived is not None:
-            return await self._archived_view(any_id, located.archived, located.snapshot)
+            return await self._archived_view(any_id, located.archived, located.snapshot, page)
         with restored_snapshot(located.snapshot):
             view = RunStatusView(requested_id=any_id, tenant_id=located.snapshot.tenant_id)
             await self._fill_shared(view, located)
@@ -55,16 +67,16 @@ class RunStatusReader:
                 if _superseded(located):
                     view.mark_attempt_superseded()
             if located.execution_id and not await self._fill_execution(
-                view, located.execution_id, located.snapshot
+                view, located.execution_id, located.snapshot, page
             ):
                 # The execution's keys went after this run was located: it was archived meanwhile.
                 archived = await self.locator.archived(located.execution_id, caller)
                 if archived is not None:
-                    return await self._archived_view(any_id, archived, located.snapshot)
+                    return await self._archived_view(any_id, archived, located.snapshot, page)
         return view
 
     async def _archived_view(
-        self, any_id: str, record: RunRecord, snapshot: ExecutionContextSnapshot
+        self, any_id: str, record: RunRecord, snapshot: ExecutionContextSnapshot, page: StepPage
     ) -> RunStatusView:
         with restored_snapshot(snapshot):
             view = RunStatusView(
@@ -88,12 +100,13 @@ class RunStatusReader:
                         "failure_reason",
                     }
                 ),
-                steps=[StepRow.model_validate(step.model_dump()) for step in record.steps],
                 failed_step=next((step.name for step in record.steps if step.failed_the_run), None),
                 submitted_at=record.created_at,
                 started_at=record.started_at,
                 ended_at=record.ended_at,
             )
+            rows = [StepRow.model_validate(step.model_dump()) for step in record.steps]
+            page_archived_steps(view, rows, page)
             if record.result and record.execution_id:
                 view.result = await self._decoded(record.execution_id, record.result, snapshot)
             if record.execution_id and self.parts.durable is not None:
@@ -158,30 +171,26 @@ class RunStatusReader:
         )
 
     async def _fill_execution(
-        self, view: RunStatusView, execution_id: str, snapshot: ExecutionContextSnapshot
+        self, view: RunStatusView, execution_id: str, snapshot: ExecutionContextSnapshot, page: StepPage
     ) -> bool:
         """False when the execution has no hot state."""
-        execution = await self.parts.dag_store.read_execution(execution_id)
+        summary = await self.pages.summary(execution_id)
         view.execution_id = execution_id
-        if execution is None:
+        if summary is None:
             return False
-        view.execution_status = execution.meta.status
-        view.control_status = execution.control_status
-        if execution.meta.attributes.get(ASSISTANCE_FIELD):
-            now_ms = (
-                await self.parts.hot_state.server_time_ms() if execution.meta.status == "Running" else None
-            )
-            view.assistants = _assistants(execution.meta.attributes, now_ms)
-        explain_execution(view, execution, self.parts.engine.executors)
+        meta = summary.meta
+        view.execution_status = meta.status
+        view.control_status = summary.control_status
+        if meta.attributes.get(ASSISTANCE_FIELD):
+            now_ms = await self.parts.hot_state.server_time_ms() if meta.status == "Running" else None
+            view.assistants = _assistants(meta.attributes, now_ms)
+        rows = await self.pages.steps(meta, page.names(meta.pipeline.steps))
+        explain_execution(view, summary, rows, page, self.parts.engine.executors)
         await fill_live_steps(view, self.parts.dag_store, execution_id)
-        if execution.meta.status != "Running":
-            view.result = await self._sink_results(execution, snapshot)
+        if meta.status != "Running":
+            sinks = await self.pages.results(execution_id, sorted(meta.pipeline.sink_step_names()))
+            view.result = await self._decoded(execution_id, sinks, snapshot)
         return True
-
-    async def _sink_results(self, execution: ExecutionView, snapshot: ExecutionContextSnapshot) -> Any:
-        sink_names = execution.meta.pipeline.sink_step_names()
-        sinks = {s.name: s.result for s in execution.steps if s.name in sink_names and s.result is not None}
-        return await self._decoded(execution.meta.execution_id, sinks, snapshot)
 
     async def _decoded(
         self, execution_id: str, sinks: dict[str, Any], snapshot: ExecutionContextSnapshot

@@ -1,31 +1,60 @@
-"""The explaining part of a `run.status` view: step rows with their last error and next retry,
-the input a waiting run expects, and the step that failed a failed run.
+"""The explaining part of a `run.status` view: the steps' summary and one page of step rows
+with their last error and next retry, the input a waiting run expects, and the step that failed
+a failed run.
 
-Owns turning an ExecutionView (server times in ms) into those view models (datetimes) and
-the failure summary. Must not read any store: the reader passes the execution and registry.
+Owns turning an execution's summary and a page of its StepViews (server times in ms), or an
+archived run's rows, into those view models (datetimes) and the failure summary. Must not
+read any store: the reader passes the summary, the page and the registry.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from runtime_core.control_plane._views import RunStatusView, StepErrorView, StepRow, WaitingInputView
-from runtime_core.dag import ExecutionView, StepView, failure_summary
+from runtime_core.control_plane._views import (
+    RunStatusView,
+    StepErrorView,
+    StepPage,
+    StepRow,
+    WaitingInputView,
+)
+from runtime_core.dag import ExecutionSummary, StepView, failure_summary
 from runtime_core.steps import ExecutorRegistry
 
 
-def explain_execution(view: RunStatusView, execution: ExecutionView, executors: ExecutorRegistry) -> None:
-    """Fill the step rows, the waiting input and (for a Failed execution) the failing step."""
-    view.steps = [_row(step) for step in execution.steps]
-    view.waiting_input = _waiting_input(execution, executors)
+def explain_execution(
+    view: RunStatusView,
+    summary: ExecutionSummary,
+    rows: list[StepView],
+    page: StepPage,
+    executors: ExecutorRegistry,
+) -> None:
+    """Fill the steps' summary and page, the waiting input and (for a Failed execution) the
+    failing step and its error."""
+    view.steps_total = summary.steps_total
+    view.step_counts = dict(summary.step_counts)
+    view.steps = [row(step) for step in rows]
+    view.next_steps_cursor = page.next_cursor(summary.steps_total)
+    view.waiting_input = _waiting_input(summary, executors)
     view.waiting_key = view.waiting_input.key if view.waiting_input else None
-    failed = execution.failed_step if execution.meta.status == "Failed" else None
+    failed = summary.failed_step if summary.meta.status == "Failed" else None
     if failed is not None:
         view.failed_step = failed.name
+        view.failed_step_row = row(failed)
         view.failure_reason = failure_summary(failed)
 
 
-def _row(step: StepView) -> StepRow:
+def page_archived_steps(view: RunStatusView, rows: list[StepRow], page: StepPage) -> None:
+    """The steps' summary and page of a run whose rows all come from its archived record."""
+    view.steps_total = len(rows)
+    view.step_counts = dict(Counter(row.status for row in rows))
+    view.steps = rows[page.cursor : None if page.size is None else page.cursor + page.size]
+    view.next_steps_cursor = page.next_cursor(len(rows))
+    view.failed_step_row = next((r for r in rows if r.name == view.failed_step), None)
+
+
+def row(step: StepView) -> StepRow:
     error = step.last_error
     return StepRow(
         name=step.name,
@@ -43,16 +72,16 @@ def _row(step: StepView) -> StepRow:
     )
 
 
-def _waiting_input(execution: ExecutionView, executors: ExecutorRegistry) -> WaitingInputView | None:
-    waiting = execution.waiting
+def _waiting_input(summary: ExecutionSummary, executors: ExecutorRegistry) -> WaitingInputView | None:
+    waiting = summary.waiting
     if waiting is None:
         return None
-    keys = {step.name: step.step_key for step in execution.steps}
+    step_key = next((s.step_key for s in summary.meta.pipeline.steps if s.name == waiting.step), "")
     return WaitingInputView(
         key=waiting.key,
         step=waiting.step,
         prompt=waiting.prompt,
-        expected_input=executors.expected_input(keys.get(waiting.step or "", ""), waiting.key),
+        expected_input=executors.expected_input(step_key, waiting.key),
         since=_moment(waiting.since_ms),
     )
 

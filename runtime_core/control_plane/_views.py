@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from runtime_core.errors import InvalidArgumentError
 from runtime_core.instances import InstanceEntry, InstanceHealth, IsolationMode
 
 
@@ -197,6 +199,48 @@ class StepRow(BaseModel):
     agent: list[dict[str, Any]] | None = None
 
 
+DEFAULT_STEP_PAGE_SIZE = 100
+MAX_STEP_PAGE_SIZE = 1_000
+
+
+class StepPage(BaseModel):
+    """Which steps a status read lists: `size` of them from position `cursor` on, in the
+    pipeline's order (a run's summary counts every step whatever the page). `size` None: every
+    step from `cursor` on (the run views that draw or summarise the whole DAG; never a tool's
+    caller, whose pages are bounded by MAX_STEP_PAGE_SIZE)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cursor: int = Field(default=0, ge=0)
+    size: int | None = Field(default=DEFAULT_STEP_PAGE_SIZE, ge=1, le=MAX_STEP_PAGE_SIZE)
+
+    @classmethod
+    def every_step(cls) -> StepPage:
+        return cls(size=None)
+
+    @classmethod
+    def at(cls, cursor: str | None, size: int | None = None) -> StepPage:
+        """The page a `next_steps_cursor` (None: the first page) names."""
+        if cursor is not None and not (cursor.isdigit() and len(cursor) <= 9):
+            raise InvalidArgumentError(
+                f"steps_cursor '{cursor[:40]}' is not a cursor this server gave.",
+                hint="Pass the next_steps_cursor of the previous answer, or leave it out for the first page.",
+            )
+        return cls(cursor=int(cursor or 0), size=size or DEFAULT_STEP_PAGE_SIZE)
+
+    def names(self, steps: Sequence[Any]) -> list[str]:
+        """The names of the page's steps among `steps` (objects with a `name`, in order)."""
+        end = None if self.size is None else self.cursor + self.size
+        return [step.name for step in steps[self.cursor : end]]
+
+    def next_cursor(self, total: int) -> str | None:
+        """The cursor of the page after this one (None: this page reaches the last step)."""
+        if self.size is None:
+            return None
+        following = self.cursor + self.size
+        return str(following) if following < total else None
+
+
 class WaitingInputView(BaseModel):
     """What a run waiting for human input needs: an answer under `key` matching `expected_input`."""
 
@@ -251,7 +295,14 @@ class RunStatusView(BaseModel):
     started_at: datetime | None = Field(None, description="When its (latest) local run started executing.")
     ended_at: datetime | None = None
     assistants: list[AssistantView] = Field(default_factory=list)
+    # The run's steps: how many, how many in each status, the row of the step that failed the
+    # run, and one page of their rows (`steps`, pipeline order; the next page from
+    # `next_steps_cursor`, None on the last).
+    steps_total: int = 0
+    step_counts: dict[str, int] = Field(default_factory=dict)
+    failed_step_row: StepRow | None = None
     steps: list[StepRow] = Field(default_factory=list)
+    next_steps_cursor: str | None = None
     result: Any = None
     _attempt_superseded: bool = PrivateAttr(default=False)
 

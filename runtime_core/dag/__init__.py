@@ -27,6 +27,7 @@ from runtime_core.dag._explain import StepError, WaitingInput, failing_step, fai
 from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
 from runtime_core.dag._operations import ClaimOperations, operations_in_doubt, restore_operation
+from runtime_core.dag._pages import ExecutionPages, ExecutionSummary
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import (
     ClaimBatch,
@@ -72,7 +73,9 @@ __all__ = [
     "ExecutionKeys",
     "ExecutionMeta",
     "ExecutionObserver",
+    "ExecutionPages",
     "ExecutionStatus",
+    "ExecutionSummary",
     "ExecutionView",
     "Finalization",
     "FinalizeOutcome",

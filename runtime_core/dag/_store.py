@@ -211,12 +211,12 @@ def _decode(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
 
 
-def _claimed_at(claimed: dict[str, str], name: str) -> int | None:
+def claimed_at(claimed: dict[str, str], name: str) -> int | None:
     value = claimed.get(name)
     return int(value) if value else None
 
 
-def _waiting(
+def waiting_input(
     status: str | None, key: str | None, step: str | None, prompt: str | None, since_ms: str | None
 ) -> WaitingInput | None:
     if status != "WaitingForInput" or not key:
@@ -225,7 +225,7 @@ def _waiting(
     return WaitingInput(key=key, step=step or None, prompt=prompt or "", since_ms=since)
 
 
-def _meta_from(raw: dict[str, str]) -> ExecutionMeta | None:
+def meta_from_hash(raw: dict[str, str]) -> ExecutionMeta | None:
     """An execution's metadata from its meta HASH (None when the execution is missing)."""
     if not raw:
         return None
@@ -520,7 +520,7 @@ class DagStore:
         return dict(zip(execution_ids, await pipe.execute(), strict=True))
 
     async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
-        return _meta_from(await self.hot_state.redis.hgetall(self.keys(execution_id).meta))
+        return meta_from_hash(await self.hot_state.redis.hgetall(self.keys(execution_id).meta))
 
     async def load_attributes(self, execution_id: str, *names: str) -> dict[str, str | None]:
         """A few attributes of the execution's metadata (one HMGET; None where absent)."""
@@ -541,7 +541,7 @@ class DagStore:
 
         replies = await self.hot_state.coalescer.commands(queue)
         raw, status, retries, recoveries, results, errors, tokens, ready, control, claimed = replies
-        meta = _meta_from(raw)
+        meta = meta_from_hash(raw)
         if meta is None:
             return None
         eligible_at = {name: int(score) for name, score in ready}
@@ -556,11 +556,11 @@ class DagStore:
                 error=_decode(errors.get(s.name)),
                 owned=s.name in tokens,
                 next_retry_at_ms=eligible_at.get(s.name) if status.get(s.name) == "WaitingForRetry" else None,
-                claimed_at_ms=_claimed_at(claimed, s.name) if status.get(s.name) == "Running" else None,
+                claimed_at_ms=claimed_at(claimed, s.name) if status.get(s.name) == "Running" else None,
             )
             for s in meta.pipeline.steps
         ]
-        return ExecutionView(meta, steps, control[0], _waiting(*control))
+        return ExecutionView(meta, steps, control[0], waiting_input(*control))
 
     async def drop_finished(self, execution_id: str) -> DropOutcome:
         """Remove the hot state of a terminal execution (its durable copies answer for it now)."""

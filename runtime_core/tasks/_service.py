@@ -194,7 +194,7 @@ class TaskService:
     @staticmethod
     def _failure(run: RunStatusView, final: str) -> TaskFailure:
         """The failing step's error (the run view names the step), else the run's failure reason."""
-        step = next((row for row in run.steps if row.name == run.failed_step), None)
+        step = run.failed_step_row
         if step is not None and step.last_error is not None:
             message = step.last_error.message or f"step '{step.name}' failed"
             return TaskFailure(
@@ -243,11 +243,11 @@ _STATUS_OUTPUT_CHARS = 500
 
 
 def _progress(run: RunStatusView) -> str:
-    if not run.steps:
+    if not run.steps_total:
         return f"Run '{run.requested_id}' is {run.shared_status or run.local_status or 'queued'}."
-    completed = sum(1 for step in run.steps if step.status == "Completed")
+    completed = run.step_counts.get("Completed", 0)
     state = run.control_status if run.control_status not in (None, "None", "Running") else "running"
-    message = f"Run '{run.requested_id}' is {state}: {completed} of {len(run.steps)} steps completed."
+    message = f"Run '{run.requested_id}' is {state}: {completed} of {run.steps_total} steps completed."
     streaming = next((step for step in run.steps if step.status == "Running" and step.output), None)
     if streaming is None or streaming.output is None:
         return message
