@@ -56,6 +56,7 @@ from runtime_core.observability import (
     capacity_gauges,
     tracing_enabled,
 )
+from runtime_core.pipeline import set_pipeline_limits
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
 from runtime_core.queueing import SharedQueueKeys, SharedRunJournal, SharedRunStore, adopt_recorded_partitions
@@ -106,6 +107,7 @@ class EngineServices:
         # First: an unwritable data directory is a typed error naming it, not a traceback from
         # whichever part (redis-server, SQLite) happens to write there first.
         await asyncio.to_thread(check_data_dir_writable, self.settings.data_dir)
+        set_pipeline_limits(self.settings.pipeline_limits)
         redis_url = self.settings.redis_url or self._open_embedded_redis()
         self.redis_url = redis_url
         self.hot_state = connect_hot_state(

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.dag import EngineSettings
 from runtime_core.observability import ObservabilitySettings
+from runtime_core.pipeline import PipelineLimits
 from runtime_core.plugins import StepPluginSettings
 from runtime_core.scheduling import SchedulingSettings
 from runtime_core.steps import PROVIDERS_FILE_ENV, StepProviderSettings, load_provider_settings
@@ -47,6 +48,9 @@ class RuntimeSettings(BaseModel):
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings.from_env)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings.from_env)
     scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings.from_env)
+    # The largest pipelines accepted (MCP_RUNTIME_MAX_PIPELINE_STEPS / _BYTES; applied process-wide
+    # when the runtime starts: set them alike on every process).
+    pipeline_limits: PipelineLimits = Field(default_factory=PipelineLimits.from_env)
 
     model_config = {"arbitrary_types_allowed": True}
 

@@ -19,10 +19,16 @@ from runtime_core.pipeline._catalog import PipelineCatalog
 from runtime_core.pipeline._limits import (
     DEFAULT_MAX_INPUT_BYTES,
     DEFAULT_MAX_RESULT_BYTES,
+    MAX_BYTES_ENV,
     MAX_JSON_DEPTH,
     MAX_PIPELINE_BYTES,
+    MAX_STEPS,
+    MAX_STEPS_ENV,
+    PipelineLimits,
     check_size,
     dumps_strict,
+    pipeline_limits,
+    set_pipeline_limits,
 )
 from runtime_core.pipeline._models import (
     PipelineDefinition,
@@ -37,8 +43,11 @@ __all__ = [
     # Limits
     "DEFAULT_MAX_INPUT_BYTES",
     "DEFAULT_MAX_RESULT_BYTES",
+    "MAX_BYTES_ENV",
     "MAX_JSON_DEPTH",
     "MAX_PIPELINE_BYTES",
+    "MAX_STEPS",
+    "MAX_STEPS_ENV",
     # Bindings
     "Binding",
     "BindingError",
@@ -46,6 +55,7 @@ __all__ = [
     "PipelineCatalog",
     # Models
     "PipelineDefinition",
+    "PipelineLimits",
     "RetentionCheck",
     "StepDefinition",
     "check_size",
@@ -56,7 +66,9 @@ __all__ = [
     "parse_pipeline",
     "parse_pipelines",
     "parse_stored_pipeline",
+    "pipeline_limits",
     "resolve_inputs",
+    "set_pipeline_limits",
     "steps_read_by",
     # Validation
     "validate_pipeline",

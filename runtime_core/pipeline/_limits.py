@@ -1,20 +1,28 @@
 """Strict-JSON and size limits of what callers submit: pipelines, run inputs, step results.
 
-Owns the limits (pipeline document, run input, step result, nesting depth) and the checks
-that turn a value that is not strict JSON (NaN / Infinity, a non-JSON object, a lone
-surrogate, nesting deeper than the limit) into `InvalidPipelineError` and an oversized one
-into `InputTooLargeError`, before anything is stored. Must not touch Redis.
+Owns the limits (pipeline document and step count, run input, step result, nesting depth) and
+the checks that turn a value that is not strict JSON (NaN / Infinity, a non-JSON object, a
+lone surrogate, nesting deeper than the limit) into `InvalidPipelineError` and an oversized
+one into `InputTooLargeError`, before anything is stored. The pipeline limits are the
+process's (`PipelineLimits`, from MCP_RUNTIME_MAX_PIPELINE_STEPS / _BYTES, set at start):
+raise them on every process that submits or runs the pipelines. Must not touch Redis.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from runtime_core.errors import InputTooLargeError, InvalidPipelineError
+from runtime_core.errors import ConfigurationError, InputTooLargeError, InvalidPipelineError
 
 MIB = 1024 * 1024
 MAX_PIPELINE_BYTES = 4 * MIB
+MAX_STEPS = 10_000
+MAX_STEPS_ENV = "MCP_RUNTIME_MAX_PIPELINE_STEPS"
+MAX_BYTES_ENV = "MCP_RUNTIME_MAX_PIPELINE_BYTES"
 DEFAULT_MAX_INPUT_BYTES = 1 * MIB
 DEFAULT_MAX_RESULT_BYTES = 8 * MIB
 MAX_JSON_DEPTH = 64
@@ -73,3 +81,43 @@ def check_size(size_bytes: int, limit: int, what: str) -> None:
 
 def text_size(raw: str | bytes) -> int:
     return len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+
+
+
+@dataclass(frozen=True)
+class PipelineLimits:
+    """How big a pipeline this process accepts: its steps and its JSON document's bytes."""
+
+    max_steps: int = MAX_STEPS
+    max_bytes: int = MAX_PIPELINE_BYTES
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> PipelineLimits:
+        return cls(
+            max_steps=_positive(env, MAX_STEPS_ENV, MAX_STEPS),
+            max_bytes=_positive(env, MAX_BYTES_ENV, MAX_PIPELINE_BYTES),
+        )
+
+
+def _positive(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip().replace("_", "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigurationError(
+            f"{name}={env[name]!r} is not a positive whole number.", hint=f"Unset it (default {default})."
+        )
+    return int(raw)
+
+
+_limits = [PipelineLimits()]
+
+
+def pipeline_limits() -> PipelineLimits:
+    """The limits this process applies to pipelines submitted or validated now."""
+    return _limits[0]
+
+
+def set_pipeline_limits(limits: PipelineLimits) -> None:
+    """Apply `limits` from now on (a runtime sets the ones of its settings as it starts)."""
+    _limits[0] = limits

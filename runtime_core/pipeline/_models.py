@@ -9,11 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.pipeline._limits import (
-    MAX_PIPELINE_BYTES,
     check_depth,
     check_size,
     dumps_strict,
     loads_strict,
+    pipeline_limits,
     text_size,
 )
 
@@ -63,10 +63,15 @@ def parse_pipeline(raw: str | bytes | dict[str, Any]) -> PipelineDefinition:
     """Parse one pipeline: a bare object, or the seed's `{"pipelines": [one]}` wrapper, which
     gives the same pipeline as its bare form.
 
-    Only strict JSON up to `MAX_PIPELINE_BYTES` and `MAX_JSON_DEPTH` levels is accepted;
-    anything else is an InvalidPipelineError or InputTooLargeError, never another exception.
+    Only strict JSON up to the process's `pipeline_limits().max_bytes` and `MAX_JSON_DEPTH`
+    levels is accepted; anything else is an InvalidPipelineError or InputTooLargeError, never
+    another exception.
     """
-    data = _document(raw)
+    return _parse(raw, pipeline_limits().max_bytes)
+
+
+def _parse(raw: str | bytes | dict[str, Any], max_bytes: int | None) -> PipelineDefinition:
+    data = _document(raw, max_bytes)
     if _is_wrapper(data):
         pipelines = data["pipelines"]
         if not isinstance(pipelines, list) or len(pipelines) != 1:
@@ -98,20 +103,21 @@ def parse_stored_pipeline(raw: str) -> PipelineDefinition:
     return _parse_stored(raw)
 
 
+# Not held to this process's size limit: the process that stored it accepted it.
 @functools.lru_cache(maxsize=_STORED_PIPELINES_KEPT)
 def _parse_stored(raw: str) -> PipelineDefinition:
-    return parse_pipeline(raw)
+    return _parse(raw, None)
 
 
 @functools.lru_cache(maxsize=_LARGE_STORED_PIPELINES_KEPT)
 def _parse_large_stored(raw: str) -> PipelineDefinition:
-    return parse_pipeline(raw)
+    return _parse(raw, None)
 
 
 def parse_pipelines(raw: str | bytes | dict[str, Any]) -> list[PipelineDefinition]:
     """Every pipeline of a document: a bare pipeline object, or `{"pipelines": [...]}` with any
     number of them (how a catalog file may hold several). Same limits and errors as parse_pipeline."""
-    data = _document(raw)
+    data = _document(raw, pipeline_limits().max_bytes)
     if not _is_wrapper(data):
         return [_pipeline(data)]
     if not isinstance(data["pipelines"], list):
@@ -119,13 +125,17 @@ def parse_pipelines(raw: str | bytes | dict[str, Any]) -> list[PipelineDefinitio
     return [_pipeline(item) for item in data["pipelines"]]
 
 
-def _document(raw: str | bytes | dict[str, Any]) -> Any:
+def _document(raw: str | bytes | dict[str, Any], max_bytes: int | None) -> Any:
+    """The strict-JSON document; `max_bytes` None: accepted before, not measured again."""
     if isinstance(raw, str | bytes):
-        check_size(text_size(raw), MAX_PIPELINE_BYTES, "Pipeline")
+        if max_bytes is not None:
+            check_size(text_size(raw), max_bytes, "Pipeline")
         data = loads_strict(raw, "Pipeline")
         check_depth(data, "Pipeline")
         return data
-    check_size(len(dumps_strict(raw, "Pipeline")), MAX_PIPELINE_BYTES, "Pipeline")
+    encoded = dumps_strict(raw, "Pipeline")
+    if max_bytes is not None:
+        check_size(len(encoded), max_bytes, "Pipeline")
     return raw
 
 

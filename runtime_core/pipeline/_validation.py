@@ -1,5 +1,6 @@
 """Pipeline validation: each rule raises InvalidPipelineError naming the rule; a pipeline
-above MAX_STEPS steps is an InputTooLargeError. No check walks the graph once per step.
+above the process's step limit (`pipeline_limits`) is an InputTooLargeError. No check walks
+the graph once per step.
 
 Must not import `runtime_core.retention` (it imports this package): the `config.retention`
 rule runs the check its caller passes in, the retention engine's own `validate`.
@@ -13,9 +14,8 @@ from typing import Any
 from runtime_core.errors import InputTooLargeError, InvalidPipelineError
 from runtime_core.flow import PipelineFlow
 from runtime_core.pipeline._bindings import BindingError, effective_step_inputs, is_binding, parse_binding
+from runtime_core.pipeline._limits import MAX_STEPS_ENV, pipeline_limits
 from runtime_core.pipeline._models import PipelineDefinition, StepDefinition
-
-MAX_STEPS = 10_000
 
 RetentionCheck = Callable[[dict[str, Any]], object]
 """Parses a pipeline `config`'s retention section or raises InvalidPipelineError."""
@@ -35,10 +35,11 @@ def validate_pipeline(
         )
     if not pipeline.steps:
         raise InvalidPipelineError("steps_present", "Pipeline has no steps.", hint="Add at least one step.")
-    if len(pipeline.steps) > MAX_STEPS:
+    max_steps = pipeline_limits().max_steps
+    if len(pipeline.steps) > max_steps:
         raise InputTooLargeError(
-            f"Pipeline has {len(pipeline.steps)} steps; the limit is {MAX_STEPS}. Nothing was stored.",
-            hint="Split the work into several pipelines.",
+            f"Pipeline has {len(pipeline.steps)} steps; the limit is {max_steps}. Nothing was stored.",
+            hint=f"Split the work into several pipelines, or raise {MAX_STEPS_ENV} on every process.",
         )
     _check_names(pipeline)
     _check_dependencies(pipeline)
