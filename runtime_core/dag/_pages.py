@@ -1,16 +1,18 @@
 """Paged reads of one execution: a summary, then the rows of the steps asked for.
 
 Owns `ExecutionPages`: the summary of an execution (its metadata, control status, waiting
-input, how many steps are in each status, counted inside Redis, and the step that failed it)
-and the views of a page of its steps (their status, retries, recoveries, last error and next
-retry, without their results), each in one round trip whatever the execution's size: a
-status read of a 100,000-step run moves a few numbers and one page, never every step.
+input, how many steps are in each status and the step that failed it, gathered inside Redis by
+`lua/execution_summary.lua`) and the views of a page of its steps (their status, retries,
+recoveries, last error and next retry, without their results), each in one round trip whatever
+the execution's size: a status read of a 100,000-step run moves a few numbers and one page,
+never every step, and leaves the pipeline's text in Redis once its reader holds it parsed.
 Must not write.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +26,7 @@ from runtime_core.dag._store import (
     meta_from_hash,
     waiting_input,
 )
-from runtime_core.hot_state import reply_error
+from runtime_core.pipeline import PipelineDefinition
 
 
 @dataclass(frozen=True)
@@ -40,49 +42,50 @@ class ExecutionSummary:
         return len(self.meta.pipeline.steps)
 
 
+PIPELINES_KEPT = 64
+"""Executions whose parsed pipeline a reader keeps (a pipeline never changes for its
+ExecutionId): the summary of a kept one leaves the pipeline's text in Redis, so paging through
+a 100,000-step run does not move its 8 MB definition once per page."""
+
+
 class ExecutionPages:
     def __init__(self, store: DagStore) -> None:
         self.store = store
-        self._counts = store.hot_state.scripts["execution_step_counts"]
+        self._summary = store.hot_state.scripts["execution_summary"]
+        self._pipelines: OrderedDict[str, PipelineDefinition] = OrderedDict()
 
     async def summary(self, execution_id: str) -> ExecutionSummary | None:
         """None when the execution has no hot state."""
         k = self.store.keys(execution_id)
-        counts = self._counts
-
-        def queue(pipe: Any) -> None:
-            pipe.hgetall(k.meta)
-            pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason", "updated_at_ms")
-            counts.queue(pipe, [k.status], [])
-            pipe.hgetall(k.error)
-
-        async def read(replies: list[Any]) -> list[Any]:
-            raw, control, counted, errors = replies
-            for reply in (raw, control, errors):
-                if isinstance(reply, BaseException):
-                    raise reply_error("execution summary", reply)
-            return [raw, control, await counts.settle([k.status], [], counted), errors]
-
-        raw, control, counted, errors = await self.store.hot_state.coalescer.call(queue, read)
-        meta = meta_from_hash(raw)
+        known = self._pipelines.get(execution_id)
+        reply = await self.store.hot_state.coalesced("execution_summary")(
+            [k.meta, k.control, k.status, k.error], ["1" if known is not None else ""]
+        )
+        if not reply:
+            return None
+        raw_meta, control, counted, failed = reply
+        meta = meta_from_hash(dict(zip(raw_meta[::2], raw_meta[1::2], strict=True)), known)
         if meta is None:
             return None
-        pairs = int(counted[0])
-        step_counts = {str(counted[1 + 2 * i]): int(counted[2 + 2 * i]) for i in range(pairs)}
-        failed = await self._failed_step(meta, [str(name) for name in counted[1 + 2 * pairs :]], errors)
-        return ExecutionSummary(meta, control[0], waiting_input(*control), step_counts, failed)
+        self._keep(meta)
+        step_counts = {str(counted[i]): int(counted[i + 1]) for i in range(0, len(counted), 2)}
+        failing = await self._failing(meta, dict(zip(failed[::2], failed[1::2], strict=True)))
+        return ExecutionSummary(meta, control[0], waiting_input(*control), step_counts, failing)
 
-    async def _failed_step(
-        self, meta: ExecutionMeta, failed: list[str], errors: dict[str, str]
-    ) -> StepView | None:
-        if not failed:
+    def _keep(self, meta: ExecutionMeta) -> None:
+        self._pipelines[meta.execution_id] = meta.pipeline
+        self._pipelines.move_to_end(meta.execution_id)
+        while len(self._pipelines) > PIPELINES_KEPT:
+            self._pipelines.popitem(last=False)
+
+    async def _failing(self, meta: ExecutionMeta, errors: dict[str, str | None]) -> StepView | None:
+        """The step whose failure failed the execution (the earliest of its Failed steps)."""
+        if not errors:
             return None
         keys = {step.name: step.step_key for step in meta.pipeline.steps}
         candidates = [
-            StepView(
-                name, keys.get(name, ""), StepStatus.FAILED, 0, 0, None, _decoded(errors.get(name)), False
-            )
-            for name in failed
+            StepView(name, keys.get(name, ""), StepStatus.FAILED, 0, 0, None, _decoded(error), False)
+            for name, error in errors.items()
         ]
         first = failing_step(candidates)
         return (await self.steps(meta, [first.name]))[0] if first is not None else None

@@ -225,13 +225,14 @@ def waiting_input(
     return WaitingInput(key=key, step=step or None, prompt=prompt or "", since_ms=since)
 
 
-def meta_from_hash(raw: dict[str, str]) -> ExecutionMeta | None:
-    """An execution's metadata from its meta HASH (None when the execution is missing)."""
+def meta_from_hash(raw: dict[str, str], pipeline: PipelineDefinition | None = None) -> ExecutionMeta | None:
+    """An execution's metadata from its meta HASH (None when the execution is missing);
+    `pipeline`: the execution's, already parsed (the hash may then leave its text out)."""
     if not raw:
         return None
     return ExecutionMeta(
         execution_id=raw["execution_id"],
-        pipeline=parse_stored_pipeline(raw["pipeline"]),
+        pipeline=pipeline or parse_stored_pipeline(raw["pipeline"]),
         state=json.loads(raw["state"]),
         snapshot=ExecutionContextSnapshot.from_json(raw["snapshot"]) if raw.get("snapshot") else None,
         status=raw["status"],

@@ -54,12 +54,18 @@ class ResultCompactor:
         self.archiver = archiver
 
     async def stats(self, execution_id: str) -> RetentionStats | None:
+        """Read after each completion: one round trip shared with the process's other calls,
+        of constant cost (the hot results' bytes are Redis's sampled estimate, not a walk of a
+        hash that may hold thousands of results)."""
         keys = self.dag_store.keys(execution_id)
-        pipe = self.dag_store.hot_state.redis.pipeline(transaction=False)
-        pipe.hmget(keys.meta, ["completed_count", "created_at_ms", RETENTION_WATERMARK])
-        pipe.memory_usage(keys.result, samples=0)
-        self.dag_store.hot_state.queue_server_time(pipe, keys.meta)
-        (completed, created_at, watermark), result_bytes, now = await pipe.execute()
+        hot_state = self.dag_store.hot_state
+
+        def queue(pipe: Any) -> None:
+            pipe.hmget(keys.meta, ["completed_count", "created_at_ms", RETENTION_WATERMARK])
+            pipe.memory_usage(keys.result)
+            hot_state.queue_server_time(pipe, keys.meta)
+
+        (completed, created_at, watermark), result_bytes, now = await hot_state.coalescer.commands(queue)
         if created_at is None:
             return None
         completed_count = int(completed or 0)
@@ -78,11 +84,18 @@ class ResultCompactor:
         readers: dict[str, list[str]],
     ) -> CompactionReport:
         keys = self.dag_store.keys(execution_id)
-        pipe = self.dag_store.hot_state.redis.pipeline(transaction=False)
-        pipe.hgetall(keys.status)
-        pipe.hgetall(keys.result)
-        pipe.hgetall(keys.retries)
-        statuses, results, retries = await pipe.execute()
+        redis = self.dag_store.hot_state.redis
+        # The results still hot (evicted ones are gone), then the statuses of their steps and
+        # readers: a pass costs what is hot, not the whole execution.
+        results = await redis.hgetall(keys.result)
+        names = sorted(results)
+        involved = sorted({*names, *(r for name in names for r in readers.get(name, []))})
+        pipe = redis.pipeline(transaction=False)
+        pipe.hmget(keys.status, involved)
+        pipe.hmget(keys.retries, names)
+        status_values, retry_values = await pipe.execute() if names else ([], [])
+        statuses = {name: status for name, status in zip(involved, status_values, strict=True) if status}
+        retries = {name: count for name, count in zip(names, retry_values, strict=True) if count}
         actions = []
         for step, text in sorted(results.items()):
             if statuses.get(step) != StepStatus.COMPLETED:

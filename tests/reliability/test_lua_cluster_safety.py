@@ -35,7 +35,7 @@ from runtime_core.assistance import (
 )
 from runtime_core.concurrency import ConcurrencyContext, ConcurrencyGate, resolve_effective_concurrency
 from runtime_core.control import ExecutionControlService
-from runtime_core.dag import ClaimOperations, DagStore, DropOutcome, restore_operation
+from runtime_core.dag import ClaimOperations, DagStore, DropOutcome, ExecutionPages, restore_operation
 from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventType
 from runtime_core.flow import ProviderRateLimit, ProviderRateLimits, StepRateLimiter
 from runtime_core.hot_state import LUA_DIR, EmbeddedRedis, HotState, connect_hot_state, script_source
@@ -187,7 +187,7 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     """create / claim (batch and single) / fail / renew lease / complete / release / recover_stale /
     release_execution_claims / reassign_execution / control_cas / step_output /
     agent_checkpoint_begin / agent_checkpoint_end / finalize /
-    compact_results / drop_execution / restore_execution / fence_execution."""
+    compact_results / execution_summary / drop_execution / restore_execution / fence_execution."""
     retention = {"policies": [EVICT_POLICY], "triggers": {"completedSteps": 1}}
     pipeline = parse_pipeline(
         {
@@ -236,6 +236,10 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     await control.pause(execution_id, TENANT_A)
     await control.resume(execution_id, TENANT_A)
     assert await rig.engine.run(execution_id, workers=2) == "Completed"
+    pages = ExecutionPages(store)
+    for _ in range(2):  # the second summary leaves the pipeline's text out
+        summary = await pages.summary(execution_id)
+        assert summary is not None and summary.step_counts == {"Completed": 4}
     assert await store.drop_finished(execution_id) is DropOutcome.DROPPED
     assert (await rig.audit.replay.replay(execution_id, TENANT_A)).restored
     assert (
