@@ -1,9 +1,11 @@
 -- execution_summary: what a status read of an execution shows first, counted inside Redis
 -- whatever the execution's size: its metadata (without the pipeline's text when the caller
 -- already holds that execution's pipeline), its control status and waiting input, how many
--- steps are in each status, and the Failed steps with their last errors. Read-only.
+-- steps are in each status (a walk of every status: asked for with a run's first page only,
+-- so paging through a run stays linear), and the Failed steps with their last errors (found
+-- among the steps that have an error). Read-only.
 -- KEYS[1] meta  KEYS[2] control  KEYS[3] status (HASH step -> status)  KEYS[4] error
--- ARGV[1] '1': leave the meta's `pipeline` field out
+-- ARGV[1] '1': leave the meta's `pipeline` field out   ARGV[2] '1': count the steps per status
 -- Returns: {} when the execution is missing, else
 --          {meta field / value pairs, {control status, waiting_key, waiting_step, reason,
 --           updated_at_ms},
@@ -21,18 +23,21 @@ if ARGV[1] == '1' then
   meta = kept
 end
 local control = redis.call('HMGET', KEYS[2], 'status', 'waiting_key', 'waiting_step', 'reason', 'updated_at_ms')
-local counts, failed, counted = {}, {}, {}
-local statuses = redis.call('HGETALL', KEYS[3])
-for i = 1, #statuses, 2 do
-  local status = statuses[i + 1]
-  counts[status] = (counts[status] or 0) + 1
-  if status == 'Failed' then
-    table.insert(failed, statuses[i])
-    table.insert(failed, redis.call('HGET', KEYS[4], statuses[i]))
+local failed, counted = {}, {}
+local errors = redis.call('HGETALL', KEYS[4])
+for i = 1, #errors, 2 do
+  if redis.call('HGET', KEYS[3], errors[i]) == 'Failed' then
+    table.insert(failed, errors[i])
+    table.insert(failed, errors[i + 1])
   end
 end
-for status, count in pairs(counts) do
-  table.insert(counted, status)
-  table.insert(counted, count)
+if ARGV[2] == '1' then
+  local counts = {}
+  local statuses = redis.call('HVALS', KEYS[3])
+  for _, status in ipairs(statuses) do counts[status] = (counts[status] or 0) + 1 end
+  for status, count in pairs(counts) do
+    table.insert(counted, status)
+    table.insert(counted, count)
+  end
 end
 return {meta, control, counted, failed}

@@ -246,7 +246,8 @@ class RunStatusOutput(ToolOutput):
     step_counts: dict[str, int] = Field(
         default_factory=dict,
         description="How many of the run's steps are in each status (Pending, Ready, Running, "
-        "WaitingForRetry, Completed, Failed): the whole run at a glance, whatever its size.",
+        "WaitingForRetry, Completed, Failed): the whole run at a glance, whatever its size; given "
+        "with the first page of steps (no steps_cursor), empty on later pages.",
     )
     failed_step_row: StepRow | None = Field(
         None, description="The step table row of failed_step (its last error), whatever page is shown."

@@ -174,7 +174,9 @@ class RunStatusReader:
         self, view: RunStatusView, execution_id: str, snapshot: ExecutionContextSnapshot, page: StepPage
     ) -> bool:
         """False when the execution has no hot state."""
-        summary = await self.pages.summary(execution_id)
+        # The counts walk every step's status: a run's first page carries them, later pages
+        # (a client walking the steps) do not, so walking a run's pages stays linear.
+        summary = await self.pages.summary(execution_id, counts=page.cursor == 0)
         view.execution_id = execution_id
         if summary is None:
             return False

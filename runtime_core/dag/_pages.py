@@ -54,12 +54,13 @@ class ExecutionPages:
         self._summary = store.hot_state.scripts["execution_summary"]
         self._pipelines: OrderedDict[str, PipelineDefinition] = OrderedDict()
 
-    async def summary(self, execution_id: str) -> ExecutionSummary | None:
-        """None when the execution has no hot state."""
+    async def summary(self, execution_id: str, *, counts: bool = True) -> ExecutionSummary | None:
+        """None when the execution has no hot state. `counts`: count the steps per status (a
+        walk of every step's status inside Redis; else `step_counts` is empty)."""
         k = self.store.keys(execution_id)
         known = self._pipelines.get(execution_id)
         reply = await self.store.hot_state.coalesced("execution_summary")(
-            [k.meta, k.control, k.status, k.error], ["1" if known is not None else ""]
+            [k.meta, k.control, k.status, k.error], ["1" if known is not None else "", "1" if counts else ""]
         )
         if not reply:
             return None
