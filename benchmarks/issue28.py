@@ -34,7 +34,7 @@ from benchmarks._harness import Row, machine_note, percentile, print_table, priv
 from benchmarks._trees import REPO, extract_tree, measure_in
 
 SIZES = {
-    "tiny": {"runs": 20, "latency": 3, "width": 20, "workers": [1, 2], "big": [100, 300], "layers": 5},
+    "tiny": {"runs": 20, "latency": 3, "width": 20, "workers": [1, 2], "big": [100, 1000], "layers": 5},
     "full": {
         "runs": 1000,
         "latency": 50,
@@ -44,7 +44,7 @@ SIZES = {
         "layers": 100,
     },
 }
-SECTIONS = ("drain", "latency", "engine", "tracing")
+SECTIONS = ("drain", "latency", "engine", "tracing", "big_runs")
 COMPARED = ("drain", "latency", "tracing")  # measured on both trees
 
 
@@ -176,11 +176,32 @@ def _ratios(section: str, rows: list[Row]) -> list[str]:
     elif section == "engine":
         for row in find("engine", "steps"):
             lines.append(f"engine / batched floor, {row.variant}: {row.ratio:.2f}x")
+    elif section == "big_runs":
+        lines += _growth(rows)
     elif section == "tracing":
         for variant in sorted({r.variant for r in rows}):
             on = [r for r in find("tracing on", variant) if r.ratio is not None]
             if len(on) == 2:
                 lines.append(f"tracing on / off, {variant}: {on[1].ratio:.2f}x (before {on[0].ratio:.2f}x)")
+    return lines
+
+
+def _growth(rows: list[Row]) -> list[str]:
+    """Per shape and stage: microseconds per step at each size, and how that changed from the
+    smallest size to the largest (about 1x: linear; ~10x per tenfold growth: quadratic)."""
+    table: dict[str, list[tuple[int, float]]] = {}
+    for row in rows:
+        if ": " not in row.variant or "us_per_step" not in row.extra:
+            continue
+        run, stage = row.variant.split(": ", 1)
+        shape = run.split(" ")[0]
+        table.setdefault(f"{shape} {stage}", []).append((row.steps, row.extra["us_per_step"]))
+    lines = []
+    for name, points in table.items():
+        points.sort()
+        cost = ", ".join(f"{steps:,}: {us:,.0f}" for steps, us in points)
+        growth = points[-1][1] / points[0][1] if points[0][1] > 0 else 0.0
+        lines.append(f"{name}: us per step {cost} ({growth:.1f}x from {points[0][0]:,} to {points[-1][0]:,})")
     return lines
 
 
