@@ -54,8 +54,7 @@ def control_plane_gauges(parts: ControlPlaneParts, settings: ObservabilitySettin
         return {labels: float(count) for labels, count in counts.items()}
 
     async def oldest_age() -> GaugeValues:
-        groups, (seconds, micros) = await asyncio.gather(pending_groups(), parts.queue.hot_state.redis.time())
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        groups, now_ms = await asyncio.gather(pending_groups(), parts.hot_state.server_time_ms())
         return _oldest_ages(groups, now_ms, by_tenant)
 
     async def shared_runs() -> GaugeValues:
