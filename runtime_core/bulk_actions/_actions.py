@@ -19,7 +19,13 @@ from runtime_core.audit import AuditQueries, ExecutionDocument, LedgerRecorder
 from runtime_core.bulk_actions._failed import FAILED, RETRIED_EVENT, RETRY_RUN_ATTRIBUTE, FailedRunReader
 from runtime_core.bulk_actions._models import ActionOutcome, BulkSettings, RunActionResult, RunFilter
 from runtime_core.bulk_actions._selection import TooManyRunsError, matching_runs
-from runtime_core.control_plane import TERMINAL_RUN_STATUSES, ControlPlane, RunStatusView, run_is_done
+from runtime_core.control_plane import (
+    TERMINAL_RUN_STATUSES,
+    ControlPlane,
+    RunStatusView,
+    run_final_status,
+    run_is_done,
+)
 from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
@@ -30,6 +36,12 @@ RETRY_OF_ATTRIBUTE = "retry.of"
 
 def retry_key(shared_run_id: str) -> str:
     return f"retry:{shared_run_id}"
+
+
+def _not_found(run_id: str) -> RunActionResult:
+    return RunActionResult(
+        shared_run_id=run_id, outcome=ActionOutcome.NOT_FOUND, detail="no such run in your tenant"
+    )
 
 
 class BulkRunActions:
@@ -82,12 +94,10 @@ class BulkRunActions:
         try:
             view = await self._control_plane.run_status(run_id, caller)
         except NotFoundError:
-            return RunActionResult(
-                shared_run_id=run_id, outcome=ActionOutcome.NOT_FOUND, detail="no such run in your tenant"
-            )
+            return _not_found(run_id)
         shared_run_id = view.shared_run_id or run_id
         if not run_is_done(view):
-            status = view.execution_status or view.local_status or view.shared_status
+            status = run_final_status(view)
             return RunActionResult(
                 shared_run_id=shared_run_id,
                 outcome=ActionOutcome.NOT_FINISHED,
@@ -134,10 +144,8 @@ class BulkRunActions:
         try:
             view = await self._control_plane.run_status(run_id, caller)
         except NotFoundError:
-            return RunActionResult(
-                shared_run_id=run_id, outcome=ActionOutcome.NOT_FOUND, detail="no such run in your tenant"
-            )
-        status = view.execution_status or view.local_status or view.shared_status
+            return _not_found(run_id)
+        status = run_final_status(view)
         return RunActionResult(
             shared_run_id=view.shared_run_id or run_id,
             outcome=ActionOutcome.NOT_FAILED,
@@ -197,9 +205,7 @@ class BulkRunActions:
         try:
             result = await self._control_plane.cancel(run_id, caller, reason="bulk cancel (runs.cancel)")
         except NotFoundError:
-            return RunActionResult(
-                shared_run_id=run_id, outcome=ActionOutcome.NOT_FOUND, detail="no such run in your tenant"
-            )
+            return _not_found(run_id)
         except ConflictError as exc:
             return RunActionResult(
                 shared_run_id=run_id, outcome=ActionOutcome.ALREADY_FINISHED, detail=exc.message
