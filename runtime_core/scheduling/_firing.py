@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from runtime_core.control_plane import ControlPlane, run_is_done
@@ -22,6 +21,7 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.scheduling._spec import OverlapPolicy, ScheduleSpec
 from runtime_core.scheduling._ticks import TICK_KIND_QUEUED, ScheduleTicks, SettleOutcome
+from runtime_core.scheduling._timing import utc_at
 from runtime_core.storage import DurableStore, ScheduleFire, ScheduleRecord
 
 log = logging.getLogger("runtime_core.scheduling")
@@ -43,10 +43,6 @@ class FiredTick:
     run_id: str | None = None
 
 
-def tick_datetime(tick_ms: int) -> datetime:
-    return datetime.fromtimestamp(tick_ms / 1000, tz=UTC)
-
-
 def idempotency_key(schedule_id: str, tick_ms: int, kind: str) -> str:
     """One key per tick (manual triggers have their own namespace: they are not ticks)."""
     return f"schedule:{schedule_id}:{'manual:' if kind == 'manual' else ''}{tick_ms}"
@@ -64,7 +60,7 @@ def run_snapshot(
             "attributes": {
                 "schedule.id": record.schedule_id,
                 "schedule.name": record.name,
-                "schedule.tick": tick_datetime(tick_ms).isoformat(timespec="milliseconds"),
+                "schedule.tick": utc_at(tick_ms).isoformat(timespec="milliseconds"),
                 "schedule.trigger": kind,
                 "schedule.fired_by": fired_by,
             },
@@ -175,6 +171,6 @@ class TickFirer:
             return FiredTick(tick_ms, FireOutcome.LOST_CLAIM, run_id)
         if settled is SettleOutcome.DROPPED:
             outcome = FireOutcome.SKIPPED_OVERLAP
-        fire = ScheduleFire(tick_at=tick_datetime(tick_ms), run_id=run_id, outcome=outcome.value)
+        fire = ScheduleFire(tick_at=utc_at(tick_ms), run_id=run_id, outcome=outcome.value)
         await self._store.record_schedule_fire(record.tenant_id, record.schedule_id, fire)
         return FiredTick(tick_ms, outcome, run_id)

@@ -15,13 +15,12 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime
 
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.hot_state import HotState
 from runtime_core.scheduling._firing import TickFirer
 from runtime_core.scheduling._settings import SchedulingSettings
-from runtime_core.scheduling._spec import OverlapPolicy, ScheduleSpec
+from runtime_core.scheduling._spec import OverlapPolicy
 from runtime_core.scheduling._ticks import (
     TICK_KIND_CATCH_UP,
     TICK_KIND_SCHEDULED,
@@ -30,23 +29,10 @@ from runtime_core.scheduling._ticks import (
     TickClaim,
     TickState,
 )
-from runtime_core.scheduling._timing import TickClock, plan_ticks
+from runtime_core.scheduling._timing import floor_ms, plan_ticks, tick_clock
 from runtime_core.storage import DurableStore, ScheduleRecord
 
 log = logging.getLogger("runtime_core.scheduling")
-
-
-def epoch_ms(moment: datetime | None) -> int:
-    return round(moment.timestamp() * 1000) if moment is not None else 0
-
-
-def tick_clock(record: ScheduleRecord) -> TickClock:
-    return TickClock(ScheduleSpec.model_validate(record.spec), epoch_ms(record.created_at))
-
-
-def floor_ms(record: ScheduleRecord) -> int:
-    """No tick at or before this fires: the newest handled one, or the creation / resume time."""
-    return max(epoch_ms(record.last_tick_at), epoch_ms(record.status_changed_at))
 
 
 class Scheduler:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError
@@ -23,6 +23,7 @@ from runtime_core.pipeline import PipelineDefinition
 from runtime_core.scheduling._firing import TickFirer, run_snapshot
 from runtime_core.scheduling._spec import ScheduleSpec
 from runtime_core.scheduling._ticks import TICK_KIND_MANUAL, ScheduleTicks
+from runtime_core.scheduling._timing import utc_at
 from runtime_core.scheduling._views import ScheduleView
 from runtime_core.storage import DurableStore, ScheduleRecord
 
@@ -73,7 +74,7 @@ class ScheduleService:
 
     async def _now(self) -> tuple[int, datetime]:
         now_ms = await self._hot_state.server_time_ms()
-        return now_ms, datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+        return now_ms, utc_at(now_ms)
 
     async def create(
         self,

@@ -3,24 +3,30 @@
 Owns `TickClock` (a spec's ticks as epoch milliseconds: croniter over the schedule's IANA
 zone, so daylight-saving transitions follow croniter's rules; or anchor + k x interval) and
 `plan_ticks` (given the newest handled tick and the server time: the missed ticks the
-catch-up policy keeps, then the ticks still within the misfire grace). Pure functions of
-their arguments: must not read clocks or stores.
+catch-up policy keeps, then the ticks still within the misfire grace), a stored schedule's
+clock and floor, and the epoch-millisecond <-> datetime conversions. Pure functions of their
+arguments: must not read clocks or stores.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from croniter import croniter
 
 from runtime_core.scheduling._spec import CatchUpPolicy, ScheduleSpec, cron_fields
+from runtime_core.storage import ScheduleRecord
 
 MAX_TICKS_PER_PASS = 1000
 
 
-def _ms(moment: datetime) -> int:
+def epoch_ms(moment: datetime) -> int:
     return round(moment.timestamp() * 1000)
+
+
+def utc_at(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class TickClock:
     def next_after(self, after_ms: int) -> int:
         """The first tick strictly after `after_ms`."""
         if self.spec.cron is not None:
-            return _ms(self._cron(after_ms).get_next(datetime))
+            return epoch_ms(self._cron(after_ms).get_next(datetime))
         k = max(1, (after_ms - self.anchor_ms) // self._step + 1)
         return self.anchor_ms + k * self._step
 
@@ -62,7 +68,7 @@ class TickClock:
             cron = self._cron(until_ms + 1)
             found: list[int] = []
             while len(found) < count:
-                tick = _ms(cron.get_prev(datetime))
+                tick = epoch_ms(cron.get_prev(datetime))
                 if tick <= after_ms:
                     break
                 found.append(tick)
@@ -70,6 +76,17 @@ class TickClock:
         last = (until_ms - self.anchor_ms) // self._step
         first = max(1, (after_ms - self.anchor_ms) // self._step + 1, last - count + 1)
         return [self.anchor_ms + k * self._step for k in range(first, last + 1)]
+
+
+def tick_clock(record: ScheduleRecord) -> TickClock:
+    """A stored schedule's ticks (an interval schedule is anchored at its creation)."""
+    return TickClock(ScheduleSpec.model_validate(record.spec), epoch_ms(record.created_at))
+
+
+def floor_ms(record: ScheduleRecord) -> int:
+    """No tick at or before this fires: the newest handled one, or the creation / resume time."""
+    handled = epoch_ms(record.last_tick_at) if record.last_tick_at is not None else 0
+    return max(handled, epoch_ms(record.status_changed_at))
 
 
 @dataclass(frozen=True)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
 from runtime_core.scheduling._spec import ScheduleSpec
-from runtime_core.scheduling._timing import TickClock
+from runtime_core.scheduling._timing import floor_ms, tick_clock, utc_at
 from runtime_core.storage import ScheduleRecord
-
-
-def _at(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 class ScheduleView(BaseModel):
@@ -38,18 +34,16 @@ class ScheduleView(BaseModel):
 
     @classmethod
     def of(cls, record: ScheduleRecord, now_ms: int) -> ScheduleView:
-        spec = ScheduleSpec.model_validate(record.spec)
+        clock = tick_clock(record)
         next_fire = None
         if record.status == "active":
-            clock = TickClock(spec, round(record.created_at.timestamp() * 1000))
-            handled = max(record.last_tick_at or record.created_at, record.status_changed_at)
-            next_fire = _at(clock.next_after(max(now_ms, round(handled.timestamp() * 1000))))
+            next_fire = utc_at(clock.next_after(max(now_ms, floor_ms(record))))
         return cls(
             schedule_id=record.schedule_id,
             name=record.name,
             tenant_id=record.tenant_id,
             status=record.status,
-            spec=spec,
+            spec=clock.spec,
             pipeline=str(record.pipeline.get("name", "")),
             input=record.input,
             created_by=str(record.snapshot.get("user_id", "")),
