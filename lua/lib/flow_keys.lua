@@ -27,13 +27,12 @@ local function waiting_count(key)
 end
 
 local function waiting_member(srun, item)
-  local rank = 9 - (tonumber(item.priority) or DEFAULT_PRIORITY)
-  return item.flow_key .. '\31' .. rank .. '\31' .. string.format('%020d', tonumber(item.arrival or item.seq)) .. '\31' .. srun
+  return ranked_member(srun, item.flow_key, item)
 end
 
 -- The run takes a slot of its key (its item is, or becomes, Pending).
 local function admit(srun, item)
-  local member = item.flow_key .. '\31' .. string.format('%020d', tonumber(item.seq)) .. '\31' .. srun
+  local member = turn_member(srun, item.flow_key, tonumber(item.seq))
   redis.call('ZADD', KEYS[ADMITTED], 0, member)
   redis.call('HSET', KEYS[SLOTS], srun, member)
 end
