@@ -128,12 +128,12 @@ class AgentJournal:
             keys=[k.token, k.agents],
             args=[self.step_name, self.token, seq, state.value, encode_fields(fields)],
         )
-        outcome = BeginOutcome(_text(reply[0]))
+        outcome = BeginOutcome(reply[0])
         if outcome is BeginOutcome.LOST:
             raise CheckpointLost(f"step {self.step_name!r} lost its claim before sub-step {seq}")
         if outcome is BeginOutcome.GAP:
             raise CheckpointLost(f"step {self.step_name!r}: sub-step {seq} is beyond the {reply[1]} recorded")
-        was = SubStepState(_text(reply[2])) if outcome is BeginOutcome.TAKEN else None
+        was = SubStepState(reply[2]) if outcome is BeginOutcome.TAKEN else None
         return outcome, SubStep.decode(reply[1]), was
 
     async def end(
@@ -168,7 +168,3 @@ async def read_sub_steps(store: DagStore, execution_id: str, step_name: str) -> 
         return []
     raws = await redis.hmget(key, [f"{step_name}:{seq}" for seq in range(count)])
     return [SubStep.decode(raw) for raw in raws if raw is not None]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

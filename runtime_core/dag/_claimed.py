@@ -113,13 +113,8 @@ async def read_live_output(store: DagStore, execution_id: str) -> dict[str, tupl
     """Per streaming step of the execution: its partial output kept so far (the last
     `OUTPUT_MAX_BYTES`) and the characters written in all."""
     fields = await store.hot_state.redis.hgetall(store.keys(execution_id).output)
-    decoded = {_text(name): _text(value) for name, value in fields.items()}
     return {
-        name: (text, int(decoded.get(f"{name}:length", "0")))
-        for name, text in decoded.items()
+        name: (text, int(fields.get(f"{name}:length", "0")))
+        for name, text in fields.items()
         if not name.endswith((":token", ":length"))
     }
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

@@ -46,7 +46,7 @@ class ClaimOperations:
         reply = await self._scripts["operation_begin"](
             keys=[k.token, k.operations], args=[claim.step_name, name, claim.token, new_operation_id()]
         )
-        outcome = StartOutcome(_text(reply[0]))
+        outcome = StartOutcome(reply[0])
         if outcome is StartOutcome.LOST:
             return OperationStart(outcome=outcome, name=name)
         record = OperationRecord.model_validate_json(reply[1])
@@ -112,10 +112,6 @@ async def operations_in_doubt(
                     }
                 )
     return found
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def restore_operation(
