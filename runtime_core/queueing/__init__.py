@@ -49,13 +49,8 @@ from runtime_core.queueing._models import (
     SubmitMode,
 )
 from runtime_core.queueing._pump import PumpProgress, SharedQueuePump
-from runtime_core.queueing._queue import (
-    DEFAULT_CLAIM_LEASE_MS,
-    PendingGroup,
-    QueueOutcome,
-    QueueTransition,
-    SharedQueue,
-)
+from runtime_core.queueing._queue import DEFAULT_CLAIM_LEASE_MS, QueueOutcome, QueueTransition, SharedQueue
+from runtime_core.queueing._queue_reads import PendingGroup
 from runtime_core.queueing._requeue import FulfilledRunRequeue
 from runtime_core.queueing._run_store import (
     ListingPosition,

@@ -1,41 +1,38 @@
 """The shared queue: Pending / Claimed / Dispatched items with exactly-once claims.
 
 Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
-`shared_requeue`, `shared_cancel` and `shared_expire_claims` (the only place that knows their
-KEYS/ARGV order), item reads (one item, the pending count, the pending count per tenant) and
-claims across the queue's partitions (the oldest head first, see `PartitionTurns`; within a
-partition the claim takes the oldest item outside the admission groups passed over). Must
-not decide admission or talk to providers.
+`shared_requeue`, `shared_cancel`, `flow_release` and `shared_expire_claims` (the only place
+that knows their KEYS/ARGV order) and claims across the queue's partitions (the oldest head
+first, see `PartitionTurns`; within a partition the claim takes the oldest item outside the
+admission groups passed over); its reads (an item, the Pending counts) are `QueueReads`'.
+Must not decide admission or talk to providers.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from runtime_core.flow import GcraCell, cells_json, retry_after_ms
 from runtime_core.hot_state import HotState
-from runtime_core.instances import admission_group_tenant
 from runtime_core.queueing._idempotency import IdempotencyKey
-from runtime_core.queueing._keys import QueuePartition, SharedQueueKeys
+from runtime_core.queueing._keys import QueuePartition
 from runtime_core.queueing._models import (
     PumpIdentity,
     QueueClaim,
-    QueueItem,
     SharedRunRecord,
     SharedRunStatus,
 )
+from runtime_core.queueing._queue_reads import QueueReads
 from runtime_core.queueing._turns import PartitionTurns
 
 DEFAULT_CLAIM_LEASE_MS = 30_000
 _EXPIRED_CLAIMS_PER_CALL = 16
 # How many claims `shared_expire_claims` looks at per call.
 _CLAIM_SCAN_LIMIT = 5_000
-_ITEMS_PER_READ = 500
 
 
 class QueueOutcome(Enum):
@@ -78,10 +75,9 @@ def _transition(reply: list[object]) -> QueueTransition:
     return QueueTransition(outcome, now_ms, detail)
 
 
-class SharedQueue:
+class SharedQueue(QueueReads):
     def __init__(self, hot_state: HotState, *, claim_lease_ms: int = DEFAULT_CLAIM_LEASE_MS) -> None:
-        self.hot_state = hot_state
-        self.keys = SharedQueueKeys(hot_state)
+        super().__init__(hot_state)
         self.claim_lease_ms = claim_lease_ms
         self._scripts = hot_state.scripts
 
@@ -331,79 +327,6 @@ class SharedQueue:
             args=[shared_run_id, local_run_id],
         )
         return int(reply[0]) == 1
-
-    async def item(self, shared_run_id: str) -> QueueItem | None:
-        raw = await self.hot_state.redis.hget(self.keys.of_run(shared_run_id).items, shared_run_id)
-        if raw is None:
-            return None
-        return QueueItem.model_validate({"shared_run_id": shared_run_id, **json.loads(raw)})
-
-    async def pending_count(self) -> int:
-        return sum([int(await self.hot_state.redis.zcard(k.pending)) for k in self.keys.partitions])
-
-    async def pending_count_of_tenant(self, tenant_id: str) -> int:
-        """Pending items of one tenant's runs (one tenant never learns another's count).
-
-        One round trip when the tenant's partition holds Pending items of its own groups only
-        (every group with a Pending item is in the partition's `group heads`: then all of the
-        partition's Pending items are the tenant's); else every Pending item is read."""
-        k = self.keys.of_tenant(tenant_id)
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        pipe.zrange(k.group_heads, 0, -1)
-        pipe.zcard(k.pending)
-        groups, pending = await pipe.execute()
-        if (groups or not pending) and all(admission_group_tenant(g) == tenant_id for g in groups):
-            return int(pending)
-        return _count_by_tenant(await self._pending_groups([k]))[tenant_id]
-
-    async def pending_count_by_tenant(self) -> Counter[str]:
-        """Pending items per tenant (the tenant of each item's admission group), read in batches.
-
-        An item dispatched or cancelled between the two reads is not counted.
-        """
-        return _count_by_tenant(await self.pending_groups())
-
-    async def pending_groups(self) -> dict[str, PendingGroup]:
-        """Pending items per admission group: how many, and when the oldest was first queued."""
-        return await self._pending_groups(self.keys.partitions)
-
-    async def _pending_groups(self, partitions: list[QueuePartition]) -> dict[str, PendingGroup]:
-        redis = self.hot_state.redis
-        groups: dict[str, PendingGroup] = {}
-        for k in partitions:
-            run_ids = await redis.zrange(k.pending, 0, -1)
-            for start in range(0, len(run_ids), _ITEMS_PER_READ):
-                for raw in await redis.hmget(k.items, run_ids[start : start + _ITEMS_PER_READ]):
-                    item = json.loads(raw) if raw is not None else {}
-                    group = item.get("group")
-                    if item.get("status") != "Pending" or not group:
-                        continue
-                    known = groups.get(group)
-                    queued_ms = int(item.get("enqueued_at_ms") or 0)
-                    groups[group] = PendingGroup(
-                        count=(known.count if known else 0) + 1,
-                        oldest_enqueued_at_ms=min(queued_ms, known.oldest_enqueued_at_ms)
-                        if known
-                        else queued_ms,
-                    )
-        return groups
-
-
-@dataclass(frozen=True)
-class PendingGroup:
-    """The Pending items of one admission group: how many, and the oldest's first enqueue time."""
-
-    count: int
-    oldest_enqueued_at_ms: int
-
-
-def _count_by_tenant(groups: dict[str, PendingGroup]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for group, pending in groups.items():
-        tenant_id = admission_group_tenant(group)
-        if tenant_id is not None:
-            counts[tenant_id] += pending.count
-    return counts
 
 
 def _attempt_ids(raw: str) -> list[str]:
