@@ -1,8 +1,9 @@
 """PostgreSQL schema of the durable store: its versioned migrations and the row <-> record mapping.
 
 Owns the DDL, as an ordered tuple of forward-only migrations (a released migration is never
-edited: a new version is appended; its checksum is recorded when applied), and how a record's
-fields become columns: JSON fields as JSONB, datetimes as timestamptz. Every query the store
+edited: a new version is appended; its checksum is recorded when applied), and
+`PostgresTable`: how a record's fields become columns (JSON fields as JSONB, datetimes as
+timestamptz) and how its inserts, single and batched, are spelled. Every query the store
 makes has an index here (tests/integration/test_postgres_store.py proves no sequential scan).
 Must not open connections or run queries.
 """
@@ -12,22 +13,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel
 
-from runtime_core.storage._models import (
-    ArchivedStep,
-    ForensicsRecord,
-    LedgerEntry,
-    RunIndexEvent,
-    RunRecord,
-    ScheduleRecord,
-    SubmittedRun,
-    TerminalSnapshot,
-    TraceSpan,
-)
+from runtime_core.storage._sql_tables import RecordT, RecordTable, record_tables
 
 
 @dataclass(frozen=True)
@@ -217,32 +207,29 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "schedules", _SCHEDULES),
 )
 
-RecordT = TypeVar("RecordT", bound=BaseModel)
 
+class PostgresTable(RecordTable[RecordT]):
+    """JSON columns as JSONB, datetimes as timestamptz, `%(name)s` parameters."""
 
-@dataclass(frozen=True)
-class RecordTable(Generic[RecordT]):
-    """One table whose columns are exactly the fields of one record model."""
-
-    name: str
-    model: type[RecordT]
-    json_columns: frozenset[str] = frozenset()
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(self.model.model_fields)
-
-    def insert_sql(self, on_conflict: str = "DO NOTHING", conflict_key: str = "") -> str:
+    def _insert_sql(self, on_conflict: str, conflict_key: str = "") -> str:
         names = ", ".join(self.columns)
         values = ", ".join(f"%({c})s" for c in self.columns)
         target = f"({conflict_key})" if conflict_key else ""
         return f"INSERT INTO {self.name} ({names}) VALUES ({values}) ON CONFLICT {target} {on_conflict}"
 
-    def upsert_sql(self, key: str, *, same_tenant_only: bool = True) -> str:
-        """Insert, or replace every other column of the row with the same `key` (of the same tenant)."""
+    def insert_sql(self) -> str:
+        return self._insert_sql("DO NOTHING")
+
+    def upsert_sql(self, key: str) -> str:
+        return self._upsert_sql(key, same_tenant_only=True)
+
+    def replace_sql(self, key: str) -> str:
+        return self._upsert_sql(key, same_tenant_only=False)
+
+    def _upsert_sql(self, key: str, *, same_tenant_only: bool) -> str:
         updates = ", ".join(f"{c} = excluded.{c}" for c in self.columns if c not in key.split(", "))
         guard = f" WHERE {self.name}.tenant_id = excluded.tenant_id" if same_tenant_only else ""
-        return self.insert_sql(f"DO UPDATE SET {updates}{guard}", key)
+        return self._insert_sql(f"DO UPDATE SET {updates}{guard}", key)
 
     def bulk_insert_sql(self, column_types: dict[str, str], conflict_key: str) -> str:
         """One INSERT of a whole batch: each column arrives as one array (see `to_columns`), rows in
@@ -254,9 +241,6 @@ class RecordTable(Generic[RecordT]):
             f"FROM unnest({arrays}) WITH ORDINALITY AS batch ({names}, batch_order) "
             f"ORDER BY batch_order ON CONFLICT ({conflict_key}) DO NOTHING"
         )
-
-    def select_sql(self, where: str, order_by: str) -> str:
-        return f"SELECT {', '.join(self.columns)} FROM {self.name} WHERE {where} ORDER BY {order_by}"
 
     def to_row(self, record: RecordT) -> dict[str, Any]:
         plain = record.model_dump(mode="json")
@@ -275,15 +259,9 @@ class RecordTable(Generic[RecordT]):
         return self.model.model_validate(row)
 
 
-SNAPSHOTS = RecordTable("snapshots", TerminalSnapshot, frozenset({"snapshot"}))
-ARCHIVED_STEPS = RecordTable("archived_steps", ArchivedStep, frozenset({"result_ref", "result"}))
-LEDGER = RecordTable("ledger", LedgerEntry, frozenset({"attributes"}))
-TRACE_SPANS = RecordTable("trace_spans", TraceSpan, frozenset({"attributes"}))
-FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
-RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)
-RUN_RECORDS = RecordTable("run_records", RunRecord, frozenset({"snapshot", "steps", "result"}))
-SUBMITTED_RUNS = RecordTable("submitted_runs", SubmittedRun, frozenset({"run"}))
-SCHEDULES = RecordTable("schedules", ScheduleRecord, frozenset({"spec", "pipeline", "input", "snapshot"}))
-
-LEDGER_COLUMN_TYPES = {"attributes": "jsonb", "recorded_at": "timestamptz", "sequence": "bigint"}
-SPAN_COLUMN_TYPES = {"start_ns": "bigint", "end_ns": "bigint", "attributes": "jsonb"}
+TABLES = record_tables(PostgresTable)
+# Batches arrive as one array per column: the element types of the columns that are not text.
+BULK_COLUMN_TYPES = {
+    "ledger": {"attributes": "jsonb", "recorded_at": "timestamptz", "sequence": "bigint"},
+    "trace_spans": {"start_ns": "bigint", "end_ns": "bigint", "attributes": "jsonb"},
+}

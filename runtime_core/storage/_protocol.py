@@ -1,4 +1,4 @@
-"""The DurableStore contract every backend implements (SQLite, MongoDB).
+"""The DurableStore contract every backend implements (SQLite, PostgreSQL, MongoDB).
 
 Owns the method signatures and their documented semantics. Every read takes the caller's
 `tenant_id` and never returns another tenant's rows. Must not contain any backend logic.

@@ -1,5 +1,6 @@
-"""WHERE clauses shared by the SQL backends (SQLite, PostgreSQL): tenant scope, optional id
-filters and the run listing's filters and cursor, in each backend's placeholder style.
+"""The SQL backends' dialects (SQLite, PostgreSQL) and the WHERE clauses they share: tenant
+scope, optional id filters and the run listing's filters and cursor, in each backend's
+placeholder style.
 
 Must not perform any I/O.
 """
@@ -21,6 +22,10 @@ class SqlDialect:
 
     placeholder: str
     timestamp: Callable[[datetime], Any]
+
+    def spell(self, sql: str) -> str:
+        """`sql` written with `?` parameters, in this backend's placeholder style."""
+        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
 
     def where(self, tenant_id: str, **optional: str | None) -> tuple[str, list[Any]]:
         """`tenant_id = ?` AND `column = ?` for every optional filter that is given."""

@@ -1,32 +1,19 @@
 """SQLite schema of the durable store and the row <-> record mapping of its record tables.
 
-Owns the DDL (created idempotently on open) and how a record's fields become columns: JSON
-values as JSON text, datetimes as fixed-width UTC text so lexical order is time order.
-Must not open connections or run queries.
+Owns the DDL (created idempotently on open) and `SqliteTable`: how a record's fields become
+columns (JSON values as JSON text, datetimes as fixed-width UTC text so lexical order is time
+order) and how its inserts are spelled. Must not open connections or run queries.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from runtime_core.storage._codec import sortable_timestamp
-from runtime_core.storage._models import (
-    ArchivedStep,
-    ForensicsRecord,
-    LedgerEntry,
-    RunIndexEvent,
-    RunRecord,
-    ScheduleRecord,
-    SubmittedRun,
-    TerminalSnapshot,
-    TraceSpan,
-)
+from runtime_core.storage._sql_tables import RecordT, RecordTable, record_tables
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS snapshots (
@@ -193,23 +180,12 @@ CREATE INDEX IF NOT EXISTS snapshots_by_age ON snapshots (created_at);
 CREATE INDEX IF NOT EXISTS run_index_by_age ON run_index_history (recorded_at);
 """
 
-RecordT = TypeVar("RecordT", bound=BaseModel)
 
+class SqliteTable(RecordTable[RecordT]):
+    """JSON columns as JSON text, datetimes as sortable UTC text, `:name` parameters."""
 
-@dataclass(frozen=True)
-class RecordTable(Generic[RecordT]):
-    """One table whose columns are exactly the fields of one record model."""
-
-    name: str
-    model: type[RecordT]
-    json_columns: frozenset[str] = frozenset()
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(self.model.model_fields)
-
-    def insert_sql(self, conflict: str) -> str:
-        return f"INSERT OR {conflict} INTO {self._into_values()}"
+    def insert_sql(self) -> str:
+        return f"INSERT OR IGNORE INTO {self._into_values()}"
 
     def _into_values(self) -> str:
         names = ", ".join(self.columns)
@@ -217,15 +193,14 @@ class RecordTable(Generic[RecordT]):
         return f"{self.name} ({names}) VALUES ({values})"
 
     def upsert_sql(self, key: str) -> str:
-        """Insert, or replace every column of the row with the same `key` of the same tenant."""
         updates = ", ".join(f"{c} = excluded.{c}" for c in self.columns if c != key)
         return (
             f"INSERT INTO {self._into_values()} ON CONFLICT ({key}) DO UPDATE SET {updates} "
             f"WHERE {self.name}.tenant_id = excluded.tenant_id"
         )
 
-    def select_sql(self, where: str, order_by: str) -> str:
-        return f"SELECT {', '.join(self.columns)} FROM {self.name} WHERE {where} ORDER BY {order_by}"
+    def replace_sql(self, key: str) -> str:
+        return f"INSERT OR REPLACE INTO {self._into_values()}"
 
     def to_row(self, record: RecordT) -> dict[str, Any]:
         plain = record.model_dump(mode="json")
@@ -246,12 +221,4 @@ class RecordTable(Generic[RecordT]):
         )
 
 
-SNAPSHOTS = RecordTable("snapshots", TerminalSnapshot, frozenset({"snapshot"}))
-ARCHIVED_STEPS = RecordTable("archived_steps", ArchivedStep, frozenset({"result_ref", "result"}))
-LEDGER = RecordTable("ledger", LedgerEntry, frozenset({"attributes"}))
-TRACE_SPANS = RecordTable("trace_spans", TraceSpan, frozenset({"attributes"}))
-FORENSICS = RecordTable("forensics", ForensicsRecord, frozenset({"detail"}))
-RUN_INDEX_HISTORY = RecordTable("run_index_history", RunIndexEvent)
-RUN_RECORDS = RecordTable("run_records", RunRecord, frozenset({"snapshot", "steps", "result"}))
-SUBMITTED_RUNS = RecordTable("submitted_runs", SubmittedRun, frozenset({"run"}))
-SCHEDULES = RecordTable("schedules", ScheduleRecord, frozenset({"spec", "pipeline", "input", "snapshot"}))
+TABLES = record_tables(SqliteTable)
