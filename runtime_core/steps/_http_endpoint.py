@@ -74,10 +74,7 @@ class HttpEndpoint:
         **arguments: Any,
     ) -> httpx.Response:
         """The 2xx reply to `method path`; anything else raises StepFailure (secrets redacted)."""
-        secrets = _secret_values(secret_headers or {})
-        url = f"{self.settings.base_url}{path}"
-        what = f"{method} {url}"
-        all_headers = {**self.settings.headers, **(headers or {}), **(secret_headers or {})}
+        url, what, all_headers, secrets = self._outgoing(method, path, headers, secret_headers)
         try:
             response = await self._open().request(method, url, headers=all_headers, **arguments)
         except httpx.HTTPError as error:
@@ -102,10 +99,7 @@ class HttpEndpoint:
         """The open 2xx reply to `method path`, its body not read yet (a stream); a failure to
         connect or a non-2xx reply raises StepFailure like `request` (secrets redacted). A
         transport error while the caller reads the body is a StepFailure too."""
-        secrets = _secret_values(secret_headers or {})
-        url = f"{self.settings.base_url}{path}"
-        what = f"{method} {url}"
-        all_headers = {**self.settings.headers, **(headers or {}), **(secret_headers or {})}
+        url, what, all_headers, secrets = self._outgoing(method, path, headers, secret_headers)
         try:
             async with self._open().stream(method, url, headers=all_headers, **arguments) as response:
                 if response.status_code >= 300:
@@ -118,6 +112,19 @@ class HttpEndpoint:
                 yield response
         except httpx.HTTPError as error:
             raise failure_for_transport(what, error, secrets=secrets) from None
+
+    def _outgoing(
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str] | None,
+        secret_headers: Mapping[str, str] | None,
+    ) -> tuple[str, str, dict[str, str], tuple[str, ...]]:
+        """A request's URL, how a failure names it, all its headers, and the secret values a
+        failure must redact."""
+        url = f"{self.settings.base_url}{path}"
+        all_headers = {**self.settings.headers, **(headers or {}), **(secret_headers or {})}
+        return url, f"{method} {url}", all_headers, _secret_values(secret_headers or {})
 
     def _open(self) -> httpx.AsyncClient:
         if self._client is None:
