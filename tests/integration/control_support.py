@@ -32,6 +32,10 @@ class RecordingObserver:
     def named(self, name: str) -> list[EngineEvent]:
         return [event for event in self.events if event.name == name]
 
+    def attributes(self, name: str) -> list[dict[str, Any]]:
+        """The attributes of each event named `name`, in order."""
+        return [event.attributes for event in self.named(name)]
+
 
 class HoldExecutor:
     """`test.hold`: steps named in `held` block until `release(name)`; others return at once."""

@@ -18,24 +18,14 @@ from typing import Any
 import pytest
 
 from runtime_core.control import ExecutionControlService
-from runtime_core.dag import DagEngine, EngineEvent
+from runtime_core.dag import DagEngine
 from runtime_core.hot_state import HotState
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.recovery import release_execution_claims
 from tests.integration.control_plane_support import TENANT_A, make_engine
+from tests.integration.control_support import RecordingObserver, controlled_runtime
 from tests.loopback import serving
 from tests.side_effect_peer import SideEffectPeer
-
-
-class Recorded:
-    def __init__(self) -> None:
-        self.events: list[EngineEvent] = []
-
-    async def on_event(self, event: EngineEvent) -> None:
-        self.events.append(event)
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [e.attributes for e in self.events if e.name == name]
 
 
 @pytest.fixture
@@ -67,11 +57,16 @@ async def cut_off_during_call(engine: DagEngine, peer: SideEffectPeer, pipeline:
     return execution_id
 
 
-def engine_recording(hot_state: HotState) -> tuple[DagEngine, ExecutionControlService, Recorded]:
-    engine, control = make_engine(hot_state)
-    recorded = Recorded()
-    engine.observer = recorded
-    return engine, control, recorded
+def engine_recording(hot_state: HotState) -> tuple[DagEngine, ExecutionControlService, RecordingObserver]:
+    runtime = controlled_runtime(hot_state, lease_ms=30_000)
+    return runtime.engine, runtime.control, runtime.observer
+
+
+def reconcile_pipeline(base_url: str) -> PipelineDefinition:
+    """A POST whose uncertainty is settled through the peer's status endpoint."""
+    return call_pipeline(
+        f"{base_url}/effects", onUncertain="reconcile", statusUrl=f"{base_url}/effects/{{operationId}}"
+    )
 
 
 async def test_the_operation_id_is_recorded_before_the_request_and_sent_as_idempotency_key(
@@ -84,7 +79,7 @@ async def test_the_operation_id_is_recorded_before_the_request_and_sent_as_idemp
 
     assert await engine.run(execution_id, workers=1) == "Completed"
 
-    [started] = recorded.named("step.operation_started")
+    [started] = recorded.attributes("step.operation_started")
     [key] = side_effects.calls
     assert key == started["operation_id"] and key.startswith("op_")
     view = await engine.store.read_execution(execution_id)
@@ -105,8 +100,8 @@ async def test_retry_policy_calls_an_idempotent_peer_again_with_the_same_operati
 
     [key] = side_effects.calls
     assert side_effects.calls[key] == 2 and side_effects.effects[key] == 1
-    [uncertain] = recorded.named("step.operation_uncertain")
-    [settled] = recorded.named("step.operation_settled")
+    [uncertain] = recorded.attributes("step.operation_uncertain")
+    [settled] = recorded.attributes("step.operation_settled")
     assert (uncertain["operation_id"], uncertain["policy"]) == (key, "retry")
     assert (settled["operation_id"], settled["settled_by"]) == (key, "retried")
     view = await engine.store.read_execution(execution_id)
@@ -128,8 +123,8 @@ async def test_a_post_without_a_declared_policy_fails_uncertain_and_is_never_cal
     assert view is not None
     error = view.steps[0].last_error
     assert error is not None and error.code == "uncertain" and "not called again" in error.message
-    assert [s["settled_by"] for s in recorded.named("step.operation_settled")] == ["failed"]
-    assert recorded.named("step.operation_uncertain")[0]["policy"] == "fail"
+    assert [s["settled_by"] for s in recorded.attributes("step.operation_settled")] == ["failed"]
+    assert recorded.attributes("step.operation_uncertain")[0]["policy"] == "fail"
 
 
 async def test_reconcile_takes_the_outcome_the_status_endpoint_reports_without_calling_again(
@@ -137,10 +132,7 @@ async def test_reconcile_takes_the_outcome_the_status_endpoint_reports_without_c
 ) -> None:
     side_effects, base_url = peer
     engine, _, recorded = engine_recording(hot_state)
-    pipeline = call_pipeline(
-        f"{base_url}/effects", onUncertain="reconcile", statusUrl=f"{base_url}/effects/{{operationId}}"
-    )
-    execution_id = await cut_off_during_call(engine, side_effects, pipeline)
+    execution_id = await cut_off_during_call(engine, side_effects, reconcile_pipeline(base_url))
 
     assert await engine.run(execution_id, workers=1) == "Completed"
 
@@ -149,7 +141,7 @@ async def test_reconcile_takes_the_outcome_the_status_endpoint_reports_without_c
     view = await engine.store.read_execution(execution_id)
     assert view is not None
     assert view.steps[0].result["reconciled"] is True and view.steps[0].result["data"]["key"] == key
-    assert [s["settled_by"] for s in recorded.named("step.operation_settled")] == ["reconciled_found"]
+    assert [s["settled_by"] for s in recorded.attributes("step.operation_settled")] == ["reconciled_found"]
 
 
 async def test_reconcile_calls_again_when_the_peer_never_saw_the_operation(
@@ -157,10 +149,7 @@ async def test_reconcile_calls_again_when_the_peer_never_saw_the_operation(
 ) -> None:
     side_effects, base_url = peer
     engine, _, recorded = engine_recording(hot_state)
-    pipeline = call_pipeline(
-        f"{base_url}/effects", onUncertain="reconcile", statusUrl=f"{base_url}/effects/{{operationId}}"
-    )
-    execution_id = await cut_off_during_call(engine, side_effects, pipeline)
+    execution_id = await cut_off_during_call(engine, side_effects, reconcile_pipeline(base_url))
     [key] = side_effects.calls
     side_effects.results.clear()  # the peer lost it: as if the request never arrived
     side_effects.effects.clear()
@@ -168,7 +157,8 @@ async def test_reconcile_calls_again_when_the_peer_never_saw_the_operation(
     assert await engine.run(execution_id, workers=1) == "Completed"
 
     assert side_effects.calls[key] == 2 and side_effects.effects == {key: 1}
-    assert [s["settled_by"] for s in recorded.named("step.operation_settled")] == ["reconciled_not_found"]
+    settled = recorded.attributes("step.operation_settled")
+    assert [s["settled_by"] for s in settled] == ["reconciled_not_found"]
 
 
 async def test_ask_parks_the_step_until_a_human_decides_and_uses_the_result_they_give(
@@ -190,7 +180,7 @@ async def test_ask_parks_the_step_until_a_human_decides_and_uses_the_result_they
     assert list(side_effects.calls.values()) == [1]
     view = await engine.store.read_execution(execution_id)
     assert view is not None and view.steps[0].result["data"] == {"ticket": "T-1"}
-    assert [s["settled_by"] for s in recorded.named("step.operation_settled")] == ["human_done"]
+    assert [s["settled_by"] for s in recorded.attributes("step.operation_settled")] == ["human_done"]
     assert await hot_state.redis.hget(engine.store.keys(execution_id).human_input, "call") is None
 
 
