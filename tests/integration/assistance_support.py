@@ -9,7 +9,6 @@ so a test can open the gate once an assistant joined (or kill it) at a point it 
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,8 +18,6 @@ from typing import Any
 
 from runtime_core.assistance import AssistantRecord, assistant_records
 from runtime_core.audit import AuditServices, build_audit_services
-from runtime_core.bootstrap import RuntimeSettings
-from runtime_core.control import ExecutionControlService, attach_execution_control
 from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
 from runtime_core.dag import DagEngine, DagStore, execution_fingerprint
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
@@ -44,6 +41,7 @@ from runtime_core.steps import ExecutorRegistry, default_executor_registry
 from runtime_core.storage import SqliteDurableStore
 from tests.helpers import wait_until
 from tests.integration.assistance_steps import STEP_REFERENCE, attempt
+from tests.integration.crash_isolation_scenario import plane_engine, write_tenants_file
 
 TENANT_A = ExecutionContextSnapshot(user_id="alice", tenant_id="tenant-a", context_key="assist-a")
 # Tenant A owns dedicated capacity and may fall back to shared capacity; tenant B owns its own.
@@ -173,13 +171,10 @@ class Rig:
 async def assistance_rig(redis_server: EmbeddedRedis, data_dir: Path) -> AsyncIterator[Rig]:
     hot_state = connect_hot_state(redis_server.url, prefix=f"as{secrets.token_hex(4)}:")
     durable = await SqliteDurableStore.open(data_dir / "runtime.db")
-    engine = DagEngine(DagStore(hot_state), executors(), RetryEngine(), settings=RuntimeSettings().engine)
-    control = ExecutionControlService(hot_state)
-    attach_execution_control(engine, control)
+    engine, control = plane_engine(hot_state, executors=executors())
     audit = build_audit_services(durable, engine.store, instance_id="control-plane")
     engine.observer, engine.results = audit.observer, audit.codec
-    tenants_file = data_dir / "tenants.json"
-    tenants_file.write_text(json.dumps({"tenants": TENANT_SETTINGS}))
+    tenants_file = write_tenants_file(data_dir, TENANT_SETTINGS)
     settings = ControlPlaneSettings(
         host="testhost",
         local_instances=0,
