@@ -1,19 +1,17 @@
 """MongoDurableStore: the production backend on PyMongo's native async client.
 
-Owns the `AsyncMongoClient`, the collections and indexes (created on open) and the queries
-behind the DurableStore contract. Records are stored as documents; their JSON fields stay
-nested documents, datetimes are BSON dates. Must not know about Redis or queues.
+Owns the `AsyncMongoClient`, creating the indexes on open and the queries behind the
+DurableStore contract; how records become documents is _mongo_documents'. Must not know about
+Redis or queues.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, TypeVar
 
-from pydantic import BaseModel
-from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, IndexModel
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import (
     BulkWriteError,
@@ -40,54 +38,18 @@ from runtime_core.storage._models import (
     TraceSpan,
     utc_now,
 )
-from runtime_core.storage._mongo_schedules import SCHEDULE_INDEXES, MongoSchedules
+from runtime_core.storage._mongo_documents import (
+    INDEXES,
+    Document,
+    RecordT,
+    filters,
+    from_document,
+    only_duplicates,
+    run_record_query,
+    to_document,
+)
+from runtime_core.storage._mongo_schedules import MongoSchedules
 from runtime_core.storage._protocol import DEFAULT_LEDGER_LIMIT, DEFAULT_PURGE_BATCH, READINESS_PROBE_ID
-
-_DUPLICATE_KEY = 11000
-
-RecordT = TypeVar("RecordT", bound=BaseModel)
-Document = dict[str, Any]
-
-_INDEXES: dict[str, list[IndexModel]] = {
-    "snapshots": [IndexModel([("tenant_id", ASCENDING)]), IndexModel([("created_at", ASCENDING)])],
-    "payloads": [IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)])],
-    "archived_steps": [
-        IndexModel(
-            [("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("step_name", ASCENDING)], unique=True
-        )
-    ],
-    "ledger": [
-        IndexModel([("entry_id", ASCENDING)], unique=True),
-        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("recorded_at", ASCENDING)]),
-        IndexModel([("tenant_id", ASCENDING), ("shared_run_id", ASCENDING), ("recorded_at", ASCENDING)]),
-        IndexModel([("recorded_at", ASCENDING)]),
-    ],
-    "trace_spans": [
-        IndexModel([("trace_id", ASCENDING), ("span_id", ASCENDING)], unique=True),
-        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING), ("start_ns", ASCENDING)]),
-        IndexModel([("end_ns", ASCENDING)]),
-    ],
-    "forensics": [
-        IndexModel([("record_id", ASCENDING)], unique=True),
-        IndexModel([("tenant_id", ASCENDING), ("runtime_instance_id", ASCENDING)]),
-        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
-        IndexModel([("recorded_at", ASCENDING)]),
-    ],
-    "run_index_history": [
-        IndexModel([("event_id", ASCENDING)], unique=True),
-        IndexModel([("tenant_id", ASCENDING), ("shared_run_id", ASCENDING)]),
-        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
-        IndexModel([("recorded_at", ASCENDING)]),
-    ],
-    "run_records": [
-        IndexModel([("tenant_id", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)]),
-        IndexModel([("tenant_id", ASCENDING), ("local_run_id", ASCENDING)]),
-        IndexModel([("tenant_id", ASCENDING), ("execution_id", ASCENDING)]),
-        IndexModel([("ended_at", ASCENDING)]),
-    ],
-    "submitted_runs": [IndexModel([("submitted_at", ASCENDING)])],
-    "schedules": SCHEDULE_INDEXES,
-}
 
 # Per record kind: (collection, age field) pairs a purge deletes from, oldest first.
 _PURGED_BY_AGE: dict[DurableRecordKind, tuple[tuple[str, str], ...]] = {
@@ -107,56 +69,6 @@ def _unavailable(exc: BaseException) -> StoreUnavailableError:
         f"MongoDB durable store is unavailable: {exc}",
         hint="Check MONGODB_URI points at a reachable server and the credentials are valid.",
     )
-
-
-def _to_document(record: BaseModel) -> Document:
-    """JSON-pure fields (string keys, no custom types) but real BSON dates for datetimes."""
-    document = record.model_dump(mode="json")
-    for name, value in record:
-        if isinstance(value, datetime):
-            document[name] = value
-    return document
-
-
-def _from_document(model: type[RecordT], document: Mapping[str, Any]) -> RecordT:
-    return model.model_validate({k: v for k, v in document.items() if k != "_id"})
-
-
-def _filters(tenant_id: str, **optional: str | None) -> Document:
-    return {"tenant_id": tenant_id, **{k: v for k, v in optional.items() if v is not None}}
-
-
-def _run_record_query(tenant_id: str, query: RunRecordQuery) -> Document:
-    document = _filters(
-        tenant_id,
-        shared_status=query.shared_status,
-        status=query.status,
-        pipeline_name=query.pipeline_name,
-        submitted_by=query.submitted_by,
-    )
-    created: Document = {}
-    if query.created_after is not None:
-        created["$gte"] = query.created_after
-    if query.created_before is not None:
-        created["$lt"] = query.created_before
-    if created:
-        document["created_at"] = created
-    cursors = [(cursor, op) for cursor, op in ((query.before, "$lt"), (query.after, "$gt")) if cursor]
-    if cursors:
-        document["$and"] = [
-            {
-                "$or": [
-                    {"created_at": {op: cursor.created_at}},
-                    {"created_at": cursor.created_at, "_id": {op: cursor.shared_run_id}},
-                ]
-            }
-            for cursor, op in cursors
-        ]
-    return document
-
-
-def _only_duplicates(exc: BulkWriteError) -> bool:
-    return all(error.get("code") == _DUPLICATE_KEY for error in exc.details.get("writeErrors", []))
 
 
 class MongoDurableStore(MongoSchedules):
@@ -182,7 +94,7 @@ class MongoDurableStore(MongoSchedules):
         store = cls(client, client[database])
         try:
             async with store._guard():
-                for name, indexes in _INDEXES.items():
+                for name, indexes in INDEXES.items():
                     await store._db[name].create_indexes(indexes)
         except StoreUnavailableError:
             await client.close()
@@ -205,7 +117,7 @@ class MongoDurableStore(MongoSchedules):
             try:
                 await self._db[name].insert_many(documents, ordered=False)
             except BulkWriteError as exc:
-                if not _only_duplicates(exc):
+                if not only_duplicates(exc):
                     raise
 
     async def _find(
@@ -213,7 +125,7 @@ class MongoDurableStore(MongoSchedules):
     ) -> list[RecordT]:
         async with self._guard():
             cursor = self._db[name].find(query).sort(sort).limit(limit)
-            return [_from_document(model, document) async for document in cursor]
+            return [from_document(model, document) async for document in cursor]
 
     # Terminal snapshots
 
@@ -221,7 +133,7 @@ class MongoDurableStore(MongoSchedules):
         async with self._guard():
             try:
                 await self._db["snapshots"].insert_one(
-                    {"_id": snapshot.execution_id, **_to_document(snapshot)}
+                    {"_id": snapshot.execution_id, **to_document(snapshot)}
                 )
             except DuplicateKeyError:
                 return False
@@ -230,7 +142,7 @@ class MongoDurableStore(MongoSchedules):
     async def get_snapshot(self, execution_id: str, tenant_id: str) -> TerminalSnapshot | None:
         async with self._guard():
             document = await self._db["snapshots"].find_one({"_id": execution_id, "tenant_id": tenant_id})
-        return _from_document(TerminalSnapshot, document) if document else None
+        return from_document(TerminalSnapshot, document) if document else None
 
     # Payloads
 
@@ -281,33 +193,33 @@ class MongoDurableStore(MongoSchedules):
 
     async def delete_payloads_for_execution(self, execution_id: str, tenant_id: str) -> int:
         async with self._guard():
-            result = await self._db["payloads"].delete_many(_filters(tenant_id, execution_id=execution_id))
+            result = await self._db["payloads"].delete_many(filters(tenant_id, execution_id=execution_id))
         return result.deleted_count
 
     # Archived steps
 
     async def archive_step(self, step: ArchivedStep) -> None:
-        key = _filters(step.tenant_id, execution_id=step.execution_id, step_name=step.step_name)
+        key = filters(step.tenant_id, execution_id=step.execution_id, step_name=step.step_name)
         async with self._guard():
-            await self._db["archived_steps"].replace_one(key, _to_document(step), upsert=True)
+            await self._db["archived_steps"].replace_one(key, to_document(step), upsert=True)
 
     async def get_archived_step(
         self, execution_id: str, step_name: str, tenant_id: str
     ) -> ArchivedStep | None:
         async with self._guard():
             document = await self._db["archived_steps"].find_one(
-                _filters(tenant_id, execution_id=execution_id, step_name=step_name)
+                filters(tenant_id, execution_id=execution_id, step_name=step_name)
             )
-        return _from_document(ArchivedStep, document) if document else None
+        return from_document(ArchivedStep, document) if document else None
 
     async def list_archived_steps(self, execution_id: str, tenant_id: str) -> list[ArchivedStep]:
-        query = _filters(tenant_id, execution_id=execution_id)
+        query = filters(tenant_id, execution_id=execution_id)
         return await self._find(ArchivedStep, "archived_steps", query, [("step_name", ASCENDING)])
 
     # Ledger
 
     async def append_ledger(self, entries: list[LedgerEntry]) -> None:
-        await self._insert_ignoring_duplicates("ledger", [_to_document(e) for e in entries])
+        await self._insert_ignoring_duplicates("ledger", [to_document(e) for e in entries])
 
     async def list_ledger(
         self,
@@ -316,34 +228,34 @@ class MongoDurableStore(MongoSchedules):
         shared_run_id: str | None = None,
         limit: int = DEFAULT_LEDGER_LIMIT,
     ) -> list[LedgerEntry]:
-        query = _filters(tenant_id, execution_id=execution_id, shared_run_id=shared_run_id)
+        query = filters(tenant_id, execution_id=execution_id, shared_run_id=shared_run_id)
         order = [("recorded_at", ASCENDING), ("sequence", ASCENDING), ("_id", ASCENDING)]
         return await self._find(LedgerEntry, "ledger", query, order, limit)
 
     async def has_ledger_event(self, tenant_id: str, execution_id: str, event: str) -> bool:
-        query = _filters(tenant_id, execution_id=execution_id, event=event)
+        query = filters(tenant_id, execution_id=execution_id, event=event)
         async with self._guard():
             return await self._db["ledger"].find_one(query, {"_id": 1}) is not None
 
     # Trace spans
 
     async def put_spans(self, spans: list[TraceSpan]) -> None:
-        await self._insert_ignoring_duplicates("trace_spans", [_to_document(s) for s in spans])
+        await self._insert_ignoring_duplicates("trace_spans", [to_document(s) for s in spans])
 
     async def list_spans(self, tenant_id: str, execution_id: str) -> list[TraceSpan]:
-        query = _filters(tenant_id, execution_id=execution_id)
+        query = filters(tenant_id, execution_id=execution_id)
         order = [("start_ns", ASCENDING), ("span_id", ASCENDING)]
         return await self._find(TraceSpan, "trace_spans", query, order)
 
     async def has_span(self, tenant_id: str, trace_id: str, span_id: str) -> bool:
-        query = _filters(tenant_id, trace_id=trace_id, span_id=span_id)
+        query = filters(tenant_id, trace_id=trace_id, span_id=span_id)
         async with self._guard():
             return await self._db["trace_spans"].find_one(query, {"_id": 1}) is not None
 
     # Recovery forensics
 
     async def put_forensics(self, record: ForensicsRecord) -> None:
-        await self._insert_ignoring_duplicates("forensics", [_to_document(record)])
+        await self._insert_ignoring_duplicates("forensics", [to_document(record)])
 
     async def list_forensics(
         self,
@@ -351,14 +263,14 @@ class MongoDurableStore(MongoSchedules):
         runtime_instance_id: str | None = None,
         execution_id: str | None = None,
     ) -> list[ForensicsRecord]:
-        query = _filters(tenant_id, runtime_instance_id=runtime_instance_id, execution_id=execution_id)
+        query = filters(tenant_id, runtime_instance_id=runtime_instance_id, execution_id=execution_id)
         order = [("recorded_at", ASCENDING), ("_id", ASCENDING)]
         return await self._find(ForensicsRecord, "forensics", query, order)
 
     # Run-execution index history
 
     async def append_run_index_event(self, event: RunIndexEvent) -> None:
-        await self._insert_ignoring_duplicates("run_index_history", [_to_document(event)])
+        await self._insert_ignoring_duplicates("run_index_history", [to_document(event)])
 
     async def list_run_index_history(
         self,
@@ -366,7 +278,7 @@ class MongoDurableStore(MongoSchedules):
         shared_run_id: str | None = None,
         execution_id: str | None = None,
     ) -> list[RunIndexEvent]:
-        query = _filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
+        query = filters(tenant_id, shared_run_id=shared_run_id, execution_id=execution_id)
         order = [("recorded_at", ASCENDING), ("_id", ASCENDING)]
         return await self._find(RunIndexEvent, "run_index_history", query, order)
 
@@ -381,7 +293,7 @@ class MongoDurableStore(MongoSchedules):
             try:
                 await self._db[name].replace_one(
                     {"_id": record.shared_run_id, "tenant_id": record.tenant_id},
-                    {"_id": record.shared_run_id, **_to_document(record)},
+                    {"_id": record.shared_run_id, **to_document(record)},
                     upsert=True,
                 )
             except DuplicateKeyError as exc:
@@ -395,7 +307,7 @@ class MongoDurableStore(MongoSchedules):
         local_run_id: str | None = None,
         execution_id: str | None = None,
     ) -> RunRecord | None:
-        query = _filters(
+        query = filters(
             tenant_id, shared_run_id=shared_run_id, local_run_id=local_run_id, execution_id=execution_id
         )
         found = await self._find(RunRecord, "run_records", query, [("created_at", DESCENDING)], 1)
@@ -405,13 +317,13 @@ class MongoDurableStore(MongoSchedules):
         direction = ASCENDING if query.oldest_first else DESCENDING
         order = [("created_at", direction), ("_id", direction)]
         return await self._find(
-            RunRecord, "run_records", _run_record_query(tenant_id, query), order, query.limit
+            RunRecord, "run_records", run_record_query(tenant_id, query), order, query.limit
         )
 
     async def count_run_records(self, tenant_id: str, query: RunRecordQuery) -> dict[str, int]:
         unpaged = query.model_copy(update={"status": None, "before": None, "after": None})
         pipeline = [
-            {"$match": _run_record_query(tenant_id, unpaged)},
+            {"$match": run_record_query(tenant_id, unpaged)},
             {"$group": {"_id": "$status", "records": {"$sum": 1}}},
         ]
         async with self._guard():
@@ -464,7 +376,7 @@ class MongoDurableStore(MongoSchedules):
             )
             executions = [(document["tenant_id"], document["_id"]) async for document in cursor]
             for tenant_id, execution_id in executions:
-                key = _filters(tenant_id, execution_id=execution_id)
+                key = filters(tenant_id, execution_id=execution_id)
                 await self._db["payloads"].delete_many(key)
                 await self._db["archived_steps"].delete_many(key)
                 await self._db["snapshots"].delete_one({"_id": execution_id, "tenant_id": tenant_id})

@@ -1,7 +1,7 @@
 """The schedule queries of the MongoDB durable store (a part of `MongoDurableStore`).
 
-Owns the `schedules` collection's indexes (id, and name unique within a tenant) and the
-queries behind the schedule methods of the DurableStore contract. Must not open clients:
+Owns the queries behind the schedule methods of the DurableStore contract (the `schedules`
+collection's indexes are _mongo_documents'). Must not open clients:
 the store's plumbing (`_guard`, `_find`) runs them.
 """
 
@@ -9,35 +9,18 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, TypeVar
 
-from pydantic import BaseModel
-from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from runtime_core.storage._models import ScheduleFire, ScheduleRecord
+from runtime_core.storage._mongo_documents import Document, RecordT, from_document, to_document
 from runtime_core.storage._protocol import DEFAULT_SCHEDULE_PAGE
-
-Document = dict[str, Any]
-RecordT = TypeVar("RecordT", bound=BaseModel)
-
-SCHEDULE_INDEXES = [
-    IndexModel([("tenant_id", ASCENDING), ("name", ASCENDING)], unique=True),
-    IndexModel([("status", ASCENDING), ("_id", ASCENDING)]),
-]
 
 
 def _document(record: ScheduleRecord) -> Document:
-    document = record.model_dump(mode="json")
-    for name, value in record:
-        if isinstance(value, datetime):
-            document[name] = value
-    return {"_id": record.schedule_id, **document}
-
-
-def _record(document: Document) -> ScheduleRecord:
-    return ScheduleRecord.model_validate({k: v for k, v in document.items() if k != "_id"})
+    return {"_id": record.schedule_id, **to_document(record)}
 
 
 class MongoSchedules:
@@ -64,7 +47,7 @@ class MongoSchedules:
     async def get_schedule(self, tenant_id: str, schedule_id: str) -> ScheduleRecord | None:
         async with self._guard():
             found = await self._db["schedules"].find_one({"_id": schedule_id, "tenant_id": tenant_id})
-        return _record(found) if found else None
+        return from_document(ScheduleRecord, found) if found else None
 
     async def list_schedules(
         self, tenant_id: str, *, after_name: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
