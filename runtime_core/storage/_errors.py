@@ -20,6 +20,14 @@ class PayloadCorruptedError(RuntimeCoreError):
         self.actual_sha256 = actual_sha256
 
 
+def payload_of_another_tenant(payload_id: str) -> ConflictError:
+    """A payload id that another tenant's payload already holds."""
+    return ConflictError(
+        f"payload id {payload_id} already belongs to another tenant",
+        hint="Generate a fresh payload id.",
+    )
+
+
 def shared_run_of_another_tenant(noun: str, shared_run_id: str) -> ConflictError:
     """A record keyed by SharedRunId that another tenant's record already holds."""
     return ConflictError(

@@ -21,9 +21,9 @@ from pymongo.errors import (
     DuplicateKeyError,
 )
 
-from runtime_core.errors import ConflictError, InputTooLargeError, StoreUnavailableError
+from runtime_core.errors import InputTooLargeError, StoreUnavailableError
 from runtime_core.storage._codec import payload_ref, verified_body
-from runtime_core.storage._errors import shared_run_of_another_tenant
+from runtime_core.storage._errors import payload_of_another_tenant, shared_run_of_another_tenant
 from runtime_core.storage._models import (
     ArchivedStep,
     DurableRecordKind,
@@ -171,10 +171,7 @@ class MongoDurableStore(MongoSchedules):
                     {"_id": payload_id, "tenant_id": tenant_id}, {"$set": fields}, upsert=True
                 )
             except DuplicateKeyError as exc:
-                raise ConflictError(
-                    f"payload id {payload_id} already belongs to another tenant",
-                    hint="Generate a fresh payload id.",
-                ) from exc
+                raise payload_of_another_tenant(payload_id) from exc
             except DocumentTooLarge as exc:
                 raise InputTooLargeError(
                     f"payload {payload_id} ({ref.size} bytes) exceeds MongoDB's document size limit",

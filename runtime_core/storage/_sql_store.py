@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from runtime_core.errors import ConflictError
 from runtime_core.storage._codec import payload_ref, verified_body
-from runtime_core.storage._errors import shared_run_of_another_tenant
+from runtime_core.storage._errors import payload_of_another_tenant, shared_run_of_another_tenant
 from runtime_core.storage._models import (
     ArchivedStep,
     DurableRecordKind,
@@ -118,10 +117,7 @@ class SqlDurableStore(SqlSchedules):
         created_at = self._dialect.timestamp(utc_now())
         params = (payload_id, tenant_id, execution_id, step_name, content_type, ref.size, ref.sha256, body)
         if await self._write(self._dialect.spell(_UPSERT_PAYLOAD), (*params, created_at)) != 1:
-            raise ConflictError(
-                f"payload id {payload_id} already belongs to another tenant",
-                hint="Generate a fresh payload id.",
-            )
+            raise payload_of_another_tenant(payload_id)
         return ref
 
     async def get_payload(self, payload_id: str, tenant_id: str) -> bytes | None:
