@@ -25,6 +25,11 @@ def owner_matches(
     return bool(instance_group_id and instance_group_id == snapshot.tenant_group_id)
 
 
+def shared_capacity_serves(tenant: TenantRuntimeSettings) -> bool:
+    """Whether Shared instances may serve the tenant's runs (a Shared tenant, or a fallback)."""
+    return tenant.isolation_mode is IsolationMode.SHARED or tenant.allow_shared_fallback
+
+
 def is_instance_visible(
     instance_mode: IsolationMode,
     instance_tenant_id: str | None,
@@ -34,7 +39,7 @@ def is_instance_visible(
 ) -> bool:
     """True when a runtime instance of `instance_mode` and owner may serve this snapshot."""
     if instance_mode is IsolationMode.SHARED:
-        return tenant.isolation_mode is IsolationMode.SHARED or tenant.allow_shared_fallback
+        return shared_capacity_serves(tenant)
     return owner_matches(instance_tenant_id, instance_group_id, snapshot)
 
 
@@ -45,7 +50,7 @@ def help_scopes_of_run(snapshot: ExecutionContextSnapshot, tenant: TenantRuntime
     scopes = [tenant_scope(snapshot.tenant_id)]
     if snapshot.tenant_group_id:
         scopes.append(group_scope(snapshot.tenant_group_id))
-    if tenant.isolation_mode is IsolationMode.SHARED or tenant.allow_shared_fallback:
+    if shared_capacity_serves(tenant):
         scopes.append(SHARED_SCOPE)
     return scopes
 
