@@ -36,10 +36,16 @@ class HttpEndpointSettings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _absolute_http_url(cls, value: str) -> str:
-        url = httpx.URL(value)
-        if url.scheme not in {"http", "https"} or not url.host:
-            raise ValueError("base_url must be an absolute http(s) URL")
-        return value.rstrip("/")
+        return absolute_http_url(value, "base_url").rstrip("/")
+
+
+def absolute_http_url(value: str, field: str) -> str:
+    """`value` when it is an absolute http(s) URL; ValueError naming `field` otherwise (a
+    settings validator's check)."""
+    url = httpx.URL(value)
+    if url.scheme not in {"http", "https"} or not url.host:
+        raise ValueError(f"{field} must be an absolute http(s) URL")
+    return value
 
 
 def secret_from_env(variable: str, what: str) -> str:

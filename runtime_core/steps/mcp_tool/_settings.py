@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from runtime_core.steps._http_endpoint import absolute_http_url
 
 OPERATION_META_KEY = "mcp-runtime/operationId"
 """The `_meta` key under which a tool call carries its operation id (per-entry `operation_meta_key`)."""
@@ -60,10 +61,7 @@ class McpHttpServer(_McpServerEntry):
     @field_validator("url")
     @classmethod
     def _absolute_http_url(cls, value: str) -> str:
-        url = httpx.URL(value)
-        if url.scheme not in {"http", "https"} or not url.host:
-            raise ValueError("url must be an absolute http(s) URL")
-        return value
+        return absolute_http_url(value, "url")
 
 
 class McpStdioServer(_McpServerEntry):
