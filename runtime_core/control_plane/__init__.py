@@ -8,7 +8,8 @@ nothing of MCP.
 """
 
 from runtime_core.control_plane._cancellation import RunCanceller
-from runtime_core.control_plane._control_plane import ControlPlane, DrainProgress
+from runtime_core.control_plane._control_plane import ControlPlane
+from runtime_core.control_plane._drain import DrainProgress
 from runtime_core.control_plane._parts import ControlPlaneParts, build_parts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._run_data import RunData, RunDataReader

@@ -6,8 +6,8 @@ in-process runtime instances, the background pump, the scale-out watcher, the da
 queued again from their durable copies; that requeue also runs once after every start, for a
 dataset lost while no control plane ran) and the health / execution
 recovery reconcilers (a start expires the queue claims its killed predecessor left), and
-the caller-facing operations: submit, drain, list_instances, queue_depth, pause_queue,
-resume_queue, run_status / run_pipeline / cancel (answered by `RunStatusReader` /
+the caller-facing operations: submit, list_instances, queue_depth, pause_queue, resume_queue,
+drain / run_status / run_pipeline / cancel (answered by `RunDrainer` / `RunStatusReader` /
 `RunPipelineReader` / `RunCanceller`), list_runs (the lifecycle's run catalog) and its
 cluster-wide metrics gauges; it also starts the lifecycle's sweeper and durable purge.
 Every operation takes the caller's ExecutionContextSnapshot; every run lookup is
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runtime_core.audit import AuditServices
 from runtime_core.continuity import DatasetWatch, LostRunOutcome
 from runtime_core.control_plane._cancellation import RunCanceller
+from runtime_core.control_plane._drain import DrainProgress, RunDrainer
 from runtime_core.control_plane._gauges import control_plane_gauges
 from runtime_core.control_plane._idempotent_answer import archived_submit_result
 from runtime_core.control_plane._key_evictions import KeyEvictions
@@ -36,7 +36,6 @@ from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
 from runtime_core.control_plane._views import (
     CancelResult,
-    DrainedRun,
     DrainResult,
     InstanceView,
     RunStatusView,
@@ -62,20 +61,8 @@ from runtime_core.lifecycle import RunListPage, RunListQuery, RunStatusCounts
 from runtime_core.observability import METRICS_ENDPOINT_KEY, CachedGauges, ObservabilitySettings
 from runtime_core.pipeline import PipelineDefinition
 from runtime_core.providers import QueueControlRequest, RuntimeProvider
-from runtime_core.queueing import (
-    DispatchOutcome,
-    DispatchResult,
-    IdempotencyKey,
-    IdempotentRunGoneError,
-    PumpIdentity,
-    PumpRequest,
-    SubmitMode,
-    SubmitResult,
-)
+from runtime_core.queueing import IdempotencyKey, IdempotentRunGoneError, SubmitMode, SubmitResult
 from runtime_core.webhooks import WebhookSettings, check_callback
-
-DrainProgress = Callable[[int, int, str], Awaitable[None]]
-MANUAL_DRAIN_WORKER_ID = "drain"
 
 
 def _require(snapshot: ExecutionContextSnapshot | None) -> ExecutionContextSnapshot:
@@ -97,6 +84,7 @@ class ControlPlane:
         self._pipelines = RunPipelineReader(self.locator, parts.dag_store)
         self.run_data = RunDataReader(parts, self.locator)  # a run's input and step outputs (views)
         self._canceller = RunCanceller(parts, self.locator)
+        self._drainer = RunDrainer(parts, settings.control_plane_id)
         parts.controller.on_key_evictions = KeyEvictions(self._canceller)
         self._stop = asyncio.Event()
         self._watcher_task: asyncio.Task[None] | None = None
@@ -310,52 +298,8 @@ class ControlPlane:
         The pump dispatches runs of every tenant, but the caller learns only of its own tenant's
         (progress, counts, pending), and other tenants' runs never record the caller's user.
         """
-        caller = _require(snapshot)
-        identity = PumpIdentity(
-            pump_runtime_instance_id=self.settings.control_plane_id,
-            pump_worker_id=MANUAL_DRAIN_WORKER_ID,
-            incarnation=self.parts.incarnation,
-            requested_by_tenant_id=caller.tenant_id,
-            requested_by_user_id=caller.user_id,
-        )
-        reported = 0
-
-        async def report(_: int, result: DispatchResult) -> None:
-            nonlocal reported
-            if progress is not None and result.tenant_id == caller.tenant_id:
-                reported += 1
-                await progress(reported, max_count, self._progress_message(result))
-
-        result = await self.parts.pump.pump(
-            PumpRequest(max_dispatch_count=max_count, stop_on_failure=stop_on_failure, pump=identity),
-            progress=report,
-        )
-        own = [a for a in result.attempts if a.tenant_id == caller.tenant_id and a.shared_run_id]
-        return DrainResult(
-            attempted=len(own),
-            dispatched=sum(a.success for a in own),
-            failed=sum(a.outcome is DispatchOutcome.FAILED for a in own),
-            no_capacity=sum(a.outcome is DispatchOutcome.NO_CAPACITY for a in own),
-            stop_reason=result.stop_reason.value,
-            pending_after=await self.parts.queue.pending_count_of_tenant(caller.tenant_id),
-            runs=[self._drained(a) for a in own],
-        )
-
-    @staticmethod
-    def _progress_message(result: DispatchResult) -> str:
-        return (
-            f"{result.outcome.value} {result.shared_run_id} -> {result.assigned_runtime_instance_id or '-'}"
-        )
-
-    @staticmethod
-    def _drained(result: DispatchResult) -> DrainedRun:
-        assert result.shared_run_id is not None
-        return DrainedRun(
-            shared_run_id=result.shared_run_id,
-            outcome=result.outcome.value,
-            assigned_runtime_instance_id=result.assigned_runtime_instance_id,
-            local_run_id=result.local_run_id,
-            reason=result.reason,
+        return await self._drainer.drain(
+            max_count, _require(snapshot), progress, stop_on_failure=stop_on_failure
         )
 
     # Instances
