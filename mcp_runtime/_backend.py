@@ -1,13 +1,12 @@
 """The runtime services behind the tools, and the full list of tool specs.
 
 Owns picking, out of a started RuntimeServices, the one runtime_core service each tool group
-calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks) and the
-registered step types' descriptions and the tenants' MCP servers (`steps.list`, the
-`step://` resource), the schedule
-service, the bulk run actions, the
-run-event subscriber behind run notifications and submit progress (None: neither), the
-run view reader over the same services (the MCP Apps view and the dashboard), and the
-process's metrics exposition. Must not call them: the tool groups do.
+calls, plus the pipeline catalog, the task service behind MCP Tasks (None: no Tasks), the
+registered step types' descriptions and the tenants' MCP servers (`steps.list`, the `step://`
+resource), the schedule service, the bulk run actions, the run-event subscriber behind run
+notifications and submit progress (None: neither), the run view reader over the same services
+(the MCP Apps view and the dashboard), and the process's metrics exposition. Must not call
+them: the tool groups do.
 """
 
 from __future__ import annotations

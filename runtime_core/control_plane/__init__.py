@@ -1,10 +1,9 @@
 """The control plane facade over shared runs, the shared queue and runtime instances.
 
-Owns `ControlPlane` (submit, drain, list_instances, tenant_capacity, queue_depth, run_status, run_pipeline,
-run_data, list / count runs, cancel, pause / resume a local queue; every call takes the caller's
-ExecutionContextSnapshot), its settings, its result models and the tenant-checked run
-lookup. MCP tools and the CLI call this; it knows
-nothing of MCP.
+Owns `ControlPlane` (submit, drain, list_instances, tenant_capacity, queue_depth, run_status,
+run_pipeline, run_data, list / count runs, cancel, pause / resume a local queue; every call
+takes the caller's ExecutionContextSnapshot), its settings, its result models and the
+tenant-checked run lookup. MCP tools and the CLI call this; it knows nothing of MCP.
 """
 
 from runtime_core.control_plane._cancellation import RunCanceller
