@@ -16,7 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from runtime_core.audit import AuditQueries, ExecutionDocument, LedgerRecorder
-from runtime_core.bulk_actions._failed import FAILED, RETRIED_EVENT, RETRY_RUN_ATTRIBUTE, FailedRunReader
+from runtime_core.bulk_actions._failed import (
+    FAILED,
+    RETRIED_EVENT,
+    RETRY_RUN_ATTRIBUTE,
+    FailedRunReader,
+    failed_for_good,
+)
 from runtime_core.bulk_actions._models import ActionOutcome, BulkSettings, RunActionResult, RunFilter
 from runtime_core.bulk_actions._selection import TooManyRunsError, matching_runs
 from runtime_core.control_plane import (
@@ -80,10 +86,17 @@ class BulkRunActions:
         return [await self._retry_id(caller, row.shared_run_id) for row in rows]
 
     async def _retry_id(self, caller: ExecutionContextSnapshot, run_id: str) -> RunActionResult:
-        view = await self.failed.failed_view(caller, run_id)
-        if view is None:
-            return await self._not_retried(caller, run_id)
+        try:
+            view = await self._control_plane.run_status(run_id, caller)
+        except NotFoundError:
+            return _not_found(run_id)
         shared_run_id = view.shared_run_id or run_id
+        if not failed_for_good(view):
+            return RunActionResult(
+                shared_run_id=shared_run_id,
+                outcome=ActionOutcome.NOT_FAILED,
+                detail=f"status {run_final_status(view)}: only runs that failed for good are retried",
+            )
         return await self._resubmit(caller, view, retry_key(shared_run_id), f"led_retry_{shared_run_id}")
 
     async def run_again(
@@ -138,18 +151,6 @@ class BulkRunActions:
             outcome=outcome,
             detail=f"new run {result.shared_run_id} ({result.status.value})",
             new_run_id=result.shared_run_id,
-        )
-
-    async def _not_retried(self, caller: ExecutionContextSnapshot, run_id: str) -> RunActionResult:
-        try:
-            view = await self._control_plane.run_status(run_id, caller)
-        except NotFoundError:
-            return _not_found(run_id)
-        status = run_final_status(view)
-        return RunActionResult(
-            shared_run_id=view.shared_run_id or run_id,
-            outcome=ActionOutcome.NOT_FAILED,
-            detail=f"status {status}: only runs that failed for good are retried",
         )
 
     async def _request_of(

@@ -37,6 +37,11 @@ def _attempts(ledger: list[LedgerEntry], step: str | None) -> list[StepAttempt]:
     ]
 
 
+def failed_for_good(view: RunStatusView) -> bool:
+    """Finished, and failed (after its retries)."""
+    return run_is_done(view) and run_final_status(view) == FAILED
+
+
 def retried_by(ledger: list[LedgerEntry]) -> str | None:
     return next((str(e.attributes[RETRY_RUN_ATTRIBUTE]) for e in ledger if e.event == RETRIED_EVENT), None)
 
@@ -75,7 +80,7 @@ class FailedRunReader:
             view = await self._control_plane.run_status(run_id, caller)
         except NotFoundError:
             return None
-        return view if run_is_done(view) and run_final_status(view) == FAILED else None
+        return view if failed_for_good(view) else None
 
     async def _explain(
         self, caller: ExecutionContextSnapshot, view: RunStatusView, row: RunListRow | None
