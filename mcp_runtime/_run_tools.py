@@ -3,9 +3,9 @@
 Owns resolving the pipeline argument (catalog name or inline definition), forwarding drain
 progress to the MCP client, following a submitted run when the call carries a progress token
 (`notifications.RunProgress`; not when the call becomes a task), and shaping ControlPlane
-answers into tool answers (`done` is the
-control plane's terminal rule, `run_is_done`). Must not queue, dispatch or look runs up
-itself: the ControlPlane does, tenant-checked against the runs' stored snapshots.
+answers into tool answers (`done` is the control plane's terminal rule, `run_is_done`). Must
+not queue, dispatch or look runs up itself: the ControlPlane does, tenant-checked against the
+runs' stored snapshots.
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@ user).
 Owns reading what each page shows through the gate of the tool that reads the same (runs
 list: the listing tool, its counts per status, and a search by any run id through
 `run.status`; run: `run.status` for its graph, input and the shown steps' outputs, then
-`ledger` / `trace` for its evidence;
-capacity: `capacity.list`, the tenant's view without other tenants' activity; schedules:
-`schedules.list`), and which actions the run page offers (only those the user's roles grant:
-a viewer sees no action at all). A failure is the page of its error, with the tool's error
-text. Must not change any state.
+`ledger` / `trace` for its evidence; capacity: `capacity.list`, the tenant's view without
+other tenants' activity; schedules: `schedules.list`), and which actions the run page offers
+(only those the user's roles grant: a viewer sees no action at all). A failure is the page of
+its error, with the tool's error text. Must not change any state.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Dashboard sessions: a random session id in an HttpOnly cookie, the session kept server-side.
 
 Owns opening a session after a successful sign-in (a fresh 256-bit id: no fixation) for the
-principal it proved, finding
-it again from the cookie (expired sessions end), closing it at logout, the per-session CSRF
-token and the one-shot notice shown after an action. Only the sha256 of a session id is
-kept, never the id itself, and never the token the user logged in with. Sessions live in
-this serving process: a restart logs everyone out (several `serve` processes behind one
-address need sticky sessions). Must not authorize anything.
+principal it proved, finding it again from the cookie (expired sessions end), closing it at
+logout, the per-session CSRF token and the one-shot notice shown after an action. Only the
+sha256 of a session id is kept, never the id itself, and never the token the user logged in
+with. Sessions live in this serving process: a restart logs everyone out (several `serve`
+processes behind one address need sticky sessions). Must not authorize anything.
 """
 
 from __future__ import annotations

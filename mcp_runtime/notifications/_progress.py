@@ -7,11 +7,10 @@ asks for progress stays open: it reports `notifications/progress` as the run's s
 status; while a streaming step writes its output, progress grows by fractions and the
 message carries the step's new text, `<status> | <step>: <text>`) and answers once the run
 is done, waits for human input, or `max_wait_s` passed (the run then carries on; follow it
-with run.status or run://). Other requests are served
-meanwhile: the SDK runs each request in its own task. The run's events arrive through
-Redis pub/sub from whichever process runs it; the run is re-read on each event (and every
-`recheck_s`, since pub/sub may drop events while Redis reconnects), so a missed event only
-delays an answer. Must not change the run.
+with run.status or run://). Other requests are served meanwhile: the SDK runs each request in
+its own task. The run's events arrive through Redis pub/sub from whichever process runs it;
+the run is re-read on each event (and every `recheck_s`, since pub/sub may drop events while
+Redis reconnects), so a missed event only delays an answer. Must not change the run.
 """
 
 from __future__ import annotations
