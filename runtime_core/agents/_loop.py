@@ -26,7 +26,7 @@ from runtime_core.agents._limits import AgentLimitGuard, Spent
 from runtime_core.agents._tools import ToolOutcome, ToolRunner
 from runtime_core.agents._tracing import chat_span, execute_tool_span, invoke_agent_span, record_reply
 from runtime_core.dag import DagStore
-from runtime_core.steps import StepInvocation, StepParked, canonical_json, step_result
+from runtime_core.steps import StepInvocation, StepParked, canonical_json, step_result, streamed_completion
 from runtime_core.steps.llm import ChatMessage, LlmProvider, LlmReply, LlmRequest, ToolCall, ToolSpec
 from runtime_core.steps.operations import OperationState, guarded_call
 
@@ -154,13 +154,8 @@ class AgentRun:
         seconds = self.guard.seconds_left(self.started_at_ms, int(time.time() * 1000))
         try:
             async with asyncio.timeout(seconds):
-                if not self.config.stream:
-                    return await self.provider.complete(request)
-                stream = self.claim.output_stream()
-                await stream.begin()
-                reply = await self.provider.complete(request, stream.write)
-                await stream.finish()
-                return reply
+                streaming = self.invocation if self.config.stream else None
+                return await streamed_completion(self.provider, request, streaming)
         except TimeoutError:
             raise self.guard.time_exceeded(int(time.time() * 1000) - self.started_at_ms) from None
 

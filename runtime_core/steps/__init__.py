@@ -28,7 +28,7 @@ from runtime_core.steps._http_failures import redact, retry_after_ms
 from runtime_core.steps._http_tool import HttpToolConfig, HttpToolExecutor
 from runtime_core.steps._human import ApprovalConfig, HumanApprovalExecutor
 from runtime_core.steps._merge import MergeConfig, RagMergeExecutor
-from runtime_core.steps._prompt import AiPromptExecutor, render_template
+from runtime_core.steps._prompt import AiPromptExecutor, render_template, streamed_completion
 from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
 from runtime_core.steps._registry import ANY_INPUT_SCHEMA, ExecutorRegistry
 from runtime_core.steps._results import (
@@ -137,6 +137,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "PromptConfig",
     "check_prompt_provider",
     "render_template",
+    "streamed_completion",
     "LlmProvider",
     "LlmProviders",
     "TemplateLlmProvider",
