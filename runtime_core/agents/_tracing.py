@@ -92,9 +92,3 @@ def execute_tool_span(tool: str, call_id: str, kind: str) -> Any:
             "gen_ai.tool.type": kind,
         },
     )
-
-
-def record_usage(span: Span | None, input_tokens: int, output_tokens: int) -> None:
-    if span is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", output_tokens)

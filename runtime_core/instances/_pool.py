@@ -62,11 +62,6 @@ class LocalInstancePool:
     def with_prefix(self, prefix: str) -> list[RuntimeInstance]:
         return [i for i in self._instances.values() if i.settings.runtime_instance_id_prefix == prefix]
 
-    async def stop_instance(self, runtime_instance_id: str) -> None:
-        instance = self._instances.pop(runtime_instance_id, None)
-        if instance is not None:
-            await instance.stop()
-
     async def stop_all(self) -> None:
         instances, self._instances = list(self._instances.values()), {}
         await asyncio.gather(*(instance.stop() for instance in instances), return_exceptions=True)

@@ -5,10 +5,9 @@ SharedRunId and ExecutionId to the latest LocalRunId, the per-tenant listing key
 per-instance set of assigned local runs that recovery enumerates (not ended, or ended but
 with their end not announced yet: a run leaves it only after its end event left), the set of
 ended local runs (by end time) the lifecycle sweeper retires, retiring them (their records
-expire, their memberships go), the settlement of shared-run dispatch attempts, and the
-tenant-visibility check every run status / cancel path runs before it touches a local
-controller. A foreign tenant's id gets exactly the answer an unknown id gets. Must not
-change local run state itself.
+expire, their memberships go), the settlement of shared-run dispatch attempts, and
+`run_not_found`: the one answer an unknown id and another tenant's id both get (the control
+plane's tenant-checked lookup raises it). Must not change local run state itself.
 
 Dispatch attempts: each provider call of the shared-run dispatcher carries a fresh attempt
 id. The attempt is settled once (HSETNX on one hash field per shared run): by the instance
@@ -328,13 +327,6 @@ class RunExecutionIndex:
         if any_id.startswith("exec_"):
             return await self.get_by_execution(any_id)
         return None
-
-    async def find_visible(self, any_id: str, snapshot: ExecutionContextSnapshot) -> RunIndexRecord:
-        """The record if the caller's tenant owns it; otherwise the unknown-id NotFoundError."""
-        record = await self.find(any_id)
-        if record is None or record.tenant_id != snapshot.tenant_id:
-            raise run_not_found(any_id)
-        return record
 
     async def assigned_to(self, runtime_instance_id: str) -> list[RunIndexRecord]:
         """The local runs one instance has not ended, or ended without announcing their end:

@@ -68,6 +68,3 @@ class TenantSettingsCatalog:
         if settings is not None:
             return settings
         return self._default.model_copy(update={"tenant_id": tenant_id})
-
-    def tenant_ids(self) -> list[str]:
-        return sorted(self._tenants)
