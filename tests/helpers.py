@@ -11,7 +11,7 @@ from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 
-from runtime_core.hot_state import HotState, find_free_port
+from runtime_core.hot_state import EmbeddedRedis, HotState, find_free_port
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.steps import StepInvocation
 
@@ -67,6 +67,12 @@ class CountingExecutor:
             return {"data": {"step": invocation.step_name, "inputs": invocation.inputs}}
         finally:
             self.active -= 1
+
+
+def restart_empty(server: EmbeddedRedis) -> EmbeddedRedis:
+    """SIGKILL, then a new redis-server on the same port and directory: nothing persisted."""
+    server.kill()
+    return EmbeddedRedis(server.data_dir, port=server.port, appendonly=False).start()
 
 
 def fan_out_pipeline(width: int, step_key: str = "test.noop", name: str = "fan") -> PipelineDefinition:

@@ -33,7 +33,7 @@ from runtime_core.instances import HOT_STATE_LOST, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from runtime_core.recovery import RecoveryReports
-from tests.helpers import wait_until
+from tests.helpers import restart_empty, wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
     OTHER_SHARED_TENANT,
@@ -63,12 +63,6 @@ def records() -> Iterator[Records]:
     logging.getLogger("runtime_core").addHandler(handler)
     yield handler
     logging.getLogger("runtime_core").removeHandler(handler)
-
-
-def _restart_empty(server: EmbeddedRedis) -> EmbeddedRedis:
-    """SIGKILL, then a new redis-server on the same port and directory: nothing persisted."""
-    server.kill()
-    return EmbeddedRedis(server.data_dir, port=server.port, appendonly=False).start()
 
 
 def _open(gate: Path) -> None:
@@ -134,7 +128,7 @@ async def lost(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LostSt
             shared = [s.shared_run_id for s in submitted]
             await _all_at_the_gate(services, shared[:RUNS])
             await _still_queued(services, shared[RUNS:])
-            server = _restart_empty(server)
+            server = restart_empty(server)
             _open(gate)
             views: list[RunStatusView] = []
 
@@ -251,7 +245,7 @@ async def test_without_a_durable_copy_a_run_fails_with_hot_state_lost_never_comp
             return any(step.name == "gate" and step.status == "Running" for step in view.steps)
 
         await wait_until(at_the_gate, timeout=20, interval=0.02)
-        server = _restart_empty(server)
+        server = restart_empty(server)
         _open(gate)
         final = await instance.wait_for_run(local_run_id, timeout=BOUND_S)
         assert final.status is LocalRunStatus.FAILED
@@ -309,7 +303,7 @@ async def test_a_dataset_lost_while_no_control_plane_ran_is_noticed_at_the_next_
             ]
             shared = [s.shared_run_id for s in submitted]
             await _still_queued(services, shared)
-        server = _restart_empty(server)
+        server = restart_empty(server)
         async with RuntimeServices(settings) as services:
             plane = services.control_plane
 

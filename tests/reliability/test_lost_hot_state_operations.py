@@ -26,7 +26,7 @@ from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from runtime_core.recovery import RecoveryReport, RecoveryReports
-from tests.helpers import wait_until
+from tests.helpers import restart_empty, wait_until
 from tests.integration.control_plane_support import DEFAULT_TENANT
 from tests.loopback import serving
 from tests.side_effect_peer import SideEffectPeer
@@ -106,8 +106,7 @@ async def lost(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Lost]:
                 return sum(peer.calls.values()) == 2
 
             await wait_until(both_held, timeout=BOUND_S, interval=0.05)
-            server.kill()
-            server = EmbeddedRedis(server.data_dir, port=server.port, appendonly=False).start()
+            server = restart_empty(server)
             peer.hold = False
             peer.release()
             views: dict[str, RunStatusView] = {}
