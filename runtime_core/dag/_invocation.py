@@ -21,7 +21,7 @@ from runtime_core.dag._operations import ClaimOperations, OperationEvent
 from runtime_core.dag._store import DagStore, StepClaim
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import RuntimeCoreError
-from runtime_core.pipeline import BindingError, StepDefinition, check_size, dumps_strict, resolve_inputs
+from runtime_core.pipeline import BindingError, StepDefinition, check_size, encoded_strict, resolve_inputs
 from runtime_core.steps import ExecutorRegistry, StepExecutor, StepFailure, StepInvocation, StepParked
 
 log = logging.getLogger("runtime_core.dag")
@@ -56,13 +56,16 @@ class StepInvoker:
                 )
             await asyncio.sleep(lease_ms / 3000)  # a renewal timer, not synchronisation
 
-    def check_result(self, step: StepDefinition, result: Any) -> None:
-        """A result that is not strict JSON or above `max_result_bytes` fails the step for good."""
+    def check_result(self, step: StepDefinition, result: Any) -> str:
+        """The result's canonical JSON (what Redis stores); a result that is not strict JSON or
+        above `max_result_bytes` fails the step for good."""
         what = f"Result of step '{step.name}'"
         try:
-            check_size(len(dumps_strict(result, what)), self.settings.max_result_bytes, what)
+            text, encoded = encoded_strict(result, what, sort_keys=True)
+            check_size(len(encoded), self.settings.max_result_bytes, what)
         except RuntimeCoreError as exc:
             raise StepFailure(f"[{exc.code}] {exc.message}", code="permanent") from exc
+        return text
 
     async def invoke(
         self, run: ExecutionRun, step: StepDefinition, claim: StepClaim, emit: OperationEvent
@@ -76,7 +79,8 @@ class StepInvoker:
             inputs = resolve_inputs(step, run.meta.state, upstream)
         except BindingError as exc:
             raise StepFailure(exc.message, code="resolver") from exc
-        invocation = StepInvocation(
+        # Built from the engine's own validated data: no validation pass per step.
+        invocation = StepInvocation.model_construct(
             execution_id=run.execution_id,
             pipeline_name=run.meta.pipeline.name,
             pipeline_version=run.meta.pipeline.version,
@@ -89,6 +93,7 @@ class StepInvoker:
             snapshot=run.snapshot,
             operations=ClaimOperations(self.store, claim, emit),
             claim=ClaimHandle(self.store, claim, emit),
+            human_input=None,
         )
         try:
             return await self._call(run, executor, invocation)

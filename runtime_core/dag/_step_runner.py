@@ -20,6 +20,7 @@ from typing import Any
 from runtime_core.dag._engine_settings import PARKED_CONTROL_STATUSES
 from runtime_core.dag._store import (
     AdvanceResult,
+    CanonicalResult,
     ClaimBatch,
     Finalization,
     FinalizeOutcome,
@@ -70,7 +71,7 @@ class StepRunner:
                         # The executor's time only: the engine's own work per step (events,
                         # spans, encoding) is not what makes a claimed batch hold steps back.
                         run.sizer.record_step((time.perf_counter() - started) * 1000)
-            invoker.check_result(step, result)
+            text = invoker.check_result(step, result)
         except StepParked as parked:
             await self._park(step, claim, parked)
             return None
@@ -83,7 +84,9 @@ class StepRunner:
             run.execution_id,
             step=step.name,
         )
-        return Completion(claim, stored, usage_attributes(result_usage(result)))
+        # Stored as it ran (no codec change): its canonical text is the one just checked.
+        reported = CanonicalResult(text) if stored is result else stored
+        return Completion(claim, reported, usage_attributes(result_usage(result)))
 
     async def _fail(self, step: StepDefinition, claim: StepClaim, failure: StepFailure) -> None:
         context, run = self.context, self.run

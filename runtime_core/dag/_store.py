@@ -110,6 +110,17 @@ class StepClaim:
 
 
 @dataclass(frozen=True)
+class CanonicalResult:
+    """A step's result as the canonical JSON text it is stored as (already encoded once)."""
+
+    text: str
+
+
+def _stored_text(result: Any) -> str:
+    return result.text if isinstance(result, CanonicalResult) else canonical_json(result)
+
+
+@dataclass(frozen=True)
 class ClaimBatch:
     outcome: ClaimOutcome
     now_ms: int
@@ -331,16 +342,17 @@ class DagStore:
         owner: str = "",
         finalize: bool = False,
     ) -> AdvanceResult:
-        """Complete `completions` ((claim, stored result) pairs), then claim up to `max_claim`
-        steps: the common path of an execution in one scripted round trip. `owner`: the local
-        run claiming; claims are SUPERSEDED once the execution belongs to another one. An
+        """Complete `completions` ((claim, stored result or its CanonicalResult) pairs), then
+        claim up to `max_claim` steps: the common path of an execution in one scripted round
+        trip. `owner`: the local run claiming; claims are SUPERSEDED once the execution belongs
+        to another one. An
         assisting instance claims as '@<assistant>': its completions are rejected and its
         claims SUPERSEDED once its assistance lease lapsed. `finalize`: when the call converges
         the execution it also finalizes it (as `finalize` would, in the same round trip)."""
         k = self._keys(execution_id)
         args: list[Any] = [len(completions)]
         for claim, result in completions:
-            args += [claim.step_name, claim.token, canonical_json(result)]
+            args += [claim.step_name, claim.token, _stored_text(result)]
         args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG, owner, "1" if finalize else ""]
         reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
         now = int(reply[1])

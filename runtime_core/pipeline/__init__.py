@@ -27,6 +27,7 @@ from runtime_core.pipeline._limits import (
     PipelineLimits,
     check_size,
     dumps_strict,
+    encoded_strict,
     pipeline_limits,
     set_pipeline_limits,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "check_size",
     "dumps_strict",
     "effective_step_inputs",
+    "encoded_strict",
     "is_binding",
     "parse_binding",
     "parse_pipeline",

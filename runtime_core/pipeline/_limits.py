@@ -46,10 +46,18 @@ def loads_strict(text: str | bytes, what: str) -> Any:
 
 def dumps_strict(value: Any, what: str) -> bytes:
     """UTF-8 strict JSON of `value` (the bytes that would be stored), or InvalidPipelineError."""
+    return encoded_strict(value, what)[1]
+
+
+def encoded_strict(value: Any, what: str, *, sort_keys: bool = False) -> tuple[str, bytes]:
+    """Strict compact JSON of `value` as text and as its UTF-8 bytes (keys sorted: the canonical
+    form), or InvalidPipelineError."""
     check_depth(value, what)
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-        return text.encode("utf-8")
+        text = json.dumps(
+            value, allow_nan=False, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys
+        )
+        return text, text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
         raise InvalidPipelineError(
             "json", f"{what} is not JSON-serialisable: {exc}.", hint="Send plain JSON values only."
@@ -81,7 +89,6 @@ def check_size(size_bytes: int, limit: int, what: str) -> None:
 
 def text_size(raw: str | bytes) -> int:
     return len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
-
 
 
 @dataclass(frozen=True)
