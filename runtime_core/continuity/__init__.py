@@ -9,7 +9,13 @@ the runs that were only queued are queued again. Must not run executions, nor re
 that left the queue: its instance restores it, or it had ended.
 """
 
-from runtime_core.continuity._evidence import HOT_STATE_LOST_KIND, LostRunEvidence
+from runtime_core.continuity._evidence import (
+    FAILED_LOST,
+    HOT_STATE_LOST_KIND,
+    REQUEUED,
+    RESTORED,
+    LostRunEvidence,
+)
 from runtime_core.continuity._queued_runs import (
     HOT_STATE_LOST_REQUEUE_REASON,
     LostRunOutcome,
@@ -29,4 +35,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Durable evidence for the recovery report
     "LostRunEvidence",
     "HOT_STATE_LOST_KIND",
+    "RESTORED",
+    "REQUEUED",
+    "FAILED_LOST",
 ]

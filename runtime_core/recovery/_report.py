@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from runtime_core.audit import AuditQueries
-from runtime_core.continuity import HOT_STATE_LOST_KIND
+from runtime_core.continuity import FAILED_LOST, HOT_STATE_LOST_KIND, REQUEUED, RESTORED
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.recovery._models import RecoveryAction, RecoveryCause, RecoveryKind
 from runtime_core.recovery._report_models import (
@@ -35,9 +35,9 @@ _OUTCOMES = {
     RecoveryAction.REQUEUED_FOR_RESUME.value: RunOutcome.RESUMED,
     RecoveryAction.REQUEUED_FOR_REDISPATCH.value: RunOutcome.REDISPATCHED,
     RecoveryAction.ABANDONED.value: RunOutcome.FAILED_LOST,
-    "restored": RunOutcome.RESTORED,
-    "requeued": RunOutcome.REDISPATCHED,
-    "failed_lost": RunOutcome.FAILED_LOST,
+    RESTORED: RunOutcome.RESTORED,
+    REQUEUED: RunOutcome.REDISPATCHED,
+    FAILED_LOST: RunOutcome.FAILED_LOST,
 }
 
 IncidentKey = tuple[str, str | None, str | None]
