@@ -103,8 +103,7 @@ class InstanceAssistance:
         """The effective worker count it would bring to another instance's execution now."""
         if not self.enabled:
             return 0
-        s = self.settings
-        return max(0, min(s.worker_count, s.max_local_workers_per_execution, self.permits.free))
+        return max(0, min(self.settings.workers_per_execution, self.permits.free))
 
     def _run_scopes(self, snapshot: ExecutionContextSnapshot) -> list[str]:
         return help_scopes_of_run(snapshot, self.deps.registry.tenants.resolve(snapshot.tenant_id))

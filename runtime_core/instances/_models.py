@@ -62,6 +62,11 @@ class RuntimeInstanceSettings(BaseModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     assistance: AssistanceSettings = Field(default_factory=AssistanceSettings)
 
+    @property
+    def workers_per_execution(self) -> int:
+        """The most engine workers one execution gets here, one of its own runs or one it assists."""
+        return min(self.worker_count, self.max_local_workers_per_execution)
+
     @classmethod
     def for_tenant(
         cls,

@@ -74,7 +74,7 @@ class RunDriver:
 
     def start(self, run: LocalRun) -> None:
         s = self.settings
-        usable = min(s.worker_count, s.max_local_workers_per_execution)
+        usable = s.workers_per_execution
         # Never more engine workers than its pipeline's maxDegreeOfParallelism.
         run.effective_workers = min(usable, parallelism_limit(run.request.pipeline.config) or usable)
         run.record = run.record.model_copy(update={"status": LocalRunStatus.RUNNING})
