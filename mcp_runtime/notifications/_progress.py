@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
-from runtime_core.control_plane import ControlPlane, RunStatusView, run_is_done
+from runtime_core.control_plane import ControlPlane, RunStatusView, run_final_status, run_is_done
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEvent, RunEventSubscriber
 from runtime_core.identity import ExecutionContextSnapshot
@@ -42,8 +42,8 @@ def _settled(view: RunStatusView) -> bool:
 
 
 def _message(view: RunStatusView) -> str:
-    status = view.control_status if view.control_status == "WaitingForInput" else None
-    status = status or view.execution_status or view.local_status or view.shared_status or "unknown"
+    waiting = view.control_status if view.control_status == "WaitingForInput" else None
+    status = waiting or run_final_status(view) or "unknown"
     return f"run {view.shared_run_id}: {status}"
 
 
