@@ -131,11 +131,11 @@ class RunArchiver:
         status = await p.dag_store.execution_status(local.execution_id)
         if status is not None and not ExecutionStatus(status).is_terminal:
             return None
-        terminal = (
-            await p.snapshots.write_snapshot(local.execution_id)
-            if status is not None
-            else await p.store.get_snapshot(local.execution_id, local.tenant_id)
-        )
+        # The engine's snapshot writer wrote it at finalization, as a rule: read it first (one
+        # row) instead of rebuilding the whole document only to find it stored.
+        terminal = await p.store.get_snapshot(local.execution_id, local.tenant_id)
+        if terminal is None and status is not None:
+            terminal = await p.snapshots.write_snapshot(local.execution_id)
         if terminal is None:
             return None
         return _Ending(ExecutionDocument.model_validate(terminal.snapshot))

@@ -22,6 +22,7 @@ from runtime_core.storage import ArchivedStep, DurableStore, PayloadCorruptedErr
 
 T = TypeVar("T")
 _ARCHIVE_ENTRY_BYTES = 256  # what an archived stored form (inline small value or ref) costs the LRU
+_ARCHIVED_ONE_BY_ONE = 16  # more missing results than this: the archive is read in one query
 
 
 class ResolverLayer(StrEnum):
@@ -83,7 +84,18 @@ class PayloadResolver:
     ) -> dict[str, Any]:
         """Hot values, with a value missing from Redis replaced by its archived stored form."""
         stored = dict(hot_values)
-        for name in [name for name, value in hot_values.items() if value is None]:
+        missing = [name for name, value in hot_values.items() if value is None]
+        if len(missing) > _ARCHIVED_ONE_BY_ONE:  # many evicted results: one read of the archive
+            archived = await self._guarded(
+                execution_id, "*", self.store.list_archived_steps(execution_id, tenant_id)
+            )
+            forms = {step.step_name: _stored_form(step) for step in archived}
+            for name in missing:
+                stored[name] = forms.get(name)
+                if name in forms:
+                    self.metrics.resolver_hit(ResolverLayer.ARCHIVE)
+            return stored
+        for name in missing:
             stored[name] = await self._archived_form(execution_id, name, tenant_id)
         return stored
 
