@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.steps import StepConfig
+from runtime_core.steps import StepConfig, model_call_policy
 from runtime_core.steps.llm import (
     ANTHROPIC_RESERVED_PARAMS,
     OPENAI_RESERVED_PARAMS,
@@ -102,6 +102,8 @@ class AgentConfig(StepConfig):
     pricing: Pricing | None = None
     stream: bool = False
     model_on_uncertain: UncertaintyPolicy = UncertaintyPolicy.RETRY
+
+    _model_call_policy = field_validator("model_on_uncertain")(model_call_policy)
 
     @field_validator("params")
     @classmethod

@@ -26,7 +26,14 @@ from runtime_core.agents._limits import AgentLimitGuard, Spent
 from runtime_core.agents._tools import ToolOutcome, ToolRunner
 from runtime_core.agents._tracing import chat_span, execute_tool_span, invoke_agent_span, record_reply
 from runtime_core.dag import DagStore
-from runtime_core.steps import StepInvocation, StepParked, canonical_json, step_result, streamed_completion
+from runtime_core.steps import (
+    StepInvocation,
+    StepParked,
+    canonical_json,
+    decided_reply,
+    step_result,
+    streamed_completion,
+)
 from runtime_core.steps.llm import ChatMessage, LlmProvider, LlmReply, LlmRequest, ToolCall, ToolSpec
 from runtime_core.steps.operations import OperationState, guarded_call
 
@@ -123,6 +130,7 @@ class AgentRun:
                 f"turn-{turn}",
                 self.config.model_on_uncertain,
                 lambda operation_id: self._complete(request),
+                from_decision=lambda decision: decided_reply(decision, self.model),
                 peer=f"LLM provider {self.config.provider!r}",
             )
             record_reply(span, reply)

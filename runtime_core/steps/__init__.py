@@ -28,8 +28,8 @@ from runtime_core.steps._http_failures import redact, retry_after_ms
 from runtime_core.steps._http_tool import HttpToolConfig, HttpToolExecutor
 from runtime_core.steps._human import ApprovalConfig, HumanApprovalExecutor
 from runtime_core.steps._merge import MergeConfig, RagMergeExecutor
-from runtime_core.steps._prompt import AiPromptExecutor, render_template, streamed_completion
-from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
+from runtime_core.steps._prompt import AiPromptExecutor, decided_reply, render_template, streamed_completion
+from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider, model_call_policy
 from runtime_core.steps._registry import ANY_INPUT_SCHEMA, ExecutorRegistry
 from runtime_core.steps._results import (
     canonical,
@@ -136,6 +136,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "AiPromptExecutor",
     "PromptConfig",
     "check_prompt_provider",
+    "model_call_policy",
+    "decided_reply",
     "render_template",
     "streamed_completion",
     "LlmProvider",

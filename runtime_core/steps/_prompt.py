@@ -5,8 +5,11 @@ values render as key-sorted JSON, `{{` and `}}` are literal braces), validating 
 output against `config.responseSchema`, and the result: `data` holds the `prompt`, the
 reply `text` and, with a schema, the parsed `output`; meta holds model, provider, prompt
 hash and the token `usage` (which the engine copies into the ledger). With `stream` the
-reply's text goes to the claim's live output as it arrives (the result is the same). Must
-not talk to a model itself: that is the provider's job (see `runtime_core.steps.llm`).
+reply's text goes to the claim's live output as it arrives (the result is the same). The
+model call is a guarded operation (`call`, see `runtime_core.steps.operations`): its id is
+recorded before the request, so a call whose process died is found uncertain and settled by
+`onUncertain` (default `retry`: a paid-for reply may be asked for again, never silently).
+Must not talk to a model itself: that is the provider's job (see `runtime_core.steps.llm`).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps._config import parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
 from runtime_core.steps._prompt_config import PromptConfig, check_prompt_provider
-from runtime_core.steps._results import sha256_hex, step_result, unwrap_result
+from runtime_core.steps._results import canonical_json, sha256_hex, step_result, unwrap_result
 from runtime_core.steps.llm import LlmProvider, LlmProviders, LlmReply, LlmRequest, parse_structured_output
+from runtime_core.steps.operations import DECISION_INPUT_SCHEMA, Decision, guarded_call
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}")
 
@@ -30,6 +34,7 @@ class AiPromptExecutor:
     config_model = PromptConfig
     description = "Render a prompt template from the inputs and complete it with a named LLM provider."
     default_retry = PROVIDER_RETRY
+    input_schema = DECISION_INPUT_SCHEMA  # what `onUncertain: ask` waits for
 
     def __init__(self, providers: LlmProviders) -> None:
         self._providers = providers
@@ -51,7 +56,16 @@ class AiPromptExecutor:
             schema_name=config.schema_name,
             schema_strict=config.schema_strict,
         )
-        reply = await streamed_completion(provider, request, invocation if config.stream else None)
+        reply = await guarded_call(
+            invocation,
+            "call",
+            config.on_uncertain,
+            lambda operation_id: streamed_completion(
+                provider, request, invocation if config.stream else None
+            ),
+            from_decision=lambda decision: decided_reply(decision, config.model or provider.default_model),
+            peer=f"LLM provider {config.provider!r}",
+        )
         usage = reply.usage.record(config.provider, reply.model) if reply.usage else None
         data: dict[str, Any] = {"prompt": prompt, "text": reply.text}
         if config.response_schema is not None:
@@ -63,6 +77,12 @@ class AiPromptExecutor:
         return step_result(
             data, model=reply.model, promptSha256=sha256_hex(prompt), provider=config.provider, **meta
         )
+
+
+def decided_reply(decision: Decision, model: str) -> LlmReply:
+    """A human's `done` answer to an uncertain model call: its `result` is the reply's text."""
+    result = decision.result
+    return LlmReply(text=result if isinstance(result, str) else canonical_json(result), model=model)
 
 
 async def streamed_completion(

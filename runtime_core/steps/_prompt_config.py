@@ -1,7 +1,8 @@
 """The `ai.prompt` step config and its submit-time check against the configured LLM providers.
 
 Owns the config fields (camelCase in pipeline JSON) and their validation: `params` may not
-replace what the provider sets itself, `responseSchema` must be a valid JSON schema, and
+replace what the provider sets itself, `responseSchema` must be a valid JSON schema, a model
+call's uncertainty policy cannot be `reconcile` (a model provider has no status operation), and
 `provider` must name a configured provider. Must not call a provider.
 """
 
@@ -19,13 +20,24 @@ from runtime_core.steps.llm import (
     LlmProviders,
     check_response_schema,
 )
+from runtime_core.steps.operations import UncertaintyPolicy
 
 RESERVED_PARAMS = OPENAI_RESERVED_PARAMS | ANTHROPIC_RESERVED_PARAMS
 
 
+def model_call_policy(policy: UncertaintyPolicy) -> UncertaintyPolicy:
+    """What may settle a model call cut by a crash: not `reconcile` (no provider has a status
+    operation to ask whether it answered)."""
+    if policy is UncertaintyPolicy.RECONCILE:
+        raise ValueError("a model call cannot be reconciled (a model provider has no status operation)")
+    return policy
+
+
 class PromptConfig(StepConfig):
     """`model` None: the provider's configured model. `params` go to the provider as-is (temperature, ...).
-    `stream`: the reply is streamed; its text so far is visible while the step runs."""
+    `stream`: the reply is streamed; its text so far is visible while the step runs.
+    `onUncertain`: what settles a model call whose process died before its reply was kept
+    (default `retry`: a model call has no side effect but its cost)."""
 
     template: str
     provider: str = TEMPLATE_PROVIDER
@@ -36,6 +48,9 @@ class PromptConfig(StepConfig):
     schema_name: str = Field(default="output", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     schema_strict: bool = True
     stream: bool = False
+    on_uncertain: UncertaintyPolicy = UncertaintyPolicy.RETRY
+
+    _model_call_policy = field_validator("on_uncertain")(model_call_policy)
 
     @field_validator("params")
     @classmethod

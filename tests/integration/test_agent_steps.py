@@ -133,6 +133,16 @@ async def start(
     )
 
 
+async def cut_off(services: EngineServices, run: asyncio.Task[str], execution_id: str, step: str) -> None:
+    """The worker running `step` dies (its task cancelled); its claim is released the way recovery
+    releases a dead instance's claims."""
+    run.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await run
+    now = await services.hot_state.server_time_ms()
+    assert await release_execution_claims(services.dag_store, execution_id, claimed_before_ms=now) == [step]
+
+
 async def ledger_events(services: EngineServices, execution_id: str) -> list[Any]:
     await services.audit.flush()
     return [entry for entry in await services.durable_store.list_ledger(TENANT, execution_id)]
@@ -421,12 +431,8 @@ async def test_a_stream_cut_by_a_dead_worker_is_recorded_discarded_and_the_retry
     try:
         await wait_until(partly_written, timeout=30)
     finally:
-        first.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await first
+        await cut_off(services, first, execution_id, "tell")
         llm.piece_delay_s = 0.0
-    now = await services.hot_state.server_time_ms()
-    assert await release_execution_claims(services.dag_store, execution_id, claimed_before_ms=now) == ["tell"]
     assert await services.engine.run(execution_id, workers=1) == "Completed"
     result = await services.engine.results.decode(
         execution_id,
@@ -450,3 +456,28 @@ async def test_submitting_an_agent_whose_tool_names_another_tenants_mcp_server_i
         await services.engine.check_for_tenant(pipeline, OTHER_TENANT)
     assert refused.value.rule == TENANT_RULE
     assert services.step_providers.mcp.unknown_message("tenant-b", "desk") in refused.value.message
+
+
+async def test_a_model_turn_cut_off_under_ask_takes_the_reply_a_human_says_it_gave(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str]
+) -> None:
+    llm, _ = model
+    llm.script = [FINAL]
+    llm.hold(0)
+    execution_id = await start(services, agent_pipeline(peer[1], "gpt", modelOnUncertain="ask"))
+    first = asyncio.create_task(services.engine.run(execution_id, workers=1))
+
+    async def held() -> bool:
+        return 0 in llm.waiting
+
+    try:
+        await wait_until(held, timeout=30)
+    finally:
+        await cut_off(services, first, execution_id, "agent")
+        llm.release(0)
+    assert await services.engine.run(execution_id, workers=1) == "WaitingForInput"
+    answer = {"decision": "done", "result": "Filed by hand."}
+    await services.control.submit_input(execution_id, "agent.uncertain", answer, SNAPSHOT)
+
+    assert await services.engine.run(execution_id, workers=1) == "Completed"
+    assert (await result_of(services, execution_id))["data"]["text"] == "Filed by hand."
