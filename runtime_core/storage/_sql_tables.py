@@ -10,6 +10,7 @@ run queries.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -37,8 +38,9 @@ class RecordTable(Generic[RecordT]):
     model: type[RecordT]
     json_columns: frozenset[str] = frozenset()
 
-    @property
+    @cached_property
     def columns(self) -> tuple[str, ...]:
+        """The model's field names, computed once: every row read and written walks them."""
         return tuple(self.model.model_fields)
 
     def select_sql(self, where: str, order_by: str) -> str:
