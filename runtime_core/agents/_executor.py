@@ -1,19 +1,18 @@
 """The `ai.agent` executor: a tool-calling agent on a configured LLM provider, resumable after a crash.
 
 Owns the step type: its config model, the submit-time checks (the provider is configured,
-each tool's step type is registered and its config valid for it; for the submitting tenant,
-each MCP tool on one of its own servers and each pipeline tool's steps), the human input it waits
-for (an approval of a tool call, or a decision on an uncertain call of a tool it runs), and
-starting one `AgentRun` per attempt with the rendered task. Must not run the loop itself
-(`_loop` does) and runs only inside the engine, whose claim fences its checkpoints.
+each tool's step type is registered and its config checked as that step type's config is;
+for the submitting tenant, each MCP tool on one of its own servers and each pipeline tool's
+steps), the human input it waits for (an approval of a tool call, or a decision on an
+uncertain call of a tool it runs), and starting one `AgentRun` per attempt with the rendered
+task. Must not run the loop itself (`_loop` does) and runs only inside the engine, whose claim
+fences its checkpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
-
-from pydantic import ValidationError
 
 from runtime_core.agents._config import AgentConfig
 from runtime_core.agents._loop import AgentRun
@@ -30,10 +29,10 @@ from runtime_core.steps import (
     StepFailure,
     StepInvocation,
     check_prompt_provider,
+    check_step_config,
     check_steps_for_tenant,
     parse_config,
     render_template,
-    validation_problems,
 )
 from runtime_core.steps.llm import ChatMessage, LlmProviders
 from runtime_core.steps.operations import DECISION_INPUT_SCHEMA
@@ -73,8 +72,9 @@ class AiAgentExecutor:
         return dict(APPROVAL_INPUT_SCHEMA)
 
     def check_config(self, config: AgentConfig) -> None:
-        """Submit-time: the provider is configured here, each tool's step type is registered and its
-        config valid for that step type."""
+        """Submit-time: the provider is configured here, and each tool's step type is registered
+        and its config checked exactly as that step type's config is in a pipeline (unknown keys,
+        values, the step type's own `check_config`)."""
         check_prompt_provider(config, self._providers)
         for tool in config.tools:
             if tool.step_key is None:
@@ -84,16 +84,9 @@ class AiAgentExecutor:
                     f"tool {tool.name!r} names step type {tool.step_key!r}, which is not registered",
                     hint="Registered: " + ", ".join(self._executors.keys()),
                 )
-            model = self._executors.config_model(tool.step_key)
-            if model is None:
-                continue
-            try:
-                model.model_validate(tool.config)
-            except ValidationError as error:
-                raise StepConfigError(
-                    f"tool {tool.name!r}: its config is invalid for {tool.step_key}: "
-                    f"{validation_problems(error)}"
-                ) from None
+            check_step_config(
+                self._executors, tool.step_key, tool.config, f"tool {tool.name!r} ({tool.step_key})"
+            )
 
     async def check_for_tenant(
         self, config: AgentConfig, step: StepDefinition, snapshot: ExecutionContextSnapshot

@@ -18,6 +18,7 @@ from runtime_core.steps._config_checks import (
     PROVIDER_RULE,
     STEP_CONFIG_RULE,
     TENANT_RULE,
+    check_step_config,
     check_step_configs,
     check_steps_for_tenant,
 )
@@ -98,6 +99,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "parse_config",
     "validation_problems",
     "check_step_configs",
+    "check_step_config",
     "check_steps_for_tenant",
     "STEP_CONFIG_RULE",
     "PROVIDER_RULE",

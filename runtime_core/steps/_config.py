@@ -26,12 +26,14 @@ ConfigT = TypeVar("ConfigT", bound=StepConfig)
 
 
 class StepConfigError(Exception):
-    """A step config that parses but cannot run here; `hint` says what to configure."""
+    """A step config that cannot run here; `hint` says what to configure. `rule`: the submit-time
+    rule it breaks (None: the step's `check_config` hook refused it)."""
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, rule: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.rule = rule
 
 
 def parse_config(model: type[ConfigT], invocation: StepInvocation) -> ConfigT:

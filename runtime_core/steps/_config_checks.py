@@ -1,6 +1,7 @@
 """Submit-time step config checks: every step's `config` is valid for its step type here.
 
-Owns running, for each step, the key check (a key its step type does not declare, a typo the
+Owns running, for each step (and, through `check_step_config`, for anything configured like a
+step: an agent's tools), the key check (a key its step type does not declare, a typo the
 config model would silently drop, is refused with the key meant: "did you mean `maxTokens`?"),
 its executor's config model on the step's `config` (the seed's "required config values exist"
 rule: a missing or mistyped field is refused before anything is queued, with the step and the
@@ -33,27 +34,39 @@ TENANT_RULE = "tenant_step_check"
 def check_step_configs(steps: Iterable[StepDefinition], registry: ExecutorRegistry) -> None:
     """Raise InvalidPipelineError for the first step whose config does not fit its step type here."""
     for step in steps:
-        executor, model = registry.get(step.step_key), registry.config_model(step.step_key)
-        if executor is None or model is None:
-            continue  # an unregistered key is the `step_keys_registered` rule's to report
-        what = f"Step '{step.name}' ({step.step_key})"
-        _refuse_unknown_keys(what, step.step_key, model, step.config)
         try:
-            config = model.model_validate(step.config)
-        except ValidationError as error:
-            raise InvalidPipelineError(
-                STEP_CONFIG_RULE,
-                f"{what} has an invalid config: {validation_problems(error)}",
-                hint=f"Fix the named config field(s); `mcp-runtime steps {step.step_key}` or the MCP "
-                f"resource step://{step.step_key} shows the config schema.",
-            ) from None
-        check = getattr(executor, "check_config", None)
-        if check is None:
-            continue
-        try:
-            check(config)
+            check_step_config(registry, step.step_key, step.config, f"Step '{step.name}' ({step.step_key})")
         except StepConfigError as error:
-            raise InvalidPipelineError(PROVIDER_RULE, f"{what}: {error.message}", hint=error.hint) from None
+            raise InvalidPipelineError(error.rule or PROVIDER_RULE, error.message, hint=error.hint) from None
+
+
+def check_step_config(registry: ExecutorRegistry, step_key: str, config: dict[str, Any], what: str) -> None:
+    """Raise StepConfigError (its message starts with `what`, its `rule` says which check) when
+    `config` does not fit step type `step_key` here: an unknown key, an invalid value, or what
+    the executor's `check_config` hook refuses. The checks a step's config gets at submit, for
+    anything else configured as a step (an agent's tool). An unregistered `step_key` passes."""
+    executor, model = registry.get(step_key), registry.config_model(step_key)
+    if executor is None or model is None:
+        return  # an unregistered key is the `step_keys_registered` rule's to report
+    _refuse_unknown_keys(what, step_key, model, config)
+    try:
+        parsed = model.model_validate(config)
+    except ValidationError as error:
+        raise StepConfigError(
+            f"{what} has an invalid config: {validation_problems(error)}",
+            hint=f"Fix the named config field(s); `mcp-runtime steps {step_key}` or the MCP "
+            f"resource step://{step_key} shows the config schema.",
+            rule=STEP_CONFIG_RULE,
+        ) from None
+    check = getattr(executor, "check_config", None)
+    if check is None:
+        return
+    try:
+        check(parsed)
+    except StepConfigError as error:
+        raise StepConfigError(
+            f"{what}: {error.message}", hint=error.hint, rule=error.rule or PROVIDER_RULE
+        ) from None
 
 
 async def check_steps_for_tenant(
@@ -86,9 +99,9 @@ def _refuse_unknown_keys(what: str, step_key: str, model: type[BaseModel], confi
     else:
         meant = "no key of this step type is close to it."
     others = f" ({len(unknown) - 1} more unknown key(s) after it.)" if len(unknown) > 1 else ""
-    raise InvalidPipelineError(
-        STEP_CONFIG_RULE,
+    raise StepConfigError(
         f"{what} has an unknown config key `{first.path}`: {meant}{others}",
         hint=f"Known keys here: {', '.join(first.known)}. `mcp-runtime steps {step_key}` or the MCP "
         f"resource step://{step_key} shows the config schema.",
+        rule=STEP_CONFIG_RULE,
     )

@@ -26,7 +26,7 @@ from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.observability import tracing_with
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.recovery import release_execution_claims
-from runtime_core.steps import TENANT_RULE
+from runtime_core.steps import PROVIDER_RULE, STEP_CONFIG_RULE, TENANT_RULE
 from tests.agent_support import (
     API_KEY,
     KEY_ENV,
@@ -481,3 +481,21 @@ async def test_a_model_turn_cut_off_under_ask_takes_the_reply_a_human_says_it_ga
 
     assert await services.engine.run(execution_id, workers=1) == "Completed"
     assert (await result_of(services, execution_id))["data"]["text"] == "Filed by hand."
+
+
+async def test_a_tools_config_is_checked_at_submit_as_the_same_steps_config_is(
+    services: EngineServices, peer: tuple[SideEffectPeer, str]
+) -> None:
+    typo = agent_pipeline(peer[1], "gpt", tool={"config": {"url": f"{peer[1]}/effects", "methd": "POST"}})
+    with pytest.raises(InvalidPipelineError) as unknown_key:
+        services.engine.validate(typo)
+    assert unknown_key.value.rule == STEP_CONFIG_RULE
+    assert "tool 'file_note' (tool.http) has an unknown config key `methd`: did you mean `method`?" in (
+        unknown_key.value.message
+    )
+
+    unconfigured = {"stepKey": "ai.prompt", "config": {"template": "{note}", "provider": "nowhere"}}
+    with pytest.raises(InvalidPipelineError) as hook:
+        services.engine.validate(agent_pipeline(peer[1], "gpt", tool=unconfigured))
+    assert hook.value.rule == PROVIDER_RULE
+    assert "tool 'file_note' (ai.prompt): " in hook.value.message and "'nowhere'" in hook.value.message
