@@ -1,14 +1,19 @@
 """Typed runtime errors shared by every runtime_core package.
 
-Owns the error hierarchy and its stable machine-readable codes, and `closest_name` (the
-"did you mean" of a misspelled key). Every error carries a message that tells the caller what
-to do next. Must not contain any recovery logic.
+Owns the error hierarchy and its stable machine-readable codes, `closest_name` (the
+"did you mean" of a misspelled key) and `error_description` (any error, safe to log). Every
+error carries a message that tells the caller what to do next. Must not contain any recovery
+logic.
 """
 
 from __future__ import annotations
 
 import difflib
+import traceback
 from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
 
 
 class RuntimeCoreError(Exception):
@@ -97,3 +102,26 @@ def closest_name(word: str, known: Iterable[str]) -> str | None:
     """The known name `word` most likely misspells (None when none is close)."""
     matches = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+def error_description(exc: BaseException) -> str:
+    """`exc` described for a log without any value it carries (an input, a stored row: either
+    may hold a secret): a runtime error's message (written for callers, naming no secret); a
+    validation error's model, field locations and error types; otherwise the error's type.
+    Errors that are not runtime errors also say where our code raised or met them."""
+    if isinstance(exc, RuntimeCoreError):
+        return exc.message
+    if isinstance(exc, ValidationError):
+        details = exc.errors(include_url=False, include_context=False, include_input=False)
+        fields = "; ".join(
+            f"{'.'.join(str(part) for part in detail['loc']) or '(top level)'} ({detail['type']})"
+            for detail in details
+        )
+        described = f"ValidationError of {exc.title}: {fields}"
+    else:
+        described = type(exc).__qualname__
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [frame for frame in frames if "site-packages" not in frame.filename] or frames
+    if ours:
+        described += f" at {Path(ours[-1].filename).name}:{ours[-1].lineno} in {ours[-1].name}"
+    return described

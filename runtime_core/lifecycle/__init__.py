@@ -26,7 +26,7 @@ from runtime_core.lifecycle._listing import (
     epoch_ms,
     from_epoch_ms,
 )
-from runtime_core.lifecycle._periodic import PeriodicPass
+from runtime_core.lifecycle._periodic import NextPass, PeriodicPass
 from runtime_core.lifecycle._purge import DurablePurge
 from runtime_core.lifecycle._records import run_record
 from runtime_core.lifecycle._schedule import LifecycleSchedule
@@ -58,6 +58,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "DurablePurge",
     # Background loop
     "PeriodicPass",
+    "NextPass",
     # Run listing
     "RunCatalog",
     "RunListQuery",

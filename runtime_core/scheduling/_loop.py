@@ -2,22 +2,23 @@
 
 Owns the pass (read the server clock once, then per active schedule: take over a claim whose
 lease ended, fire a queue_one tick whose previous run ended, plan the due ticks and claim and
-fire them in order, stopping at the first claim it does not win) and the wait until the
-next due tick (at most `poll_interval_ms`, woken at once by a local create / resume). Several
-control planes run it at once: the tick claims decide, never this process's memory. Its
-liveness is a readiness check. Must not compute ticks or submit runs itself.
+fire them in order, stopping at the first claim it does not win; a stored schedule that does
+not read is logged and skipped) and when the next pass runs: a PeriodicPass runs it, told the
+wait until the next due tick (at most `poll_interval_ms`), woken at once by a local create /
+resume, backing off while a store is unavailable. Several control planes run it at once: the
+tick claims decide, never this process's memory. Its liveness is a readiness check. Must not
+compute ticks or submit runs itself.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
 
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.hot_state import HotState
+from runtime_core.lifecycle import NextPass, PeriodicPass
 from runtime_core.scheduling._firing import TickFirer
 from runtime_core.scheduling._settings import SchedulingSettings
 from runtime_core.scheduling._spec import OverlapPolicy
@@ -52,40 +53,25 @@ class Scheduler:
         self.firer = firer
         self.settings = settings
         self.owner = owner
-        self._wake = asyncio.Event()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = PeriodicPass("scheduler", self._pass, settings.poll_interval_ms, log)
 
     # Lifecycle
 
     def start(self) -> None:
-        self._stop.clear()
-        self._task = asyncio.create_task(self._run(), name="scheduler")
+        self._loop.start()
 
     @property
     def alive(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._loop.alive
 
     def wake(self) -> None:
-        self._wake.set()
+        self._loop.wake()
 
     async def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
-    async def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                wait_ms = await self.run_pass()
-            except StoreUnavailableError as exc:
-                log.warning("scheduler.pass_failed", extra={"error": exc.message, "owner": self.owner})
-                wait_ms = self.settings.poll_interval_ms
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(wait_ms, 1) / 1000)
+    async def _pass(self) -> NextPass:
+        return NextPass(await self.run_pass())
 
     # One pass
 
@@ -112,14 +98,21 @@ class Scheduler:
         return max(deadline - (now_ms + elapsed_ms), 0)
 
     async def _active_schedules(self) -> AsyncIterator[ScheduleRecord]:
+        """Every active schedule that reads; a corrupt stored row is logged (its id and what is
+        wrong, never its values) and skipped."""
         after: str | None = None
         while True:
-            page = await self._store.list_active_schedules(after=after)
-            for record in page:
+            scan = await self._store.list_active_schedules(after=after)
+            for unreadable in scan.unreadable:
+                log.warning(
+                    "scheduler.schedule_unreadable",
+                    extra={"schedule_id": unreadable.schedule_id, "error": unreadable.problem},
+                )
+            for record in scan.records:
                 yield record
-            if not page:
+            if scan.last_id is None:
                 return
-            after = page[-1].schedule_id
+            after = scan.last_id
 
     async def _handle(self, record: ScheduleRecord, now_ms: int) -> int:
         """Fire what is due of one schedule; when its next tick is due (server ms)."""

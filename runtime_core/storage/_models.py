@@ -2,18 +2,23 @@
 
 Owns the pydantic shapes of terminal snapshots, payload references, archived steps, ledger
 entries, trace spans, forensics records, run-index events and run records (with the query
-and cursor of a run listing and the record kinds a retention purge can expire), and the
-UTC datetime rule. Must not know how any backend stores them.
+and cursor of a run listing and the record kinds a retention purge can expire), schedules
+(with a page of the scheduler's scan, which reports the rows that do not read as a schedule
+instead of failing), and the UTC datetime rule. Must not know how any backend stores them.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from runtime_core.errors import error_description
 
 
 def _to_utc_milliseconds(value: datetime) -> datetime:
@@ -292,3 +297,41 @@ class ScheduleFire(_Record):
     fired_at: UtcDatetime = Field(default_factory=utc_now)
     run_id: str | None = None
     outcome: str
+
+
+@dataclass(frozen=True)
+class UnreadableSchedule:
+    """A stored schedule row that does not read as a ScheduleRecord: its id and what is wrong
+    (a value-free description: the row may hold secrets)."""
+
+    schedule_id: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class ScheduleScan:
+    """One page of the scheduler's scan of active schedules: the records, the rows that did not
+    read, and the id of the page's last row (None: the scan is over)."""
+
+    records: tuple[ScheduleRecord, ...]
+    unreadable: tuple[UnreadableSchedule, ...] = ()
+    last_id: str | None = None
+
+
+RowT = TypeVar("RowT")
+
+
+def scan_schedules(
+    rows: Iterable[RowT], read: Callable[[RowT], ScheduleRecord], id_of: Callable[[RowT], str]
+) -> ScheduleScan:
+    """A ScheduleScan of stored rows (in id order): each read by `read`, or reported unreadable."""
+    records: list[ScheduleRecord] = []
+    unreadable: list[UnreadableSchedule] = []
+    last_id: str | None = None
+    for row in rows:
+        last_id = id_of(row)
+        try:
+            records.append(read(row))
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError, a bad JSON column
+            unreadable.append(UnreadableSchedule(last_id, error_description(exc)))
+    return ScheduleScan(tuple(records), tuple(unreadable), last_id)

@@ -123,9 +123,15 @@ class MongoDurableStore(MongoSchedules):
     async def _find(
         self, model: type[RecordT], name: str, query: Document, sort: list[tuple[str, int]], limit: int = 0
     ) -> list[RecordT]:
+        documents = await self._find_documents(name, query, sort, limit)
+        return [from_document(model, document) for document in documents]
+
+    async def _find_documents(
+        self, name: str, query: Document, sort: list[tuple[str, int]], limit: int = 0
+    ) -> list[Document]:
+        """The documents as stored, not yet records."""
         async with self._guard():
-            cursor = self._db[name].find(query).sort(sort).limit(limit)
-            return [from_document(model, document) async for document in cursor]
+            return [document async for document in self._db[name].find(query).sort(sort).limit(limit)]
 
     # Terminal snapshots
 

@@ -14,7 +14,7 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from runtime_core.storage._models import ScheduleFire, ScheduleRecord
+from runtime_core.storage._models import ScheduleFire, ScheduleRecord, ScheduleScan, scan_schedules
 from runtime_core.storage._mongo_documents import Document, RecordT, from_document, to_document
 from runtime_core.storage._protocol import DEFAULT_SCHEDULE_PAGE
 
@@ -34,6 +34,11 @@ class MongoSchedules:
     async def _find(
         self, model: type[RecordT], name: str, query: Document, sort: list[tuple[str, int]], limit: int = 0
     ) -> list[RecordT]:
+        raise NotImplementedError
+
+    async def _find_documents(
+        self, name: str, query: Document, sort: list[tuple[str, int]], limit: int = 0
+    ) -> list[Document]:
         raise NotImplementedError
 
     async def insert_schedule(self, record: ScheduleRecord) -> bool:
@@ -57,9 +62,14 @@ class MongoSchedules:
 
     async def list_active_schedules(
         self, after: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
-    ) -> list[ScheduleRecord]:
+    ) -> ScheduleScan:
         query = {"status": "active", "_id": {"$gt": after or ""}}
-        return await self._find(ScheduleRecord, "schedules", query, [("_id", ASCENDING)], limit)
+        documents = await self._find_documents("schedules", query, [("_id", ASCENDING)], limit)
+        return scan_schedules(
+            documents,
+            lambda document: from_document(ScheduleRecord, document),
+            lambda document: document["_id"],
+        )
 
     async def set_schedule_status(
         self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime

@@ -20,6 +20,7 @@ from runtime_core.storage._models import (
     RunRecordQuery,
     ScheduleFire,
     ScheduleRecord,
+    ScheduleScan,
     SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
@@ -198,8 +199,11 @@ class DurableStore(Protocol):
 
     async def list_active_schedules(
         self, after: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
-    ) -> list[ScheduleRecord]:
-        """Every tenant's active schedules by schedule_id ascending, strictly after `after`.
+    ) -> ScheduleScan:
+        """Every tenant's active schedules by schedule_id ascending, strictly after `after`; at
+        most `limit` rows. A row that does not read as a ScheduleRecord is reported in
+        `unreadable` (never raised: one corrupt row must not hide the others); page on with
+        `last_id` until it is None.
 
         For the control plane's scheduler only, never a caller.
         """

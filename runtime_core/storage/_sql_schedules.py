@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from runtime_core.storage._models import ScheduleFire, ScheduleRecord
+from runtime_core.storage._models import ScheduleFire, ScheduleRecord, ScheduleScan, scan_schedules
 from runtime_core.storage._protocol import DEFAULT_SCHEDULE_PAGE
 from runtime_core.storage._query import SqlDialect
 from runtime_core.storage._sql_tables import RecordTable, RecordTables
@@ -44,6 +44,11 @@ class SqlSchedules:
     ) -> list[Any]:
         raise NotImplementedError
 
+    async def _select_rows(
+        self, table: RecordTable[Any], where: str, params: list[Any], order_by: str, limit: int | None = None
+    ) -> list[Any]:
+        raise NotImplementedError
+
     async def insert_schedule(self, record: ScheduleRecord) -> bool:
         schedules = self._tables.schedules
         return await self._write(schedules.insert_sql(), schedules.to_row(record)) == 1
@@ -61,9 +66,11 @@ class SqlSchedules:
 
     async def list_active_schedules(
         self, after: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
-    ) -> list[ScheduleRecord]:
+    ) -> ScheduleScan:
+        schedules = self._tables.schedules
         where = self._dialect.spell("status = 'active' AND schedule_id > ?")
-        return await self._select(self._tables.schedules, where, [after or ""], "schedule_id", limit)
+        rows = await self._select_rows(schedules, where, [after or ""], "schedule_id", limit)
+        return scan_schedules(rows, schedules.from_row, lambda row: str(row["schedule_id"]))
 
     async def set_schedule_status(
         self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime

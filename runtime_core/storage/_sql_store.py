@@ -86,10 +86,16 @@ class SqlDurableStore(SqlSchedules):
     async def _select(
         self, table: RecordTable[Any], where: str, params: list[Any], order_by: str, limit: int | None = None
     ) -> list[Any]:
+        return [table.from_row(row) for row in await self._select_rows(table, where, params, order_by, limit)]
+
+    async def _select_rows(
+        self, table: RecordTable[Any], where: str, params: list[Any], order_by: str, limit: int | None = None
+    ) -> list[Any]:
+        """The rows of `table` as stored (each readable by column name), not yet records."""
         sql = table.select_sql(where, order_by)
         if limit is not None:
             sql, params = f"{sql} LIMIT {self._dialect.placeholder}", [*params, limit]
-        return [table.from_row(row) for row in await self._fetch_all(sql, params)]
+        return await self._fetch_all(sql, params)
 
     # Terminal snapshots
 

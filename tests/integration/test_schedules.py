@@ -4,6 +4,8 @@ for the same ticks, pause / resume / trigger / delete, and tenant isolation."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -19,7 +21,8 @@ from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.queueing import SharedRunRecord
 from runtime_core.scheduling import Scheduler, SchedulingSettings
-from runtime_core.storage import ScheduleRecord
+from runtime_core.storage import ScheduleRecord, SqliteDurableStore
+from tests.durable_backends import sqlite_schedule_damage
 from tests.helpers import wait_until
 from tests.integration.schedule_support import (
     HoldExecutor,
@@ -32,6 +35,7 @@ from tests.integration.schedule_support import (
 )
 
 Rig = tuple[RuntimeServices, HoldExecutor]
+SECRET = "sk-live-stored-in-a-schedule-7e7e"
 
 
 @pytest.fixture(scope="module")
@@ -229,3 +233,31 @@ async def test_a_schedule_whose_stored_spec_is_broken_never_stops_the_others(rig
         assert services.scheduling.scheduler.alive
     finally:
         await services.durable_store.delete_schedule(tenant.tenant_id, broken.schedule_id)
+
+
+async def test_a_stored_schedule_row_that_does_not_read_is_skipped_and_logged_by_id_without_its_values(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    services, hold = rig
+    tenant = new_tenant()
+    store = services.durable_store
+    assert isinstance(store, SqliteDurableStore)
+    corrupt = await create_schedule(services, tenant, "corrupt", cron="0 0 1 1 *")
+    await sqlite_schedule_damage(store.path)(corrupt.schedule_id, json.dumps([SECRET]))
+    caplog.set_level(logging.INFO, logger="runtime_core")
+
+    async def reported() -> bool:
+        return any(getattr(r, "schedule_id", None) == corrupt.schedule_id for r in _unreadable(caplog))
+
+    try:
+        async with scheduled(services, hold, tenant, overlap="allow"):
+            await _until_runs(services, tenant, 2)
+            await wait_until(reported, timeout=20, interval=0.05)
+        assert services.scheduling.scheduler.alive
+    finally:
+        await store.delete_schedule(tenant.tenant_id, corrupt.schedule_id)
+    assert all(SECRET not in f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
+
+
+def _unreadable(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "scheduler.schedule_unreadable"]

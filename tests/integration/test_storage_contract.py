@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -65,7 +66,12 @@ async def _mongodb_backend(uri: str) -> AsyncIterator[DurableBackend]:
         else:
             await payloads.update_one({"_id": payload_id}, {"$set": {"body": body}})
 
-    yield DurableBackend("mongodb", store, damage)
+    async def damage_schedule(schedule_id: str, input_json: str) -> None:
+        await admin[database]["schedules"].update_one(
+            {"_id": schedule_id}, {"$set": {"input": json.loads(input_json)}}
+        )
+
+    yield DurableBackend("mongodb", store, damage, damage_schedule)
     await store.close()
     await admin.drop_database(database)
     await admin.close()

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from runtime_core.storage import DurableStore, ScheduleFire, ScheduleRecord
+from tests.durable_backends import DurableBackend
 from tests.integration.test_storage_contract import FOREIGN, T0, TENANT, backend, store
+
+SECRET = "sk-live-do-not-log-4242"
 
 __all__ = ["backend", "store"]  # the contract's fixtures, used by name below
 
@@ -48,8 +52,27 @@ async def test_schedules_list_by_name_per_tenant_and_active_ones_for_the_schedul
     assert paused is not None and paused.status == "paused"
     assert paused.status_changed_at == T0 + timedelta(seconds=5)
     active = await store.list_active_schedules()
-    assert [r.schedule_id for r in active] == ["sched_0", "sched_2", "sched_9"]  # every tenant's
-    assert [r.schedule_id for r in await store.list_active_schedules(after="sched_0", limit=1)] == ["sched_2"]
+    assert [r.schedule_id for r in active.records] == ["sched_0", "sched_2", "sched_9"]  # every tenant's
+    assert (active.unreadable, active.last_id) == ((), "sched_9")
+    page = await store.list_active_schedules(after="sched_0", limit=1)
+    assert ([r.schedule_id for r in page.records], page.last_id) == (["sched_2"], "sched_2")
+    assert (await store.list_active_schedules(after="sched_9")).last_id is None  # the scan is over
+
+
+async def test_a_stored_schedule_that_does_not_read_is_reported_by_id_without_its_values(
+    backend: DurableBackend,
+) -> None:
+    store = backend.store
+    for n in range(3):
+        assert await store.insert_schedule(_schedule(f"sched_{n}", f"s{n}"))
+    await backend.damage_schedule("sched_0", json.dumps([SECRET]))
+    await backend.damage_schedule("sched_1", json.dumps([SECRET]))
+    first = await store.list_active_schedules(limit=2)  # a page of nothing but corrupt rows
+    assert first.records == () and first.last_id == "sched_1"
+    assert [u.schedule_id for u in first.unreadable] == ["sched_0", "sched_1"]
+    assert all("input" in u.problem and SECRET not in u.problem for u in first.unreadable)
+    rest = await store.list_active_schedules(after=first.last_id, limit=2)  # paging goes on past them
+    assert [r.schedule_id for r in rest.records] == ["sched_2"]
 
 
 async def test_status_changes_are_tenant_scoped_and_keep_the_first_change_time(store: DurableStore) -> None:
