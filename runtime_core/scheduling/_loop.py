@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
+from runtime_core.errors import StoreUnavailableError, error_description
 from runtime_core.hot_state import HotState
 from runtime_core.lifecycle import NextPass, PeriodicPass
 from runtime_core.scheduling._firing import TickFirer
@@ -91,7 +91,7 @@ class Scheduler:
                     extra={
                         "schedule_id": record.schedule_id,
                         "tenant_id": record.tenant_id,
-                        "error": exc.message if isinstance(exc, RuntimeCoreError) else repr(exc),
+                        "error": error_description(exc),  # a stored spec's values may be secrets
                     },
                 )
         elapsed_ms = round((time.monotonic() - started) * 1000)

@@ -215,24 +215,37 @@ async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenan
     hold.release_tenant(owner.tenant_id)
 
 
-async def test_a_schedule_whose_stored_spec_is_broken_never_stops_the_others(rig: Rig) -> None:
+async def test_a_schedule_whose_stored_spec_is_broken_never_stops_the_others_nor_logs_its_values(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
     services, hold = rig
     tenant = new_tenant()
     broken = ScheduleRecord(
         schedule_id="sched_broken_" + tenant.tenant_id,
         tenant_id=tenant.tenant_id,
         name="broken",
-        spec={"cron": "not a cron"},
+        spec={"cron": "* * * * *", "timezone": SECRET},  # no such zone: the spec does not parse
         pipeline={"name": "held"},
         snapshot=tenant.model_dump(mode="json"),
     )
     assert await services.durable_store.insert_schedule(broken)
+    caplog.set_level(logging.INFO, logger="runtime_core")
+
+    def failures() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.getMessage() == "scheduler.schedule_failed"]
+
+    async def reported() -> bool:
+        return any(getattr(r, "schedule_id", None) == broken.schedule_id for r in failures())
+
     try:
         async with scheduled(services, hold, tenant, overlap="allow"):
             await _until_runs(services, tenant, 2)
+            await wait_until(reported, timeout=20, interval=0.05)
         assert services.scheduling.scheduler.alive
     finally:
         await services.durable_store.delete_schedule(tenant.tenant_id, broken.schedule_id)
+    assert "timezone" in next(r for r in failures() if r.schedule_id == broken.schedule_id).error  # type: ignore[attr-defined]
+    assert all(SECRET not in f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
 
 
 async def test_a_stored_schedule_row_that_does_not_read_is_skipped_and_logged_by_id_without_its_values(
