@@ -68,7 +68,7 @@ class QueuedChildRuns:
     ) -> str:
         assert tool.pipeline is not None and parent.snapshot is not None
         pipeline = parse_pipeline(tool.pipeline)
-        snapshot = parent.snapshot
+        snapshot = parent.snapshot.for_child(parent.execution_id, parent.step_name, call_key)
         record = SharedRunRecord(
             shared_run_id=self.runs.keys.new_run_id(snapshot.tenant_id),
             status=SharedRunStatus.QUEUED_GLOBALLY,
@@ -77,7 +77,6 @@ class QueuedChildRuns:
             snapshot=snapshot,
             pipeline=pipeline,
             input=arguments,
-            parent_call=call_key,
         )
         key = IdempotencyKey.for_request(call_key, pipeline, arguments, window_ms=CHILD_KEY_WINDOW_MS)
         queued = await self.queue.enqueue_new(record, key)
@@ -85,12 +84,7 @@ class QueuedChildRuns:
             return queued.detail  # made by this call before (a replay or a retry)
         if not queued.applied:
             raise StepFailure(f"tool {tool.name!r}: its child run was not queued ({queued.outcome.name})")
-        parent_ids = {
-            "parent.execution.id": parent.execution_id,
-            "parent.step": parent.step_name,
-            "parent.call": call_key,
-        }
-        await self.journal.record(record, "submitted", **parent_ids)
+        await self.journal.record_submitted(record)
         return record.shared_run_id
 
     async def _result(self, parent: StepInvocation, shared_run_id: str) -> tuple[Any, str | None]:

@@ -60,7 +60,11 @@ class RunStatusReader:
         if located.archived is not None:
             return await self._archived_view(any_id, located.archived, located.snapshot, page)
         with restored_snapshot(located.snapshot):
-            view = RunStatusView(requested_id=any_id, tenant_id=located.snapshot.tenant_id)
+            view = RunStatusView(
+                requested_id=any_id,
+                tenant_id=located.snapshot.tenant_id,
+                parent_call=located.snapshot.parent_call,
+            )
             await self._fill_shared(view, located)
             if located.local is not None:
                 self._fill_local(view, await self._local_view(located.local))
@@ -101,6 +105,7 @@ class RunStatusReader:
                     }
                 ),
                 failed_step=next((step.name for step in record.steps if step.failed_the_run), None),
+                parent_call=snapshot.parent_call,
                 submitted_at=record.created_at,
                 started_at=record.started_at,
                 ended_at=record.ended_at,
@@ -129,7 +134,6 @@ class RunStatusReader:
         view.pump_worker_id = shared.pump_worker_id
         view.scale_out_request_id = shared.scale_out_request_id
         view.failure_reason = shared.failure_reason
-        view.parent_call = shared.parent_call
         view.submitted_at = _utc(shared.created_at_ms) if shared.created_at_ms else None
         if shared.status.value in TERMINAL_RUN_STATUSES and shared.updated_at_ms:
             view.ended_at = _utc(shared.updated_at_ms)  # ended before any dispatch (cancelled, rejected)

@@ -26,11 +26,20 @@ from runtime_core.identity._ids import (
     parse_any_run_id,
     shared_run_partition,
 )
-from runtime_core.identity._snapshot import ExecutionContextSnapshot
+from runtime_core.identity._snapshot import (
+    PARENT_CALL_ATTRIBUTE,
+    PARENT_EXECUTION_ATTRIBUTE,
+    PARENT_STEP_ATTRIBUTE,
+    ExecutionContextSnapshot,
+)
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Context
     "ExecutionContextSnapshot",
+    # A child run's snapshot attributes (ExecutionContextSnapshot.for_child)
+    "PARENT_CALL_ATTRIBUTE",
+    "PARENT_EXECUTION_ATTRIBUTE",
+    "PARENT_STEP_ATTRIBUTE",
     # Ids
     "ExecutionId",
     "LocalRunId",

@@ -64,7 +64,6 @@ _OPTIONAL_TEXT_FIELDS = (
     "flow_strategy",
     "concurrency_key",
     "dispatch_limits",
-    "parent_call",
 )
 _OPTIONAL_INT_FIELDS = (
     "updated_at_ms",
@@ -122,8 +121,6 @@ class SharedRunRecord(BaseModel):
     flow_limit: int | None = None
     flow_strategy: str | None = None
     concurrency_key: str | None = None
-    # A child run of an agent's pipeline tool: the call that started it, `<ExecutionId>:<step>:<sub-step>`.
-    parent_call: str | None = None
     # The tenant's dispatch rate limits (`runtime_core.flow.dispatch_cells`, as a script argument).
     dispatch_limits: str | None = None
 
@@ -154,7 +151,6 @@ class SharedRunRecord(BaseModel):
             "flow_strategy": self.flow_strategy,
             "concurrency_key": self.concurrency_key,
             "dispatch_limits": self.dispatch_limits,
-            "parent_call": self.parent_call,
         }
         return fields | {name: value for name, value in optional.items() if value}
 

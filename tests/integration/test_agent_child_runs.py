@@ -1,7 +1,8 @@
 """A pipeline as an agent's tool: the call runs a child run through the shared queue (real Redis, a
 control plane with its runtime instance and pump), the agent reads the child's result, and the
 two are linked both ways: the parent's transcript and ledger name the child, the child's
-ledger (its `shared_run.submitted` entry) names the parent."""
+ledger (its `shared_run.submitted` entry) names the parent, and so does its `run.status`, before
+and after the child is archived."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from runtime_core.agents import read_sub_steps
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.lifecycle import ArchiveOutcome
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, served_model, write_providers
@@ -92,6 +94,7 @@ async def test_a_pipeline_tool_runs_a_child_run_linked_both_ways_and_the_model_r
     assert (
         child.execution_status == "Completed" and child.execution_id == call.output["childRun"]["executionId"]
     )
+    assert child.parent_call == f"{view.execution_id}:agent:1"  # the agent's call: sub-step 1
 
     await runtime.audit.flush()
     parent_ledger = await runtime.audit.queries.ledger(TENANT, execution_id=view.execution_id)
@@ -101,3 +104,9 @@ async def test_a_pipeline_tool_runs_a_child_run_linked_both_ways_and_the_model_r
     [submitted] = [e for e in child_ledger if e.event == "shared_run.submitted"]
     assert submitted.attributes["parent.execution.id"] == view.execution_id
     assert submitted.attributes["parent.step"] == "agent"
+
+    assert child.local_run_id is not None
+    archiver = plane.parts.lifecycle.archiver
+    assert await archiver.archive_local_end(child.local_run_id) is ArchiveOutcome.ARCHIVED
+    archived = await plane.run_status(child_id, TENANT)  # from its durable run record now
+    assert archived.execution_status == "Completed" and archived.parent_call == child.parent_call
