@@ -18,7 +18,7 @@ async def open_durable_store(settings: DurableStoreSettings) -> DurableStore:
     if settings.backend == "mongodb":
         assert settings.mongodb_uri is not None  # guaranteed by DurableStoreSettings validation
         return await MongoDurableStore.open(
-            settings.mongodb_uri, settings.mongodb_database, settings.mongodb_timeout_ms
+            settings.mongodb_uri.get_secret_value(), settings.mongodb_database, settings.mongodb_timeout_ms
         )
     if settings.backend == "postgresql":
         assert settings.postgresql_conninfo is not None  # guaranteed by DurableStoreSettings validation

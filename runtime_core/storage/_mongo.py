@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
+from urllib.parse import unquote_plus, urlsplit
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
@@ -19,8 +20,10 @@ from pymongo.errors import (
     ConnectionFailure,
     DocumentTooLarge,
     DuplicateKeyError,
+    InvalidURI,
 )
 
+from runtime_core.errors import ConfigurationError as InvalidConfigurationError
 from runtime_core.errors import InputTooLargeError, StoreUnavailableError
 from runtime_core.storage._codec import payload_ref, verified_body
 from runtime_core.storage._errors import payload_of_another_tenant, shared_run_of_another_tenant
@@ -64,11 +67,22 @@ _PURGED_BY_AGE: dict[DurableRecordKind, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _unavailable(exc: BaseException) -> StoreUnavailableError:
+def _unavailable(exc: BaseException, uri: str = "") -> StoreUnavailableError:
     return StoreUnavailableError(
-        f"MongoDB durable store is unavailable: {exc}",
+        f"MongoDB durable store is unavailable: {_without_password(str(exc), uri)}",
         hint="Check MONGODB_URI points at a reachable server and the credentials are valid.",
     )
+
+
+def _without_password(text: str, uri: str) -> str:
+    """`text` with the URI's password masked, should a driver message ever echo it."""
+    try:
+        password = urlsplit(uri).password if uri else None
+    except ValueError:  # a URI too broken to find its password in: say nothing of it
+        return "the driver's message is withheld (the URI does not parse)"
+    for spelling in {password, unquote_plus(password)} if password else ():
+        text = text.replace(spelling, "***")
+    return text
 
 
 class MongoDurableStore(MongoSchedules):
@@ -81,7 +95,8 @@ class MongoDurableStore(MongoSchedules):
 
     @classmethod
     async def open(cls, uri: str, database: str, timeout_ms: int = 5000) -> MongoDurableStore:
-        """Connect, then create every index (idempotent); StoreUnavailableError when unreachable."""
+        """Connect, then create every index (idempotent); StoreUnavailableError when unreachable,
+        ConfigurationError when the URI is invalid (neither error shows its password)."""
         try:
             client: AsyncMongoClient[Document] = AsyncMongoClient(
                 uri,
@@ -89,11 +104,17 @@ class MongoDurableStore(MongoSchedules):
                 serverSelectionTimeoutMS=timeout_ms,
                 connectTimeoutMS=timeout_ms,
             )
-        except ConfigurationError as exc:
-            raise _unavailable(exc) from exc
+        except (InvalidURI, ValueError) as exc:  # the URI itself: retrying will not help
+            raise InvalidConfigurationError(
+                f"The MongoDB URI is invalid: {_without_password(str(exc), uri)}",
+                hint="Fix MONGODB_URI (or MCP_RUNTIME_DURABLE_URL): mongodb://user:password@host/ "
+                "with the user and password percent-encoded.",
+            ) from None
+        except ConfigurationError as exc:  # e.g. a mongodb+srv:// name that does not resolve
+            raise _unavailable(exc, uri) from None
         store = cls(client, client[database])
         try:
-            async with store._guard():
+            async with store._guard(uri):
                 for name, indexes in INDEXES.items():
                     await store._db[name].create_indexes(indexes)
         except StoreUnavailableError:
@@ -102,13 +123,13 @@ class MongoDurableStore(MongoSchedules):
         return store
 
     @asynccontextmanager
-    async def _guard(self) -> AsyncIterator[None]:
+    async def _guard(self, uri: str = "") -> AsyncIterator[None]:
         if self._closed:
             raise _unavailable(RuntimeError("the store was closed"))
         try:
             yield
         except (ConnectionFailure, ConfigurationError) as exc:
-            raise _unavailable(exc) from exc
+            raise _unavailable(exc, uri) from None
 
     async def _insert_ignoring_duplicates(self, name: str, documents: list[Document]) -> None:
         if not documents:

@@ -1,9 +1,9 @@
 """DurableStoreSettings: the one typed config object that selects and tunes a backend.
 
 Owns reading the backend's location from a URL (`MCP_RUNTIME_DURABLE_URL`: `postgresql://`,
-`mongodb://`, `sqlite:///path`) and from the environment, and keeping a PostgreSQL password out
-of every printable form (the conninfo it keeps has none; the password is a SecretStr). Must not
-open any connection.
+`mongodb://`, `sqlite:///path`) and from the environment, and keeping a password out of every
+printable form (the PostgreSQL conninfo it keeps has none, the password is a SecretStr; the
+MongoDB URI, which may carry one, is a SecretStr). Must not open any connection.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class DurableStoreSettings(BaseModel):
     `postgresql_conninfo` is a libpq conninfo without the password (host, port, dbname, user and
     every option the URL carried: sslmode, sslrootcert, ...); `postgresql_password` is set when the
     password came from MCP_RUNTIME_DURABLE_PASSWORD or the URL (libpq reads PGPASSWORD / a
-    .pgpass file by itself otherwise). `timeout_ms` bounds connecting, waiting for a pooled
+    .pgpass file by itself otherwise). `mongodb_uri` is a SecretStr: its credentials never show
+    in a repr or a dump. `timeout_ms` bounds connecting, waiting for a pooled
     connection, the readiness probe and unacknowledged network writes (tcp_user_timeout).
     """
 
@@ -53,7 +54,7 @@ class DurableStoreSettings(BaseModel):
     postgresql_pool_min_size: int = Field(default=1, ge=1)
     postgresql_pool_max_size: int = Field(default=10, ge=1)
     postgresql_timeout_ms: int = Field(default=5000, gt=0)
-    mongodb_uri: str | None = None
+    mongodb_uri: SecretStr | None = None
     mongodb_database: str = DEFAULT_MONGODB_DATABASE
     mongodb_timeout_ms: int = Field(default=5000, gt=0)
 
@@ -61,7 +62,7 @@ class DurableStoreSettings(BaseModel):
     def _backend_has_its_location(self) -> DurableStoreSettings:
         if self.backend == "sqlite" and self.sqlite_path is None:
             raise ValueError("backend 'sqlite' needs sqlite_path (e.g. <data_dir>/runtime.db)")
-        if self.backend == "mongodb" and not self.mongodb_uri:
+        if self.backend == "mongodb" and not (self.mongodb_uri and self.mongodb_uri.get_secret_value()):
             raise ValueError("backend 'mongodb' needs mongodb_uri (e.g. from MONGODB_URI)")
         if self.backend == "postgresql" and not self.postgresql_conninfo:
             raise ValueError(
@@ -93,7 +94,7 @@ class DurableStoreSettings(BaseModel):
                 **tuning,  # type: ignore[arg-type]
             )
         if scheme in _MONGODB_SCHEMES:
-            return cls(backend="mongodb", mongodb_uri=url, **tuning)  # type: ignore[arg-type]
+            return cls(backend="mongodb", mongodb_uri=SecretStr(url), **tuning)  # type: ignore[arg-type]
         if scheme == "sqlite":  # sqlite:////absolute/path or sqlite:///relative/path (SQLAlchemy's form)
             rest = url.split(":", 1)[1]
             path = rest.removeprefix("///") if rest.startswith("///") else ""
@@ -118,7 +119,9 @@ class DurableStoreSettings(BaseModel):
             return cls.from_url(url, password=env.get(DURABLE_PASSWORD_ENV) or None, **_tuning(env))
         if env.get(MONGODB_URI_ENV):
             database = env.get(MONGODB_DATABASE_ENV) or DEFAULT_MONGODB_DATABASE
-            return cls(backend="mongodb", mongodb_uri=env[MONGODB_URI_ENV], mongodb_database=database)
+            return cls(
+                backend="mongodb", mongodb_uri=SecretStr(env[MONGODB_URI_ENV]), mongodb_database=database
+            )
         return None
 
     def describe(self) -> str:

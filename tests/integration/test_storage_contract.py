@@ -23,7 +23,7 @@ import pytest
 from pydantic import ValidationError
 from pymongo import AsyncMongoClient
 
-from runtime_core.errors import ConflictError, StoreUnavailableError
+from runtime_core.errors import ConfigurationError, ConflictError, StoreUnavailableError
 from runtime_core.hot_state import find_free_port
 from runtime_core.storage import (
     SQLITE_FILE_NAME,
@@ -720,12 +720,30 @@ async def test_unusable_sqlite_path_raises_store_unavailable(tmp_path: Path) -> 
         await open_durable_store(DurableStoreSettings.embedded(tmp_path / "not-a-dir"))
 
 
-async def test_unreachable_mongodb_raises_store_unavailable() -> None:
-    settings = DurableStoreSettings(
-        backend="mongodb", mongodb_uri=f"mongodb://127.0.0.1:{find_free_port()}/", mongodb_timeout_ms=300
-    )
-    with pytest.raises(StoreUnavailableError):
+MONGODB_PASSWORD = "mongo-Pa55-never-printed"
+
+
+async def test_unreachable_mongodb_raises_store_unavailable_without_the_password() -> None:
+    uri = f"mongodb://app:{MONGODB_PASSWORD}@127.0.0.1:{find_free_port()}/"
+    settings = DurableStoreSettings.from_url(uri, mongodb_timeout_ms=300)
+    with pytest.raises(StoreUnavailableError) as raised:
         await open_durable_store(settings)
+    assert MONGODB_PASSWORD not in f"{raised.value} {raised.value!r}"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        f"mongodb://app:{MONGODB_PASSWORD}@127.0.0.1:port/",  # not a port number
+        f"mongodb://app:{MONGODB_PASSWORD}@ssword@127.0.0.1/",  # an unescaped @
+        f"mongodb+srv://app:{MONGODB_PASSWORD}@cluster.example:27017/",  # srv takes no port
+    ],
+)
+async def test_an_invalid_mongodb_uri_is_a_configuration_error_without_the_password(uri: str) -> None:
+    with pytest.raises(ConfigurationError, match="MongoDB URI is invalid") as raised:
+        await open_durable_store(DurableStoreSettings.from_url(uri))
+    assert MONGODB_PASSWORD not in f"{raised.value} {raised.value!r}"
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
 def test_settings_require_the_selected_backends_location() -> None:

@@ -33,6 +33,20 @@ def test_a_password_in_the_url_is_kept_apart_and_never_printed() -> None:
         assert SECRET not in printed
 
 
+@pytest.mark.parametrize("scheme", ["mongodb", "mongodb+srv"])
+def test_a_mongodb_uri_with_a_password_is_kept_secret_in_every_printable_form(scheme: str) -> None:
+    uri = f"{scheme}://app:{SECRET}@mongo.internal/?authSource=admin"
+    for settings in (
+        DurableStoreSettings.from_url(uri),
+        DurableStoreSettings.from_env({"MONGODB_URI": uri}),
+    ):
+        assert settings is not None and settings.mongodb_uri is not None
+        assert settings.mongodb_uri.get_secret_value() == uri
+        dumped = (settings.model_dump_json(), str(settings.model_dump()), settings.describe())
+        for printed in (*dumped, repr(settings), str(settings)):
+            assert SECRET not in printed
+
+
 def test_the_environment_password_wins_over_the_urls() -> None:
     env = {
         "MCP_RUNTIME_DURABLE_URL": "postgresql://app:from-url@db/runtime",
