@@ -209,6 +209,7 @@ class ControlPlane:
         await self.parts.lifecycle.stop()
         await self.parts.recovery_loops.stop()
         await self.parts.background_pump.stop()
+        await self.parts.dispatcher.delivery.aclose()  # recordings still waiting for Redis
         if self._start_requeue_task is not None:
             self._start_requeue_task.cancel()  # it may be waiting for Redis to come back
         tasks = (self._watcher_task, self._dataset_task, self._start_requeue_task)

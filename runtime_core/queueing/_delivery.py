@@ -6,7 +6,7 @@ through its provider with the run's snapshot, and only after provider success ca
 caller's `mark` transition. A failed dispatch releases the reservation and creates no
 identity; an accepted one leaves it to the instance, whose first published capacity that
 counts the run releases it; a mark refused after a successful dispatch cancels the orphan
-local run.
+local run (the recording, its journal entry and its outage: `DispatchRecording`).
 
 Each provider call is one dispatch attempt with a fresh id (run attribute
 `dispatch.attempt.id`), traced as a `dispatch` span under the run's span (the run's trace
@@ -29,7 +29,6 @@ admission.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from runtime_core.errors import RuntimeCoreError
@@ -48,17 +47,15 @@ from runtime_core.instances import (
     RunExecutionIndex,
 )
 from runtime_core.observability import TRACE_CONTEXT_KEY, RunTraceContext, dispatch_span
-from runtime_core.providers import CancelRunRequest, DispatchRequest, DispatchResponse, ProviderSelector
+from runtime_core.providers import DispatchRequest, DispatchResponse, ProviderSelector
 from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._models import DispatchOutcome, PumpIdentity, SharedRunRecord
-from runtime_core.queueing._queue import QueueTransition
+from runtime_core.queueing._recording import AcceptedRun, DispatchRecording, MarkDispatched
 from runtime_core.queueing._run_store import SharedRunStore
 
 log = logging.getLogger("runtime_core.queueing")
 
 DEFAULT_RESERVATION_TTL_MS = 30_000
-
-MarkDispatched = Callable[[dict[str, str]], Awaitable[QueueTransition]]
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,11 @@ class RunDelivery:
         self.journal = journal or SharedRunJournal()
         # The instances write their run index in the same hot state as the reservations.
         self.index = index or RunExecutionIndex(reservations.hot_state)
-        self.runs = SharedRunStore(reservations.hot_state)
+        self.recording = DispatchRecording(self.journal, SharedRunStore(reservations.hot_state), providers)
+
+    async def aclose(self) -> None:
+        """Give up the recordings still waiting for Redis (see DispatchRecording)."""
+        await self.recording.aclose()
 
     async def deliver(
         self,
@@ -157,17 +158,11 @@ class RunDelivery:
             "admission_reason": accepted.reason,
             **_pump_fields(pump),
         }
-        marked = await mark(fields)
+        evidence = {**_pump_attributes(pump, run), "settled": "accepted before its pump died"}
+        local = AcceptedRun(accepted.runtime_instance_id, accepted.local_run_id)
+        marked = await self.recording.record(run, local, mark, fields, evidence)
         if not marked.applied:
             return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}")
-        await self.journal.record(
-            run,
-            "dispatched",
-            local_run_id=accepted.local_run_id,
-            assigned_runtime_instance_id=accepted.runtime_instance_id,
-            **_pump_attributes(pump, run),
-            settled="accepted before its pump died",
-        )
         return accepted
 
     async def _deliver_reserved(
@@ -201,19 +196,11 @@ class RunDelivery:
         fields = self._dispatched_fields(response, candidate, reservation, decision, pump)
         # The instance released the reservation with the first capacity it published that
         # counts the run (before answering the dispatch, or with its next heartbeat).
-        marked = await mark(fields)
+        evidence = {**_pump_attributes(pump, run), "provider": candidate.provider_name, **lost_reply}
+        local = AcceptedRun(rid, response.local_run_id, candidate.provider_name)
+        marked = await self.recording.record(run, local, mark, fields, evidence)
         if not marked.applied:
-            await self._cancel_orphan(run, response, candidate, marked)
             return Delivery(DispatchOutcome.CLAIM_LOST, f"dispatch not recorded: {marked.detail}", rid)
-        await self.journal.record(
-            run,
-            "dispatched",
-            local_run_id=response.local_run_id,
-            assigned_runtime_instance_id=rid,
-            **_pump_attributes(pump, run),
-            provider=candidate.provider_name,
-            **lost_reply,
-        )
         return Delivery(DispatchOutcome.DISPATCHED, "dispatched", rid, response.local_run_id)
 
     async def _accepted_despite_failure(
@@ -296,31 +283,6 @@ class RunDelivery:
             "admission_reason": decision.reason,
         }
         return {**fields, **_pump_fields(pump)}
-
-    async def _cancel_orphan(
-        self,
-        run: SharedRunRecord,
-        response: DispatchResponse,
-        candidate: AdmissionCandidate,
-        marked: QueueTransition,
-    ) -> None:
-        """Cancel the local run a refused mark left, unless another claimer recorded it (it
-        settled this attempt after this claim lapsed)."""
-        recorded = await self.runs.get(run.shared_run_id)
-        if recorded is not None and recorded.local_run_id == response.local_run_id:
-            return
-        log.warning(
-            "dispatch.orphan_cancelled",
-            extra={"local_run_id": response.local_run_id, "detail": marked.detail},
-        )
-        await self.providers.by_name(candidate.provider_name).cancel_run(
-            CancelRunRequest(
-                runtime_instance_id=response.runtime_instance_id,
-                local_run_id=response.local_run_id,
-                reason=f"shared run dispatch not recorded ({marked.detail})",
-                requested_by="shared-queue-dispatcher",
-            )
-        )
 
 
 def _pump_fields(pump: PumpIdentity | None) -> dict[str, str]:

@@ -14,7 +14,8 @@ first: a run an instance had already accepted is recorded as dispatched instead 
 dispatched again. Also owns `DispatchCycle`, what one pump cycle's attempts share. Once a
 provider accepted a run, recording it as Dispatched is retried through a Redis outage for
 as long as this pump's claim lease is exclusive, so another pump cannot dispatch the same
-run again. Must not execute steps or touch DAG state.
+run again; past it, the claim is left as it is (never requeued: an instance holds the run)
+while the recording goes on in the background. Must not execute steps or touch DAG state.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from runtime_core.queueing._models import (
     QueueClaim,
     SharedRunRecord,
 )
-from runtime_core.queueing._queue import QueueOutcome, QueueTransition, SharedQueue
+from runtime_core.queueing._queue import QueueTransition, SharedQueue
+from runtime_core.queueing._recording import RecordingInDoubtError
 from runtime_core.queueing._run_store import SharedRunStore
 from runtime_core.queueing._turns import PartitionTurns
 
@@ -165,6 +167,8 @@ class SharedQueueDispatcher:
     ) -> DispatchResult:
         try:
             return await self._dispatch_claimed(claim, run, cycle)
+        except RecordingInDoubtError:
+            raise  # an instance holds the run: its claim stays as it is (recorded, or settled once lapsed)
         except Exception as exc:
             await self._requeue_after_error(claim, exc)
             raise
@@ -228,18 +232,15 @@ class SharedQueueDispatcher:
             )
 
     async def _mark_dispatched(self, claim: QueueClaim, fields: dict[str, str]) -> QueueTransition:
-        """The run sits in a local queue already: record it while the claim is still ours."""
-        try:
-            return await retry_while_unavailable(
-                lambda: self.queue.mark_dispatched(claim.shared_run_id, claim.token, fields),
-                "dispatch.mark_dispatched",
-                give_up_after_s=self.queue.claim_lease_ms / 1000,
-                logger=log,
-                shared_run_id=claim.shared_run_id,
-            )
-        except StoreUnavailableError as exc:
-            # Not recorded within the claim lease: the delivery cancels the orphan local run.
-            return QueueTransition(QueueOutcome.REFUSED, 0, f"store unavailable: {exc.message}")
+        """The run sits in a local queue already: record it while the claim is still ours (past
+        the claim lease the recording goes on in the background: DispatchRecording)."""
+        return await retry_while_unavailable(
+            lambda: self.queue.mark_dispatched(claim.shared_run_id, claim.token, fields),
+            "dispatch.mark_dispatched",
+            give_up_after_s=self.queue.claim_lease_ms / 1000,
+            logger=log,
+            shared_run_id=claim.shared_run_id,
+        )
 
     async def _dispatch_claimed(
         self, claim: QueueClaim, run: SharedRunRecord | None, cycle: DispatchCycle

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from runtime_core.instances import (
     ReservationStore,
     admission_group,
 )
+from runtime_core.pipeline import parse_pipeline
 from runtime_core.providers import DispatchRequest, DispatchResponse, LocalRuntimeProvider, ProviderError
 from runtime_core.queueing import (
     DispatchOutcome,
@@ -28,6 +30,7 @@ from runtime_core.queueing import (
     PumpIdentity,
     PumpRequest,
     PumpStopReason,
+    QueueClaim,
     QueueItemStatus,
     QueueTransition,
     RunDelivery,
@@ -80,6 +83,21 @@ class LostReplyProvider(LocalRuntimeProvider):
     async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
         self.accepted.append(await super().dispatch(request))
         raise ProviderError("injected: the dispatch reply was lost")
+
+
+class SlowReplyProvider(LocalRuntimeProvider):
+    """The local provider delivering each dispatch, then answering only after `meanwhile` ran
+    (what happened while the reply was on its way)."""
+
+    def __init__(self, plane: ControlPlane, meanwhile: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(plane.parts.pool)
+        self.meanwhile = meanwhile
+        self.accepted: list[DispatchResponse] = []
+
+    async def dispatch(self, request: DispatchRequest) -> DispatchResponse:
+        self.accepted.append(await super().dispatch(request))
+        await self.meanwhile()
+        return self.accepted[-1]
 
 
 class LateArrivalProvider(LocalRuntimeProvider):
@@ -248,6 +266,71 @@ async def test_dispatch_accepted_before_its_reply_was_lost_is_recorded_once_and_
         ]
         assert [v.local_run_id for v in instance.local_runs()] == [accepted.local_run_id]
         assert await ReservationStore(hot_state).held_count(instance.runtime_instance_id) == 0
+    finally:
+        await plane.stop()
+
+
+async def test_a_run_accepted_after_its_claim_lapsed_is_left_to_the_next_claimer_and_runs_once(
+    hot_state: HotState, tmp_path: Path
+) -> None:
+    """The claim lapsed while the dispatch's reply was on its way (another pump claimed the
+    run): its recording is refused, and the run the instance accepted is not cancelled, for
+    the next claimer settles that attempt and records it."""
+    gate = tmp_path / "gate"
+    held = {"name": "hold", "stepKey": "test.wait_for_file", "config": {"path": str(gate), "maxPollMs": 20}}
+    plane = control_plane(hot_state, claim_lease_ms=200)
+    instance = await start_instance(plane)
+    other = PumpIdentity(pump_runtime_instance_id="rt_testhost:control-plane", pump_worker_id="other-pump")
+    taken: list[QueueClaim] = []
+
+    async def claimed_by_another_pump() -> None:
+        async def claimed() -> bool:
+            claim = await plane.parts.queue.claim_next(other)
+            taken.extend([claim] if claim else [])
+            return bool(taken)
+
+        await wait_until(claimed, timeout=5, interval=0.05)
+
+    provider = SlowReplyProvider(plane, claimed_by_another_pump)
+    plane.parts.providers.add(provider)
+    try:
+        pipeline = parse_pipeline({"name": "held", "steps": [held]})
+        submitted = await plane.submit(pipeline, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        late = await plane.parts.dispatcher.dispatch_next(PUMP)
+        [accepted], [taken_over] = provider.accepted, taken
+        assert late.outcome is DispatchOutcome.CLAIM_LOST
+        # The other pump stepped back without dispatching; the next claimer settles the attempt.
+        assert (await plane.parts.queue.requeue(taken_over, "stepped back")).applied
+        plane.parts.providers.add(LocalRuntimeProvider(plane.parts.pool))
+        recorded = await plane.parts.dispatcher.dispatch_next(PUMP)
+        assert recorded.success and recorded.local_run_id == accepted.local_run_id
+        gate.write_text("open", encoding="utf-8")
+        final = await instance.wait_for_run(accepted.local_run_id, timeout=10)
+        assert final.status is LocalRunStatus.COMPLETED
+        assert [v.local_run_id for v in instance.local_runs()] == [accepted.local_run_id]
+        run = await plane.parts.runs.get(submitted.shared_run_id)
+        assert run is not None and run.local_run_id == accepted.local_run_id
+    finally:
+        await plane.stop()
+
+
+async def test_a_recording_sent_again_after_its_reply_was_lost_answers_applied_and_changes_nothing(
+    hot_state: HotState,
+) -> None:
+    plane = control_plane(hot_state)
+    await start_instance(plane)
+    queue = plane.parts.queue
+    try:
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, DEFAULT_TENANT)
+        claim = await queue.claim_next(PUMP)
+        assert claim is not None
+        fields = {"local_run_id": "lrun_first", "assigned_runtime_instance_id": "rt_x"}
+        first = await queue.mark_dispatched(submitted.shared_run_id, claim.token, fields)
+        marked = await plane.parts.runs.get(submitted.shared_run_id)
+        again = await queue.mark_dispatched(submitted.shared_run_id, claim.token, fields)
+        other = await queue.mark_dispatched(submitted.shared_run_id, "another-token", fields)
+        assert first.applied and again.applied and not other.applied
+        assert await plane.parts.runs.get(submitted.shared_run_id) == marked
     finally:
         await plane.stop()
 
