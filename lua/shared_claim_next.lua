@@ -12,7 +12,7 @@
 -- indexed per admission group (lib/pending_index: `by group`, each group's turns in queue
 -- order, and `group heads`, each group's oldest turn). Fairness across groups: the claim
 -- takes the lowest turn among the groups not passed over, so the partition stays FIFO for
--- every group that can dispatch (the caller takes the partitions in turn). Priorities
+-- every group that can dispatch (across partitions: ARGV[7]). Priorities
 -- within a group: the turn goes to the group's best item (`by priority`: highest priority,
 -- then oldest arrival); when that is not the turn's holder, the two swap turns (the holder
 -- takes the best item's later one), so a group never gets more or earlier turns than its
@@ -43,15 +43,18 @@
 --         in place instead of being claimed and requeued one by one.
 -- ARGV[6] most items to claim (default 1), oldest first; claim n's token is ARGV[1] .. n
 -- ARGV[7] claim only while the item's sequence is below this (the first one: not above it;
---         "": no bound): the head of the next partition in line, so claims stay FIFO across
---         them
--- Returns: {1, now, next head, shared_run_id, attempts, unsettled, ...}  claimed: one
---                                             triple per item, in claim order (Claimed,
---                                             holding the turn it took; attempts counted;
---                                             unsettled: JSON array of its expired claims'
---                                             attempt ids, "{}" when empty); next head: the
---                                             sequence of the partition's oldest Pending
---                                             item now, "" when none
+--         "": no bound): the oldest run the caller leaves to the other partitions, so claims
+--         stay FIFO across them
+-- ARGV[8] how many of the partition's oldest Pending sequences to return (default 1)
+-- Returns: {1, now, next, shared_run_id, attempts, unsettled, seq, ...}  claimed: one
+--                                             group of four per item, in claim order
+--                                             (Claimed, holding the turn it took; attempts
+--                                             counted; unsettled: JSON array of its expired
+--                                             claims' attempt ids, "{}" when empty; seq: the
+--                                             turn's sequence, integer text); next: JSON
+--                                             array of the sequences (integer text) of the
+--                                             partition's oldest Pending items now, at most
+--                                             ARGV[8] ("{}" when none)
 --          {2, now, seq}                      nothing claimed: the oldest claimable item
 --                                             (its sequence: seq) is newer than ARGV[7]
 --          {0, now, passed_over, wait_us}     nothing claimable: no Pending item outside
@@ -242,7 +245,11 @@ while claimed < limit do
     table.insert(reply, srun)
     table.insert(reply, item.attempts)
     table.insert(reply, cjson.encode(item.unsettled or {}))
+    table.insert(reply, string.format('%d', tonumber(item.seq)))
   end
 end
-reply[3] = redis.call('ZRANGE', KEYS[PENDING], 0, 0, 'WITHSCORES')[2] or ''
+local following = redis.call('ZRANGE', KEYS[PENDING], 0, tonumber(ARGV[8] or '1') - 1, 'WITHSCORES')
+local next_seqs = {}
+for i = 2, #following, 2 do table.insert(next_seqs, following[i]) end
+reply[3] = cjson.encode(next_seqs)
 return reply

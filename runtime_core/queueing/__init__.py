@@ -65,7 +65,7 @@ from runtime_core.queueing._scale_out import (
     ScaleOutStatus,
     new_scale_out_request_id,
 )
-from runtime_core.queueing._turns import PartitionTurns
+from runtime_core.queueing._turns import ClaimTurn, PartitionTurns
 from runtime_core.queueing._watcher import ScaleOutWatcher
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
@@ -95,6 +95,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "PendingGroup",
     "SharedQueueKeys",
     "PartitionTurns",
+    "ClaimTurn",
     "QueuePartition",
     "adopt_recorded_partitions",
     "SHARED_QUEUE_TAG",

@@ -264,6 +264,8 @@ class QueueClaim(BaseModel):
     claimed_at_ms: int
     pump: PumpIdentity
     unsettled: list[str] = Field(default_factory=list)
+    sequence: int = 0
+    """The queue sequence of the turn it took (claims of several partitions sort by it)."""
 
 
 class DispatchOutcome(StrEnum):

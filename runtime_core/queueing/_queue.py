@@ -1,25 +1,22 @@
 """The shared queue: Pending / Claimed / Dispatched items with exactly-once claims.
 
-Owns the typed wrappers of `shared_enqueue`, `shared_claim_next`, `shared_mark_dispatched`,
-`shared_requeue`, `shared_cancel`, `flow_release` and `shared_expire_claims` (the only place
-that knows their KEYS/ARGV order) and claims across the queue's partitions (the oldest head
-first, see `PartitionTurns`; within a partition the claim takes the oldest item outside the
-admission groups passed over); its reads (an item, the Pending counts) are `QueueReads`'.
-Must not decide admission or talk to providers.
+Owns the typed wrappers of `shared_enqueue`, `shared_mark_dispatched`, `shared_requeue`,
+`shared_cancel`, `flow_release` and `shared_expire_claims` (the only place that knows their
+KEYS/ARGV order; claims across the queue's partitions are `PartitionClaims`'s); its reads (an
+item, the Pending counts) are `QueueReads`'. Must not decide admission or talk to providers.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from runtime_core.flow import GcraCell, cells_json, retry_after_ms
+from runtime_core.flow import GcraCell, cells_json
 from runtime_core.hot_state import HotState
+from runtime_core.queueing._claims import PartitionClaims
 from runtime_core.queueing._idempotency import IdempotencyKey
-from runtime_core.queueing._keys import QueuePartition
 from runtime_core.queueing._models import (
     PumpIdentity,
     QueueClaim,
@@ -30,7 +27,6 @@ from runtime_core.queueing._queue_reads import QueueReads
 from runtime_core.queueing._turns import PartitionTurns
 
 DEFAULT_CLAIM_LEASE_MS = 30_000
-_EXPIRED_CLAIMS_PER_CALL = 16
 # How many claims `shared_expire_claims` looks at per call.
 _CLAIM_SCAN_LIMIT = 5_000
 
@@ -80,6 +76,7 @@ class SharedQueue(QueueReads):
         super().__init__(hot_state)
         self.claim_lease_ms = claim_lease_ms
         self._scripts = hot_state.scripts
+        self._claims = PartitionClaims(hot_state, self.keys, claim_lease_ms)
 
     async def enqueue_new(
         self,
@@ -149,102 +146,10 @@ class SharedQueue(QueueReads):
         *,
         limit: int = 1,
     ) -> list[QueueClaim]:
-        """Up to `limit` of the oldest Pending items outside `skip_groups`, in queue order, in
-        one call: from the partition whose head is oldest (`turns`: the cycle's view of the
-        heads, read again when stale), and only while older than the next partition's head (a
-        partition whose real head turns out newer than that claims nothing and the view
-        learns its head: other pumps' claims make a view stale)."""
-        partitions = self.keys.partitions
-        if len(partitions) == 1:
-            claims, next_head = await self._claim_in(partitions[0], pump, skip_groups, limit, None, turns)
-            if turns is not None:  # the view of the one partition, as this claim left it
-                turns.reset({0: next_head}, {0})
-            return claims
-        turns = turns or PartitionTurns()
-        if turns.stale:
-            await self._read_turns(turns)
-        looked_again = 0
-        while (index := turns.next()) is not None:
-            # Bounded by the runner-up's head, unless views kept going stale under other pumps'
-            # claims as often as there are partitions (then progress comes first).
-            below = turns.runner_up(index) if looked_again <= len(partitions) else None
-            claims, next_head = await self._claim_in(
-                partitions[index], pump, skip_groups, limit, below, turns
-            )
-            if not claims and next_head is None:
-                turns.exhausted(index)
-                continue
-            turns.claimed(index, next_head)
-            if claims:
-                return claims
-            looked_again += 1  # its head is newer than the view said: look again
-        return []
-
-    async def _read_turns(self, turns: PartitionTurns) -> None:
-        """Every partition's head and claims in flight, in one pipelined read."""
-        partitions = self.keys.partitions
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        for partition in partitions:
-            pipe.zrange(partition.pending, 0, 0, withscores=True)
-            pipe.zcard(partition.claimed)
-        replies = await pipe.execute()
-        heads = {p.index: (replies[2 * p.index][0][1] if replies[2 * p.index] else None) for p in partitions}
-        turns.reset(heads, {p.index for p in partitions if replies[2 * p.index + 1]})
-
-    async def _claim_in(
-        self,
-        k: QueuePartition,
-        pump: PumpIdentity,
-        skip_groups: frozenset[str],
-        limit: int,
-        below: float | None,
-        turns: PartitionTurns | None,
-    ) -> tuple[list[QueueClaim], float | None]:
-        """The claims made in partition `k` and its next head; no claims and a head: its oldest
-        claimable item is newer than `below` (the first claim may tie with it); no claims and
-        no head: nothing claimable there (a tenant's dispatch rate limit passed its runs over:
-        `turns` learns when it conforms again)."""
-        token = secrets.token_hex(12)
-        reply = await self._scripts["shared_claim_next"](
-            keys=[
-                k.items,
-                k.pending,
-                k.claimed,
-                k.pending_by_group,
-                k.group_heads,
-                k.pending_indexed,
-                k.pending_by_priority,
-                k.flow_rates,
-            ],
-            args=[
-                token,
-                pump.claimer,
-                self.claim_lease_ms,
-                _EXPIRED_CLAIMS_PER_CALL,
-                json.dumps(sorted(skip_groups)),
-                limit,
-                "" if below is None else f"{below:.0f}",
-            ],
-        )
-        if int(reply[0]) == 2:  # its oldest claimable item is newer than `below`
-            return [], float(reply[2])
-        if int(reply[0]) != 1:
-            if turns is not None and len(reply) > 3 and reply[3] != "":
-                turns.rate_limited(retry_after_ms(int(reply[3])))
-            return [], None
-        claimed_at_ms = int(reply[1])
-        claims = [
-            QueueClaim(
-                shared_run_id=str(reply[at]),
-                token=f"{token}{n}",
-                attempts=int(reply[at + 1]),
-                claimed_at_ms=claimed_at_ms,
-                pump=pump,
-                unsettled=_attempt_ids(reply[at + 2]),
-            )
-            for n, at in enumerate(range(3, len(reply), 3), start=1)
-        ]
-        return claims, float(reply[2]) if reply[2] else None
+        """Up to `limit` of the oldest Pending items outside `skip_groups`, in queue order,
+        from every partition holding some, in one round of calls (`turns`: the cycle's view of
+        the partitions' queues, read again when stale; see `PartitionClaims`)."""
+        return await self._claims.claim(pump, skip_groups, turns, limit)
 
     async def expire_claims_of_earlier_lives(self, claimer_prefix: str, incarnation: str) -> int:
         """Expire the claims `claimer_prefix` holds under another incarnation (a previous life)."""
@@ -327,9 +232,3 @@ class SharedQueue(QueueReads):
             args=[shared_run_id, local_run_id],
         )
         return int(reply[0]) == 1
-
-
-def _attempt_ids(raw: str) -> list[str]:
-    """The unsettled attempt ids of a claim (cjson encodes an empty list as "{}")."""
-    unsettled = json.loads(raw)
-    return [str(attempt) for attempt in unsettled] if isinstance(unsettled, list) else []

@@ -1,6 +1,6 @@
 """Issue 17.6: one claim takes several runs (in queue order, each with its own attempt token),
-a batch never overtakes an older run of another queue partition, and runs a pump cycle claimed
-but did not dispatch go back to Pending at their own place."""
+of several queue partitions at once and never overtaking an older run of another partition,
+and runs a pump cycle claimed but did not dispatch go back to Pending at their own place."""
 
 from __future__ import annotations
 
@@ -65,7 +65,12 @@ async def test_one_claim_takes_several_runs_in_queue_order_each_with_its_own_tok
         await plane.stop()
 
 
-async def test_a_batch_stops_before_an_older_run_of_another_partition(hot_state: HotState) -> None:
+async def test_a_batch_takes_the_runs_of_several_partitions_in_queue_order_and_never_overtakes_one(
+    hot_state: HotState,
+) -> None:
+    """One claim takes runs of every partition at once (tenants' runs interleave across
+    partitions: one partition at a time, a pump claimed one run per round trip), in queue
+    order; a smaller batch takes the oldest runs and leaves no older one Pending elsewhere."""
     if hot_state.partition_count == 1:
         hot_state.partitions = 4
     plane = control_plane(hot_state, scale_out_enabled=False)
@@ -81,11 +86,15 @@ async def test_a_batch_stops_before_an_older_run_of_another_partition(hot_state:
         b1 = await submit(plane, tenant_b)
         await queue_clock_passed(hot_state, keys.of_tenant(tenant_b.tenant_id).seq)
         a3, a4 = await submit(plane, tenant_a), await submit(plane, tenant_a)
-        turns = PartitionTurns()
-        batches = []
-        while claims := await plane.parts.queue.claim_batch(PUMP, turns=turns, limit=10):
+        turns, batches, taken = PartitionTurns(), [], []
+        while claims := await plane.parts.queue.claim_batch(PUMP, turns=turns, limit=2):
             batches.append([c.shared_run_id for c in claims])
-        assert batches == [[a1, a2], [b1], [a3, a4]]
+            taken += claims
+        assert batches == [[a1, a2], [b1, a3], [a4]]
+        for claim in taken:
+            await plane.parts.queue.requeue_in_place(claim, "claimed again below")
+        everything = await plane.parts.queue.claim_batch(PUMP, turns=PartitionTurns(), limit=10)
+        assert [c.shared_run_id for c in everything] == [a1, a2, b1, a3, a4]
     finally:
         await plane.stop()
 
