@@ -15,6 +15,7 @@ from runtime_core.control_plane._run_data import RunData, RunDataReader
 from runtime_core.control_plane._run_pipeline import RunPipelineReader
 from runtime_core.control_plane._run_status import RunStatusReader
 from runtime_core.control_plane._settings import ControlPlaneSettings
+from runtime_core.control_plane._tenants_file import TenantsFile
 from runtime_core.control_plane._views import (
     DEFAULT_STEP_PAGE_SIZE,
     MAX_STEP_PAGE_SIZE,
@@ -37,6 +38,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Facade
     "ControlPlane",
     "ControlPlaneSettings",
+    "TenantsFile",
     "ControlPlaneParts",
     "build_parts",
     "DrainProgress",

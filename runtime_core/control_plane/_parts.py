@@ -3,8 +3,8 @@
 Owns the assembly of the queueing, instances, providers, recovery and lifecycle parts from
 one `ControlPlaneSettings` (which store, which admission, which reconcilers, when finished
 runs leave Redis, the run-event publisher of the journal and the in-process instances, the
-webhook settings). Must not start anything nor hold operations: `ControlPlane` starts the
-parts, its readers answer queries.
+tenants file's sections). Must not start anything nor hold operations: `ControlPlane` starts
+the parts, its readers answer queries.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from runtime_core.audit import AuditServices
 from runtime_core.continuity import QueuedRunCopies
 from runtime_core.control_plane._settings import ControlPlaneSettings
+from runtime_core.control_plane._tenants_file import TenantsFile
 from runtime_core.dag import DagEngine, DagStore
 from runtime_core.events import RunEventPublisher, RunEventSubscriber
-from runtime_core.flow import TenantRateLimits
 from runtime_core.hot_state import HotState
 from runtime_core.identity import new_incarnation_id
 from runtime_core.instances import (
@@ -126,15 +126,11 @@ def build_parts(
 ) -> ControlPlaneParts:
     """Wire every part; `hosting` lets HTTP / gRPC scale-out start runtime-instance processes;
     `restorer` restores the runs of in-process instances after a lost Redis dataset; `events`
-    publishes run events; `webhooks` defaults to the tenants file's webhooks section."""
-    if tenants is None:
-        tenants = (
-            TenantSettingsCatalog.from_file(settings.tenants_file)
-            if settings.tenants_file
-            else TenantSettingsCatalog()
-        )
-    if webhooks is None:
-        webhooks = WebhookSettings.from_file(settings.tenants_file)
+    publishes run events; `tenants` and `webhooks` default to the tenants file's sections (the
+    file is read once, its rate limits go to the controller)."""
+    tenants_file = TenantsFile.read(settings.tenants_file)
+    tenants = tenants_file.catalog if tenants is None else tenants
+    webhooks = tenants_file.webhook_settings() if webhooks is None else webhooks
     incarnation = new_incarnation_id()
     registry = InstanceRegistry(hot_state, tenants, stale_after_ms=settings.instance_stale_after_ms)
     index = RunExecutionIndex(hot_state)
@@ -206,7 +202,7 @@ def build_parts(
         validate=engine.validate,
         on_enqueued=background.wake,
         keep_copy=copies.keep if copies else None,
-        rate_limits=TenantRateLimits.from_file(settings.tenants_file),
+        rate_limits=tenants_file.rate_limits,
         check_for_tenant=engine.check_for_tenant,
     )
     recovery_settings = RecoverySettings(

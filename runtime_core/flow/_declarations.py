@@ -13,11 +13,9 @@ Must not touch Redis.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -103,16 +101,6 @@ class TenantRateLimits:
     def __init__(self, tenants: dict[str, tuple[NamedRateLimit, ...]] | None = None) -> None:
         self._tenants = dict(tenants or {})
         self._default = self._tenants.pop(DEFAULT_TENANT_KEY, ())
-
-    @classmethod
-    def from_file(cls, path: Path | None) -> TenantRateLimits:
-        if path is None:
-            return cls()
-        try:
-            raw = json.loads(Path(path).read_text(encoding="utf-8")).get("rateLimits", {})
-        except (OSError, ValueError) as error:
-            raise ConfigurationError(f"Cannot read the tenants file {path}: {error}.") from None
-        return cls.from_mapping(raw, where=f"the tenants file {path}")
 
     @classmethod
     def from_mapping(cls, raw: object, *, where: str = "rateLimits") -> TenantRateLimits:

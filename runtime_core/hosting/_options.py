@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from runtime_core.assistance import AssistanceSettings
 from runtime_core.bootstrap import default_data_dir
+from runtime_core.control_plane import TenantsFile
 from runtime_core.instances import (
     HostTransport,
     IsolationMode,
@@ -87,9 +88,7 @@ class RuntimeInstanceProcessOptions(BaseModel):
         return from_env.model_copy(update={"entry_points": from_env.entry_points and self.step_entry_points})
 
     def tenant_catalog(self) -> TenantSettingsCatalog:
-        if self.tenants_file is None:
-            return TenantSettingsCatalog()
-        return TenantSettingsCatalog.from_file(self.tenants_file)
+        return TenantsFile.read(self.tenants_file).catalog
 
     def tenant_settings(self) -> TenantRuntimeSettings:
         return self.tenant_catalog().resolve(self.tenant)

@@ -8,11 +8,9 @@ visibility or admission itself.
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
-from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 
@@ -40,6 +38,7 @@ class TenantRuntimeSettings(BaseModel):
 
 
 DEFAULT_TENANT_KEY = "default"
+_TENANTS = TypeAdapter(dict[str, TenantRuntimeSettings])
 
 
 class TenantSettingsCatalog:
@@ -51,17 +50,10 @@ class TenantSettingsCatalog:
 
     @classmethod
     def from_mapping(cls, raw: dict[str, dict[str, object]]) -> TenantSettingsCatalog:
-        tenants = {
-            tenant_id: TenantRuntimeSettings.model_validate({"tenantId": tenant_id, **values})
-            for tenant_id, values in raw.items()
-        }
-        return cls(tenants)
-
-    @classmethod
-    def from_file(cls, path: Path) -> TenantSettingsCatalog:
-        """Load `{"tenants": {"<tenant id>" | "default": {...camelCase settings...}}}`."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls.from_mapping(data.get("tenants", {}))
+        """`{"<tenant id>" | "default": {...camelCase settings...}}` (the tenants file's `tenants`
+        section); a ValidationError locates a problem by tenant id and setting."""
+        with_ids = {tenant_id: {"tenantId": tenant_id, **values} for tenant_id, values in raw.items()}
+        return cls(_TENANTS.validate_python(with_ids))
 
     def resolve(self, tenant_id: str) -> TenantRuntimeSettings:
         settings = self._tenants.get(tenant_id)

@@ -18,10 +18,8 @@ the settings are loaded and read when a delivery is signed. Must not deliver any
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -141,12 +139,3 @@ class WebhookSettings(BaseModel):
     def missing_secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         env = os.environ if environ is None else environ
         return [name for name in self.secret_variables() if not env.get(name)]
-
-    @classmethod
-    def from_file(
-        cls, path: Path | None, *, delivery: WebhookDeliverySettings | None = None
-    ) -> WebhookSettings:
-        """The `webhooks` section of the tenant settings file (none: no webhooks)."""
-        raw = json.loads(Path(path).read_text(encoding="utf-8")).get("webhooks", {}) if path else {}
-        tenants = {tenant_id: TenantWebhooks.model_validate(values) for tenant_id, values in raw.items()}
-        return cls(tenants=tenants, delivery=delivery or WebhookDeliverySettings.from_env())

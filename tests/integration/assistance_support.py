@@ -18,7 +18,7 @@ from typing import Any
 
 from runtime_core.assistance import AssistantRecord, assistant_records
 from runtime_core.audit import AuditServices, build_audit_services
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, TenantsFile
 from runtime_core.dag import DagEngine, DagStore, execution_fingerprint
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.identity import ExecutionContextSnapshot
@@ -30,7 +30,6 @@ from runtime_core.instances import (
     IsolationMode,
     RunIndexRecord,
     RuntimeHostManager,
-    TenantSettingsCatalog,
 )
 from runtime_core.lifecycle import HotStateRetention, LifecycleSettings
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
@@ -200,7 +199,7 @@ async def assistance_rig(redis_server: EmbeddedRedis, data_dir: Path) -> AsyncIt
         engine,
         control,
         settings,
-        tenants=TenantSettingsCatalog.from_file(tenants_file),
+        tenants=TenantsFile.read(tenants_file).catalog,
         audit=audit,
         hosting=hosting,
     )

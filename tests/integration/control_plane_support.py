@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime_core.control import ExecutionControlService, attach_execution_control
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, TenantsFile
 from runtime_core.dag import DagEngine, DagStore, EngineSettings
 from runtime_core.events import RunEventObserver, RunEventPublisher
 from runtime_core.hot_state import HotState
@@ -111,7 +111,7 @@ def control_plane(
         "scale_out_watch_interval_ms": 20,
         **settings,
     }
-    catalog = tenants or TenantSettingsCatalog.from_file(EXAMPLE_TENANTS)
+    catalog = tenants or TenantsFile.read(EXAMPLE_TENANTS).catalog
     return ControlPlane.build(hot_state, engine, control, ControlPlaneSettings(**values), tenants=catalog)
 
 
@@ -127,7 +127,7 @@ def evented_control_plane(
         engine,
         control,
         ControlPlaneSettings(host=host, local_instances=0, background_pump=False),
-        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
+        tenants=TenantsFile.read(EXAMPLE_TENANTS).catalog,
         events=publisher,
         webhooks=webhooks,
     )

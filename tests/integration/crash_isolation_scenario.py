@@ -31,7 +31,7 @@ import pytest
 from runtime_core.audit import AuditServices, build_audit_services, fingerprint_view
 from runtime_core.bootstrap import RuntimeSettings
 from runtime_core.control import ExecutionControlService, attach_execution_control
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, TenantsFile
 from runtime_core.dag import DagEngine, DagStore, EngineSettings, ExecutionView, execution_fingerprint
 from runtime_core.errors import NotFoundError
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
@@ -47,7 +47,6 @@ from runtime_core.instances import (
     LocalRunStatus,
     RunIndexRecord,
     RuntimeHostManager,
-    TenantSettingsCatalog,
 )
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.policy import RetryEngine
@@ -227,7 +226,7 @@ def build_plane(
         engine,
         control,
         settings,
-        tenants=TenantSettingsCatalog.from_file(tenants_file),
+        tenants=TenantsFile.read(tenants_file).catalog,
         audit=audit,
         hosting=hosting,
     )

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, TenantsFile
 from runtime_core.hot_state import EmbeddedRedis, HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -23,7 +23,6 @@ from runtime_core.instances import (
     IsolationMode,
     LocalRunStatus,
     RuntimeHostManager,
-    TenantSettingsCatalog,
 )
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.providers import RemoteRuntimeProvider
@@ -73,7 +72,7 @@ async def hosted_control_plane(
         engine,
         control,
         ControlPlaneSettings(**values),
-        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
+        tenants=TenantsFile.read(EXAMPLE_TENANTS).catalog,
         hosting=hosting,
     )
     await plane.start()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, TenantsFile
 from runtime_core.dag import CompositeObserver, EngineEvent
 from runtime_core.events import (
     EVENT_FIELD,
@@ -26,7 +26,7 @@ from runtime_core.events import (
 )
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.instances import InstanceHealth, LocalRunStatus, TenantSettingsCatalog
+from runtime_core.instances import InstanceHealth, LocalRunStatus
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.queueing import SubmitMode
 from runtime_core.steps import HumanApprovalExecutor
@@ -229,7 +229,7 @@ async def crashable(hot_state: HotState) -> AsyncIterator[Crashable]:
         engine,
         control,
         settings,
-        tenants=TenantSettingsCatalog.from_file(EXAMPLE_TENANTS),
+        tenants=TenantsFile.read(EXAMPLE_TENANTS).catalog,
         events=publisher,
     )
     try:

@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from runtime_core.audit import build_audit_services
-from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, run_is_done
+from runtime_core.control_plane import ControlPlane, ControlPlaneSettings, TenantsFile, run_is_done
 from runtime_core.hot_state import EmbeddedRedis, HotState, connect_hot_state
 from runtime_core.instances import (
     HostedProcess,
@@ -35,7 +35,6 @@ from runtime_core.instances import (
     InstanceHealth,
     LocalRunStatus,
     LocalRunView,
-    TenantSettingsCatalog,
 )
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.providers import DispatchRequest, RunRef
@@ -94,7 +93,7 @@ def _control_plane(
         heartbeat_interval_ms=HEARTBEAT_MS,
         stop_grace_s=10,
     )
-    tenants = TenantSettingsCatalog.from_file(EXAMPLE_TENANTS)
+    tenants = TenantsFile.read(EXAMPLE_TENANTS).catalog
     return ControlPlane.build(
         hot_state, engine, control, settings, tenants=tenants, audit=audit, hosting=hosting
     )

@@ -20,7 +20,7 @@ import yaml
 
 from mcp_runtime import hash_token, load_server_config
 from mcp_runtime.cli import _parser
-from runtime_core.instances import TenantSettingsCatalog
+from runtime_core.control_plane import TenantsFile
 from tests.e2e.mcp_support import REPOSITORY
 
 DEPLOY = REPOSITORY / "deploy"
@@ -129,7 +129,7 @@ def test_the_example_configuration_files_load(tmp_path: Path) -> None:
     files = config_map("mcp-runtime-files")
     tenants = tmp_path / "tenants.json"
     tenants.write_text(files["tenants.json"], encoding="utf-8")
-    assert TenantSettingsCatalog.from_file(tenants).resolve("default").isolation_mode.value == "Shared"
+    assert TenantsFile.read(tenants).catalog.resolve("default").isolation_mode.value == "Shared"
     server = json.loads(files["server.json"])
     for principal in server["principals"].values():  # the placeholder must be replaced to start
         assert not re.fullmatch(r"[0-9a-f]{64}", principal["token_sha256"][0])

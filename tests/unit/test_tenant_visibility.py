@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runtime_core.control_plane import TenantsFile
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.instances import IsolationMode, TenantSettingsCatalog, is_instance_visible
+from runtime_core.instances import IsolationMode, is_instance_visible
 
-TENANTS = TenantSettingsCatalog.from_file(
-    Path(__file__).resolve().parents[2] / "examples/config/tenants.json"
-)
+TENANTS = TenantsFile.read(Path(__file__).resolve().parents[2] / "examples/config/tenants.json").catalog
 
 SHARED_TENANT = ExecutionContextSnapshot(user_id="u", tenant_id="test-tenant")
 DEDICATED_A = ExecutionContextSnapshot(user_id="u", tenant_id="tenant-a", tenant_group_id="group-a")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from runtime_core.control_plane import TenantsFile
 from runtime_core.events import RunEvent, RunEventType
 from runtime_core.webhooks import (
     CALLBACK_TARGET,
@@ -24,6 +25,7 @@ from runtime_core.webhooks import (
 )
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+EXAMPLES = REPOSITORY / "examples" / "config"
 SECRET = "whsec_test_secret"
 BODY = b'{"id":"evt_1","type":"run.completed"}'
 
@@ -52,12 +54,12 @@ def test_a_signature_verifies_only_for_its_secret_body_and_a_recent_timestamp(ve
 
 
 def test_the_example_tenant_settings_file_declares_valid_webhooks() -> None:
-    settings = WebhookSettings.from_file(REPOSITORY / "examples" / "config" / "tenants-webhooks.json")
+    settings = TenantsFile.read(EXAMPLES / "tenants-webhooks.json").webhook_settings()
     tenant = settings.tenant("tenant-a")
     assert settings.enabled and [endpoint.name for endpoint in tenant.endpoints] == ["ops"]
     assert settings.missing_secrets({}) == ["TENANT_A_CALLBACK_SECRET", "TENANT_A_WEBHOOK_SECRET"]
     assert settings.tenant("tenant-b") == TenantWebhooks()
-    assert not WebhookSettings.from_file(REPOSITORY / "examples" / "config" / "tenants.json").enabled
+    assert not TenantsFile.read(EXAMPLES / "tenants.json").webhook_settings().enabled
 
 
 @pytest.mark.parametrize(
