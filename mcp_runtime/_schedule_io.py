@@ -99,12 +99,15 @@ class ScheduleInfo(ToolOutput):
     created_at: datetime
     next_fire_at: datetime | None = Field(description="The next tick (None while paused).")
     last_tick_at: datetime | None = Field(description="The newest tick handled (fired, skipped or queued).")
-    last_fired_at: datetime | None
-    last_run_id: str | None = Field(description="The run the newest handled tick made, if any.")
-    last_outcome: str | None = Field(
-        description="fired, cancelled_previous, skipped_overlap, queued or submit_failed."
+    last_fired_at: datetime | None = Field(
+        description="When a tick was last handled (a queued tick fired late included)."
     )
-    fire_count: int = Field(description="Ticks that made a run.")
+    last_run_id: str | None = Field(description="The newest run a tick made, if any.")
+    last_outcome: str | None = Field(
+        description="The last handling's outcome: fired, cancelled_previous, skipped_overlap, queued "
+        "or submit_failed."
+    )
+    fire_count: int = Field(description="Ticks that made a run (a queued tick fired late included).")
 
 
 class ScheduleOutput(ToolOutput):

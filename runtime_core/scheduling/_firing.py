@@ -86,9 +86,9 @@ class TickFirer:
         if spec.overlap is not OverlapPolicy.ALLOW and kind != TICK_KIND_QUEUED and last_run_id:
             if await self._active(last_run_id, snapshot):
                 if spec.overlap is OverlapPolicy.SKIP:
-                    return await self._settle(record, tick_ms, owner, FireOutcome.SKIPPED_OVERLAP)
+                    return await self._settle(record, tick_ms, kind, owner, FireOutcome.SKIPPED_OVERLAP)
                 if spec.overlap is OverlapPolicy.QUEUE_ONE:
-                    return await self._settle(record, tick_ms, owner, FireOutcome.QUEUED, queue=True)
+                    return await self._settle(record, tick_ms, kind, owner, FireOutcome.QUEUED, queue=True)
                 await self._cancel(last_run_id, snapshot)
                 outcome = FireOutcome.CANCELLED_PREVIOUS
         try:
@@ -104,8 +104,8 @@ class TickFirer:
                     "error": exc.message,
                 },
             )
-            return await self._settle(record, tick_ms, owner, FireOutcome.SUBMIT_FAILED)
-        return await self._settle(record, tick_ms, owner, outcome, run_id=run_id)
+            return await self._settle(record, tick_ms, kind, owner, FireOutcome.SUBMIT_FAILED)
+        return await self._settle(record, tick_ms, kind, owner, outcome, run_id=run_id)
 
     async def submit(
         self,
@@ -160,6 +160,7 @@ class TickFirer:
         self,
         record: ScheduleRecord,
         tick_ms: int,
+        kind: str,
         owner: str,
         outcome: FireOutcome,
         *,
@@ -171,6 +172,8 @@ class TickFirer:
             return FiredTick(tick_ms, FireOutcome.LOST_CLAIM, run_id)
         if settled is SettleOutcome.DROPPED:
             outcome = FireOutcome.SKIPPED_OVERLAP
-        fire = ScheduleFire(tick_at=utc_at(tick_ms), run_id=run_id, outcome=outcome.value)
+        # A waiting (queue_one) tick fires after newer ticks were handled: its record still counts.
+        late = kind == TICK_KIND_QUEUED
+        fire = ScheduleFire(tick_at=utc_at(tick_ms), run_id=run_id, outcome=outcome.value, late=late)
         await self._store.record_schedule_fire(record.tenant_id, record.schedule_id, fire)
         return FiredTick(tick_ms, outcome, run_id)

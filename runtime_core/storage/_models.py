@@ -269,7 +269,9 @@ class ScheduleRecord(_Record):
     `snapshot` (who created it: the runs it fires act for that principal) are opaque to the
     store. `name` is unique within the tenant. `status` is `active` or `paused`;
     `status_changed_at` is when it was created or last paused / resumed (ticks before a
-    resume are never fired). The `last_*` fields describe the newest tick handled.
+    resume are never fired). `last_tick_at` is the newest tick handled; `last_fired_at` and
+    `last_outcome` describe the latest handling (a waiting tick fired late included),
+    `last_run_id` the newest run a tick made; `fire_count` counts every run a tick made.
     """
 
     schedule_id: str
@@ -291,12 +293,14 @@ class ScheduleRecord(_Record):
 
 class ScheduleFire(_Record):
     """One handled tick of a schedule: its tick time, when it was handled, the run it made
-    (None when the overlap policy skipped or queued it) and the outcome's name."""
+    (None when the overlap policy skipped or queued it) and the outcome's name. `late`: a
+    tick that waited (overlap queue_one) fired now, after newer ticks were handled."""
 
     tick_at: UtcDatetime
     fired_at: UtcDatetime = Field(default_factory=utc_now)
     run_id: str | None = None
     outcome: str
+    late: bool = False
 
 
 @dataclass(frozen=True)

@@ -83,18 +83,15 @@ class MongoSchedules:
 
     async def record_schedule_fire(self, tenant_id: str, schedule_id: str, fire: ScheduleFire) -> bool:
         newer = {"$or": [{"last_tick_at": None}, {"last_tick_at": {"$lt": fire.tick_at}}]}
+        handled = {"last_fired_at": fire.fired_at, "last_outcome": fire.outcome}
         update = {
-            "$set": {
-                "last_tick_at": fire.tick_at,
-                "last_fired_at": fire.fired_at,
-                "last_run_id": fire.run_id,
-                "last_outcome": fire.outcome,
-            },
+            "$set": {**handled, **({"last_run_id": fire.run_id} if fire.run_id else {})},
+            "$max": {"last_tick_at": fire.tick_at},
             "$inc": {"fire_count": 1 if fire.run_id else 0},
         }
         async with self._guard():
             found = await self._db["schedules"].find_one_and_update(
-                {"_id": schedule_id, "tenant_id": tenant_id, **newer},
+                {"_id": schedule_id, "tenant_id": tenant_id, **({} if fire.late else newer)},
                 update,
                 return_document=ReturnDocument.AFTER,
             )

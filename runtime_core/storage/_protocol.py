@@ -217,8 +217,10 @@ class DurableStore(Protocol):
         ...
 
     async def record_schedule_fire(self, tenant_id: str, schedule_id: str, fire: ScheduleFire) -> bool:
-        """Record a handled tick: only a tick newer than `last_tick_at` moves the `last_*`
-        fields (and counts in `fire_count` when it made a run); False when it did not."""
+        """Record a handled tick: a tick newer than `last_tick_at`, or a `late` one, sets
+        `last_fired_at` and `last_outcome`, `last_run_id` when it made a run (and counts it in
+        `fire_count`); `last_tick_at` only moves forward. False (nothing changed) for a tick
+        not newer and not late: a handling recorded twice, or out of order."""
         ...
 
     async def delete_schedule(self, tenant_id: str, schedule_id: str) -> bool:

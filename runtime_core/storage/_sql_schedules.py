@@ -2,9 +2,9 @@
 
 Owns the statements behind the schedule methods of the DurableStore contract: insert-once
 (id and per-tenant name unique), tenant-scoped reads, the scheduler's listing of every
-tenant's active schedules, status changes and the forward-only record of a handled tick,
-each served by an index of both schemas. Must not open connections: the store's plumbing
-(`_write`, `_select`) runs them.
+tenant's active schedules, status changes and the record of a handled tick (forward only,
+but for a waiting tick fired late), each served by an index of both schemas. Must not open
+connections: the store's plumbing (`_write`, `_select`) runs them.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from runtime_core.storage._query import SqlDialect
 from runtime_core.storage._sql_tables import RecordTable, RecordTables
 
 _RECORD_FIRE = """
-UPDATE schedules SET last_tick_at = ?, last_fired_at = ?, last_run_id = ?, last_outcome = ?,
+UPDATE schedules SET
+    last_tick_at = CASE WHEN last_tick_at IS NULL OR last_tick_at < ? THEN ? ELSE last_tick_at END,
+    last_fired_at = ?, last_run_id = COALESCE(?, last_run_id), last_outcome = ?,
     fire_count = fire_count + ?
-WHERE tenant_id = ? AND schedule_id = ? AND (last_tick_at IS NULL OR last_tick_at < ?)
+WHERE tenant_id = ? AND schedule_id = ? AND (last_tick_at IS NULL OR last_tick_at < ? OR ? = 1)
 """
 _SET_STATUS = """
 UPDATE schedules SET status = ?, status_changed_at = ?
@@ -84,6 +86,7 @@ class SqlSchedules:
         made_run = 1 if fire.run_id else 0
         params = (
             tick,
+            tick,
             self._dialect.timestamp(fire.fired_at),
             fire.run_id,
             fire.outcome,
@@ -91,6 +94,7 @@ class SqlSchedules:
             tenant_id,
             schedule_id,
             tick,
+            1 if fire.late else 0,
         )
         return await self._write(self._dialect.spell(_RECORD_FIRE), params) == 1
 

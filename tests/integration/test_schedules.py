@@ -151,6 +151,12 @@ async def test_overlap_queue_one_keeps_one_tick_waiting_and_fires_it_when_the_pr
         queued = [run for run in runs if _attribute(run, "schedule.trigger") == "queued"]
         assert len(queued) == 1 and _tick(first) < _tick(queued[0])
 
+        async def recorded() -> bool:  # the durable record counts the late run and names it
+            now = await services.scheduling.service.get(tenant, view.schedule_id)
+            return (now.fire_count, now.last_run_id) == (2, queued[0].shared_run_id)
+
+        await wait_until(recorded, timeout=20, interval=0.05)
+
 
 async def test_overlap_allow_starts_a_run_per_tick_while_earlier_ones_are_active(rig: Rig) -> None:
     services, hold = rig

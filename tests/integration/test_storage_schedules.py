@@ -103,8 +103,28 @@ async def test_a_handled_tick_moves_the_last_fire_forward_only(store: DurableSto
     assert await store.record_schedule_fire(TENANT, "sched_1", ScheduleFire(tick_at=later, outcome="skipped"))
     stored = await store.get_schedule(TENANT, "sched_1")
     assert stored is not None
-    assert (stored.last_tick_at, stored.last_run_id, stored.last_outcome) == (later, None, "skipped")
+    # The newest tick and its outcome; the newest run a tick made stays.
+    assert (stored.last_tick_at, stored.last_run_id, stored.last_outcome) == (later, "srun_1", "skipped")
     assert stored.fire_count == 1  # only the tick that made a run counts
+
+
+async def test_a_waiting_tick_fired_late_is_recorded_without_moving_the_newest_tick_back(
+    store: DurableStore,
+) -> None:
+    assert await store.insert_schedule(_schedule())
+    queued, newer = T0 + timedelta(minutes=1), T0 + timedelta(minutes=2)
+    for tick, outcome in ((queued, "queued"), (newer, "skipped_overlap")):
+        assert await store.record_schedule_fire(
+            TENANT, "sched_1", ScheduleFire(tick_at=tick, outcome=outcome)
+        )
+    fired_at = T0 + timedelta(minutes=3)
+    late = ScheduleFire(tick_at=queued, fired_at=fired_at, run_id="srun_q", outcome="fired", late=True)
+    assert await store.record_schedule_fire(TENANT, "sched_1", late)
+    stored = await store.get_schedule(TENANT, "sched_1")
+    assert stored is not None
+    assert (stored.last_tick_at, stored.last_fired_at) == (newer, fired_at)
+    assert (stored.last_run_id, stored.last_outcome, stored.fire_count) == ("srun_q", "fired", 1)
+    assert not await store.record_schedule_fire(FOREIGN, "sched_1", late)
 
 
 async def test_a_schedule_is_deleted_only_by_its_tenant(store: DurableStore) -> None:
