@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.events import RunEventKeys
@@ -169,21 +170,27 @@ class InstanceRegistry:
 
     async def entries(self) -> list[InstanceEntry]:
         """Every registered instance (any tenant): for readiness, scaling and operators' tools."""
-        listing = self.hot_state.redis.pipeline(transaction=False)
-        listing.smembers(instance_index_key(self.hot_state))
-        self.hot_state.queue_server_time(listing, instance_index_key(self.hot_state))
-        members, time_reply = await listing.execute()
+        index = instance_index_key(self.hot_state)
+
+        def listing(pipe: Any) -> None:
+            pipe.smembers(index)
+            self.hot_state.queue_server_time(pipe, index)
+
+        # Both reads share their round trips with concurrent calls (coalesced).
+        members, time_reply = await self.hot_state.coalescer.commands(listing)
         ids = sorted(members)
         if not ids:
             return []
         now = time_reply_ms(time_reply)
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        for runtime_instance_id in ids:
-            k = self.keys(runtime_instance_id)
-            pipe.hgetall(k.registry)
-            pipe.hmget(k.capacity, "capacity", "heartbeat_at_ms")
-            pipe.zcount(k.reservations, now + 1, "+inf")
-        replies = await pipe.execute()
+
+        def descriptors(pipe: Any) -> None:
+            for runtime_instance_id in ids:
+                k = self.keys(runtime_instance_id)
+                pipe.hgetall(k.registry)
+                pipe.hmget(k.capacity, "capacity", "heartbeat_at_ms")
+                pipe.zcount(k.reservations, now + 1, "+inf")
+
+        replies = await self.hot_state.coalescer.commands(descriptors)
         entries = []
         for i in range(len(ids)):
             registry, capacity, reserved = replies[3 * i : 3 * i + 3]

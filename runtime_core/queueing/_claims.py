@@ -88,7 +88,7 @@ class PartitionClaims:
         claimable there (and, when a tenant's dispatch rate limit passed its runs over, when it
         conforms again)."""
         token = secrets.token_hex(12)
-        reply = await self.hot_state.scripts["shared_claim_next"](
+        reply = await self.hot_state.coalesced("shared_claim_next")(
             keys=[
                 k.items,
                 k.pending,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from runtime_core.hot_state import HotState
 from runtime_core.instances import admission_group_tenant
@@ -50,10 +51,12 @@ class QueueReads:
         (every group with a Pending item is in the partition's `group heads`: then all of the
         partition's Pending items are the tenant's); else every Pending item is read."""
         k = self.keys.of_tenant(tenant_id)
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        pipe.zrange(k.group_heads, 0, -1)
-        pipe.zcard(k.pending)
-        groups, pending = await pipe.execute()
+
+        def queue(pipe: Any) -> None:
+            pipe.zrange(k.group_heads, 0, -1)
+            pipe.zcard(k.pending)
+
+        groups, pending = await self.hot_state.coalescer.commands(queue)
         if (groups or not pending) and all(admission_group_tenant(g) == tenant_id for g in groups):
             return int(pending)
         return _count_by_tenant(await self._pending_groups([k]))[tenant_id]

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from runtime_core.flow import GcraCell, cells_json
 from runtime_core.hot_state import HotState
@@ -60,11 +61,18 @@ class SharedRunStore:
         return SharedRunRecord.from_hash(raw) if raw else None
 
     async def get_many(self, shared_run_ids: list[str]) -> list[SharedRunRecord | None]:
-        """The records of `shared_run_ids`, in order, in one pipelined read (None: gone)."""
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        for shared_run_id in shared_run_ids:
-            pipe.hgetall(self.keys.run(shared_run_id))
-        return [SharedRunRecord.from_hash(raw) if raw else None for raw in await pipe.execute()]
+        """The records of `shared_run_ids`, in order, in one pipelined read (None: gone),
+        sharing its round trip with concurrent calls (coalesced)."""
+        keys = [self.keys.run(shared_run_id) for shared_run_id in shared_run_ids]
+
+        def queue(pipe: Any) -> None:
+            for key in keys:
+                pipe.hgetall(key)
+
+        return [
+            SharedRunRecord.from_hash(raw) if raw else None
+            for raw in await self.hot_state.coalescer.commands(queue)
+        ]
 
     async def existing(self, shared_run_ids: list[str]) -> set[str]:
         """Which of `shared_run_ids` have a record, in one pipelined read."""
