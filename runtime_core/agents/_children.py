@@ -1,52 +1,92 @@
-"""QueuedChildRuns: an agent tool that is a pipeline runs as a child run, through the shared queue.
+"""QueuedChildRuns: an agent tool that is a pipeline runs as a child run, submitted like any other run.
 
 Owns starting the child run of one tool call, from any process that runs agents (a serve
-process or a runtime-instance process): a QueueFirst shared run of the parent's tenant and
-snapshot, created with the call's key as its idempotency key (a replayed or retried call finds
-the child it already made, never a second one), journaled (`shared_run.submitted`) with the parent's ids
-(the child's ledger names its parent; the parent's names the child: `agent.child_run_started`),
-then waiting for it to end (polling the run-execution index; any control plane's pump
-dispatches it) and reading its result: its sink step's data, from the hot state or, once
-archived, from its durable run record. A child that fails, is cancelled or rejected is a
-permanent tool failure the model reads. Must not run the child itself.
+process or a runtime-instance process), through the runtime's one submit path (the
+`SharedRuntimeController` it is given: input and pipeline checks, rate limits, concurrency
+keys, the durable copy of the request, the pump's wake-up, the trace, the ledger): queued
+first under the child's snapshot (`ExecutionContextSnapshot.for_child`: the agent's principal
+and tenant, naming the parent call, which the archive keeps) with an idempotency key derived
+from the call (the agent's ExecutionId, step and sub-step), so a replayed or recovered call
+finds the child it already started, never a second one. Then waiting for the child's end,
+woken by its terminal run event (the process's run-event subscription, re-reading the run on
+every gap and at a slow safety interval, since pub/sub may drop an event), and reading its
+result: its sink step's data, from the hot state or, once archived, from its durable run
+record. A child that fails, is cancelled, rejected or refused at submit is a permanent tool
+failure the model reads; a rate-limited submit waits its turn. Must not run the child itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from runtime_core.agents._config import AgentTool
 from runtime_core.dag import DagEngine
+from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
+from runtime_core.events import RunEvent, RunEventSubscriber
+from runtime_core.flow import RateLimitedError
 from runtime_core.instances import LocalRunStatus, RunExecutionIndex
-from runtime_core.pipeline import parse_pipeline
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.queueing import (
+    MAX_IDEMPOTENCY_KEY_LENGTH,
     IdempotencyKey,
-    QueueOutcome,
-    SharedQueue,
-    SharedRunJournal,
-    SharedRunRecord,
+    IdempotentRunGoneError,
     SharedRunStatus,
     SharedRunStore,
+    SharedRuntimeController,
     SubmitMode,
 )
 from runtime_core.steps import StepFailure, StepInvocation, unwrap_result
 from runtime_core.storage import DurableStore
 
 CHILD_KEY_WINDOW_MS = 7 * 24 * 3_600_000
-POLL_S = 0.1
+SAFETY_READ_S = 5.0
+"""How long a wait for a child's end trusts its run event before reading the run again."""
 _ENDED_BEFORE_RUNNING = frozenset(
     {SharedRunStatus.REJECTED, SharedRunStatus.CANCELLED, SharedRunStatus.FAILED}
 )
 
 
+def child_idempotency_key(call_key: str) -> str:
+    """The call's key itself, or (a very long step name) the ExecutionId and sub-step around the
+    sha256 of the rest, within the idempotency key's length."""
+    if len(call_key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        return call_key
+    execution_id, _, rest = call_key.partition(":")
+    step, _, seq = rest.rpartition(":")
+    return f"{execution_id}:sha256-{hashlib.sha256(step.encode()).hexdigest()}:{seq}"
+
+
+@dataclass(frozen=True)
+class _End:
+    status: str
+    execution_id: str | None
+    failure_reason: str | None
+    stored: dict[str, Any] | None = None  # the sink results of an archived run (its durable record)
+
+    @property
+    def completed(self) -> bool:
+        return self.status == LocalRunStatus.COMPLETED.value
+
+
 class QueuedChildRuns:
-    def __init__(self, engine: DagEngine, durable: DurableStore, journal: SharedRunJournal) -> None:
+    def __init__(
+        self,
+        submitter: SharedRuntimeController,
+        engine: DagEngine,
+        durable: DurableStore,
+        events: RunEventSubscriber,
+    ) -> None:
+        """`submitter`: this process's submit path (a process with a control plane gives its own,
+        whose pump it wakes)."""
         hot_state = engine.store.hot_state
+        self.submitter = submitter
         self.engine = engine
         self.durable = durable
-        self.journal = journal
-        self.queue = SharedQueue(hot_state)
+        self.events = events
         self.runs = SharedRunStore(hot_state)
         self.index = RunExecutionIndex(hot_state)
 
@@ -54,70 +94,116 @@ class QueuedChildRuns:
         self, parent: StepInvocation, tool: AgentTool, arguments: dict[str, Any], call_key: str
     ) -> tuple[Any, dict[str, Any]]:
         assert tool.pipeline is not None and parent.snapshot is not None
-        shared_run_id = await self._started(parent, tool, arguments, call_key)
-        link = {"sharedRunId": shared_run_id}
+        shared_run_id, deduplicated = await self._submitted(
+            parent, tool, parse_pipeline(tool.pipeline), arguments, call_key
+        )
         if parent.claim is not None:
             await parent.claim.emit(
-                "agent.child_run_started", tool=tool.name, child_shared_run_id=shared_run_id
+                "agent.child_run_started",
+                tool=tool.name,
+                child_shared_run_id=shared_run_id,
+                deduplicated=deduplicated,
             )
-        data, execution_id = await self._result(parent, shared_run_id)
-        return data, {**link, "executionId": execution_id}
+        ended = await self._ended(shared_run_id, parent.snapshot.tenant_id)
+        if not ended.completed:
+            raise StepFailure(
+                f"child run {shared_run_id} ended {ended.status}"
+                + (f": {ended.failure_reason}" if ended.failure_reason else ""),
+                code="permanent",
+            )
+        data = await self._data(parent, ended)
+        return data, {"sharedRunId": shared_run_id, "executionId": ended.execution_id}
 
-    async def _started(
-        self, parent: StepInvocation, tool: AgentTool, arguments: dict[str, Any], call_key: str
-    ) -> str:
-        assert tool.pipeline is not None and parent.snapshot is not None
-        pipeline = parse_pipeline(tool.pipeline)
-        snapshot = parent.snapshot.for_child(parent.execution_id, parent.step_name, call_key)
-        record = SharedRunRecord(
-            shared_run_id=self.runs.keys.new_run_id(snapshot.tenant_id),
-            status=SharedRunStatus.QUEUED_GLOBALLY,
-            submit_mode=SubmitMode.QUEUE_FIRST,
-            tenant_id=snapshot.tenant_id,
-            snapshot=snapshot,
-            pipeline=pipeline,
-            input=arguments,
-        )
-        key = IdempotencyKey.for_request(call_key, pipeline, arguments, window_ms=CHILD_KEY_WINDOW_MS)
-        queued = await self.queue.enqueue_new(record, key)
-        if queued.outcome in (QueueOutcome.DUPLICATE, QueueOutcome.KEY_CONFLICT) and queued.detail:
-            return queued.detail  # made by this call before (a replay or a retry)
-        if not queued.applied:
-            raise StepFailure(f"tool {tool.name!r}: its child run was not queued ({queued.outcome.name})")
-        await self.journal.record_submitted(record)
-        return record.shared_run_id
-
-    async def _result(self, parent: StepInvocation, shared_run_id: str) -> tuple[Any, str | None]:
-        """The ended child's sink data and its ExecutionId; StepFailure when it did not complete."""
+    async def _submitted(
+        self,
+        parent: StepInvocation,
+        tool: AgentTool,
+        pipeline: PipelineDefinition,
+        arguments: dict[str, Any],
+        call_key: str,
+    ) -> tuple[str, bool]:
+        """The child's SharedRunId, and whether this call's key had made it already."""
         assert parent.snapshot is not None
+        snapshot = parent.snapshot.for_child(parent.execution_id, parent.step_name, call_key)
+        key = IdempotencyKey.for_request(
+            child_idempotency_key(call_key), pipeline, arguments, window_ms=CHILD_KEY_WINDOW_MS
+        )
         while True:
-            indexed = await self.index.get_by_shared(shared_run_id)
-            if indexed is not None and indexed.status.is_terminal:
-                if indexed.status is not LocalRunStatus.COMPLETED:
-                    raise _child_failed(shared_run_id, indexed.status.value, indexed.failure_reason)
-                return await self._data(parent, shared_run_id, indexed.execution_id), indexed.execution_id
-            shared = await self.runs.get(shared_run_id)
-            if shared is not None and shared.status in _ENDED_BEFORE_RUNNING:
-                raise _child_failed(shared_run_id, shared.status.value, shared.failure_reason)
-            await asyncio.sleep(POLL_S)  # the child advances in another worker, maybe another process
+            try:
+                result = await self.submitter.submit(
+                    pipeline, arguments, SubmitMode.QUEUE_FIRST, snapshot, idempotency=key
+                )
+                return result.shared_run_id, result.deduplicated
+            except RateLimitedError as limited:  # the tenant's submit limits pace its agents' children too
+                if parent.claim is not None:
+                    await parent.claim.emit(
+                        "agent.child_run_rate_limited",
+                        tool=tool.name,
+                        limit=limited.label,
+                        retry_after_ms=limited.retry_after_ms,
+                    )
+                await asyncio.sleep(limited.retry_after_ms / 1000)
+            except IdempotentRunGoneError as gone:  # made before and archived since: its record answers
+                return gone.shared_run_id, True
+            except StoreUnavailableError:
+                raise
+            except RuntimeCoreError as refused:
+                raise StepFailure(
+                    f"tool {tool.name!r}: its child run was refused: {refused.message}", code="permanent"
+                ) from None
 
-    async def _data(self, parent: StepInvocation, shared_run_id: str, execution_id: str | None) -> Any:
-        assert parent.snapshot is not None and execution_id is not None
-        view = await self.engine.store.read_execution(execution_id)
-        if view is not None:
-            sinks = view.meta.pipeline.sink_step_names()
-            stored = {step.name: step.result for step in view.steps if step.name in sinks}
-        else:  # archived meanwhile: its durable record answers
-            record = await self.durable.find_run_record(
-                parent.snapshot.tenant_id, shared_run_id=shared_run_id
-            )
-            stored = record.result if record is not None else {}
-        decoded = await self.engine.results.decode(execution_id, stored, parent.snapshot)
+    async def _ended(self, shared_run_id: str, tenant_id: str) -> _End:
+        """Once the child ended: read when its terminal run event rings, when the subscription
+        (re)starts, and every SAFETY_READ_S."""
+        rung = asyncio.Event()
+
+        def ring(event: RunEvent) -> None:
+            if event.terminal and event.shared_run_id == shared_run_id:
+                rung.set()
+
+        unsubscribe = self.events.listen(ring, gap=rung.set)
+        try:
+            while True:
+                rung.clear()
+                ended = await self._end_of(shared_run_id, tenant_id)
+                if ended is not None:
+                    return ended
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(rung.wait(), SAFETY_READ_S)
+        finally:
+            unsubscribe()
+
+    async def _end_of(self, shared_run_id: str, tenant_id: str) -> _End | None:
+        """The child's end, or None while it is queued or running (or being queued again)."""
+        indexed = await self.index.get_by_shared(shared_run_id)
+        if indexed is not None and indexed.status.is_terminal:
+            return _End(indexed.status.value, indexed.execution_id, indexed.failure_reason)
+        shared = await self.runs.get(shared_run_id)
+        if shared is not None:
+            if shared.status in _ENDED_BEFORE_RUNNING:
+                return _End(shared.status.value, None, shared.failure_reason)
+            return None
+        if indexed is not None:
+            return None
+        record = await self.durable.find_run_record(tenant_id, shared_run_id=shared_run_id)
+        if record is None:
+            return None  # its hot records are gone and it is not archived: it is queued again
+        return _End(record.status, record.execution_id, record.failure_reason, stored=record.result)
+
+    async def _data(self, parent: StepInvocation, ended: _End) -> Any:
+        """The completed child's sink data (one sink: its data alone)."""
+        assert parent.snapshot is not None and ended.execution_id is not None
+        stored = ended.stored
+        if stored is None:
+            view = await self.engine.store.read_execution(ended.execution_id)
+            if view is not None:
+                sinks = view.meta.pipeline.sink_step_names()
+                stored = {step.name: step.result for step in view.steps if step.name in sinks}
+            else:  # archived meanwhile: its durable record answers
+                record = await self.durable.find_run_record(
+                    parent.snapshot.tenant_id, execution_id=ended.execution_id
+                )
+                stored = record.result if record is not None else {}
+        decoded = await self.engine.results.decode(ended.execution_id, stored, parent.snapshot)
         values = {name: unwrap_result(value) for name, value in decoded.items()}
         return next(iter(values.values())) if len(values) == 1 else values
-
-
-def _child_failed(shared_run_id: str, status: str, reason: str | None) -> StepFailure:
-    return StepFailure(
-        f"child run {shared_run_id} ended {status}" + (f": {reason}" if reason else ""), code="permanent"
-    )

@@ -1,13 +1,14 @@
 """EngineServices and RuntimeServices: start, wire and close the runtime's parts.
 
 `EngineServices` is what every process that advances DAGs needs (hot state, engine,
-durable store, audit, execution control, the run-event publisher, the metrics exposition,
+durable store, audit, execution control, the run-event publisher and this process's run-event
+subscriber, the agents and the submit path of their child runs, the metrics exposition,
 the step / run spans when tracing is on, and the restorer of runs whose hot state Redis
 lost): runtime-instance processes use it alone. `RuntimeServices` adds the control plane
 (with runtime-instance process hosting and its cluster gauges), the schedules and this
 control plane's scheduler, the webhook service (when a
-tenant configures webhooks) and this process's run-event subscriber (for MCP
-notifications). With the embedded default the data directory is locked for this process (a
+tenant configures webhooks); its control plane's submit path replaces the engine's for child
+runs. With the embedded default the data directory is locked for this process (a
 second one is refused) and a redis-server a killed predecessor left running is adopted. A
 Redis without `appendonly yes` is reported at start, or refused.
 """
@@ -24,9 +25,9 @@ from types import TracebackType
 from runtime_core.agents import AiAgentExecutor, QueuedChildRuns
 from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
-from runtime_core.continuity import HotStateContinuity
+from runtime_core.continuity import HotStateContinuity, QueuedRunCopies
 from runtime_core.control import ExecutionControlService, attach_execution_control
-from runtime_core.control_plane import ControlPlane
+from runtime_core.control_plane import ControlPlane, TenantsFile
 from runtime_core.dag import CompositeObserver, DagEngine, DagStore, ExecutionObserver
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events import RunEventObserver, RunEventPublisher, RunEventSubscriber
@@ -59,7 +60,14 @@ from runtime_core.observability import (
 from runtime_core.pipeline import set_pipeline_limits
 from runtime_core.plugins import load_step_plugins
 from runtime_core.policy import RetryEngine
-from runtime_core.queueing import SharedQueueKeys, SharedRunJournal, SharedRunStore, adopt_recorded_partitions
+from runtime_core.queueing import (
+    SharedQueue,
+    SharedQueueKeys,
+    SharedRunJournal,
+    SharedRunStore,
+    SharedRuntimeController,
+    adopt_recorded_partitions,
+)
 from runtime_core.scheduling import Scheduling, build_scheduling
 from runtime_core.steps import ExecutorRegistry, StepProviders, default_executor_registry
 from runtime_core.storage import DurableStore, open_durable_store
@@ -87,6 +95,8 @@ class EngineServices:
         self.restorer: HotStateContinuity
         self.metrics: MetricsExposition
         self.events: RunEventPublisher
+        self.run_events: RunEventSubscriber
+        self.child_runs: QueuedChildRuns
         # Every part opened so far, closed in reverse order on exit or on a failed start,
         # so a half-started runtime never leaks an embedded redis-server or open stores.
         self._opened = AsyncExitStack()
@@ -142,11 +152,31 @@ class EngineServices:
         )
 
     def _register_agents(self) -> None:
-        """`ai.agent`, whose pipeline tools run as child runs through the shared queue."""
-        journal = SharedRunJournal(self.audit.ledger, self.events)
-        children = QueuedChildRuns(self.engine, self.durable_store, journal)
+        """`ai.agent`, whose pipeline tools run as child runs submitted like any run: through
+        this process's submit path (queue-first; a control plane replaces it with its own)."""
+        self.child_runs = QueuedChildRuns(
+            self._queue_first_submitter(), self.engine, self.durable_store, self.run_events
+        )
         self.executors.register(
-            AiAgentExecutor(self.step_providers.llm, self.dag_store, self.executors, children)
+            AiAgentExecutor(self.step_providers.llm, self.dag_store, self.executors, self.child_runs)
+        )
+
+    def _queue_first_submitter(self) -> SharedRuntimeController:
+        """The submit path of a process without a control plane: the same checks, rate limits,
+        concurrency keys, durable copy and journal as a control plane's; every run queued first
+        (the control planes' pumps hear its `run.queued` event)."""
+        runs, queue = SharedRunStore(self.hot_state), SharedQueue(self.hot_state)
+        journal = SharedRunJournal(self.audit.ledger, self.events)
+        copies = QueuedRunCopies(self.audit.store, runs, queue, self.audit.ledger, journal)
+        return SharedRuntimeController(
+            runs,
+            queue,
+            journal,
+            validate=self.engine.validate,
+            check_input=self.engine.check_input,
+            keep_copy=copies.keep,
+            rate_limits=TenantsFile.read(self.settings.control_plane.tenants_file).rate_limits,
+            check_for_tenant=self.engine.check_for_tenant,
         )
 
     def _open_embedded_redis(self) -> str:
@@ -216,6 +246,8 @@ class EngineServices:
         waiting or ended, its ledger and trace are written)."""
         self.events = RunEventPublisher(self.hot_state)
         self._opened.push_async_callback(self.events.aclose)
+        self.run_events = RunEventSubscriber(self.hot_state)  # started by its first listener
+        self._opened.push_async_callback(self.run_events.aclose)
         self.engine.observer = CompositeObserver(
             self.engine.observer, RunEventObserver(self.events, self.dag_store)
         )
@@ -234,7 +266,6 @@ class RuntimeServices(EngineServices):
         self.control_plane: ControlPlane
         self.scheduling: Scheduling
         self.webhooks: WebhookService | None = None
-        self.run_events: RunEventSubscriber
 
     async def __aenter__(self) -> RuntimeServices:
         await self._start(
@@ -255,6 +286,7 @@ class RuntimeServices(EngineServices):
             events=self.events,
         )
         self._opened.push_async_callback(self.control_plane.stop)
+        self.child_runs.submitter = self.control_plane.parts.controller  # its pump wakes at once
         self.export_capacity_of(self.control_plane.parts.pool)
         self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()
@@ -278,10 +310,7 @@ class RuntimeServices(EngineServices):
         return loops
 
     async def _open_notifications(self) -> None:
-        """The run-event subscriber (started by its first listener) and, when a tenant
-        configures webhooks, the webhook fan-out and delivery loops."""
-        self.run_events = RunEventSubscriber(self.hot_state)
-        self._opened.push_async_callback(self.run_events.aclose)
+        """When a tenant configures webhooks, the webhook fan-out and delivery loops."""
         parts = self.control_plane.parts
         if parts.webhooks.enabled:
             consumer = f"{self.settings.control_plane.control_plane_id}:{os.getpid()}"

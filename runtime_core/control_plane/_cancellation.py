@@ -81,7 +81,7 @@ class RunCanceller:
             )
         if not transition.applied:
             return None  # dispatched meanwhile: cancel the local run instead
-        await self.parts.controller.delivery.journal.record(
+        await self.parts.controller.journal.record(
             located.shared, "cancelled", reason=reason, requested_by=caller.user_id
         )
         return CancelResult(

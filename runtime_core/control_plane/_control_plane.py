@@ -257,7 +257,6 @@ class ControlPlane:
         submitted. `priority` and `concurrency`: docs/flow-control.md."""
         caller = _require(snapshot)
         priority = checked_priority(priority)
-        self.parts.engine.check_input(input)
         if callback_url is not None:
             check_callback(self.parts.webhooks, caller.tenant_id, callback_url)
         idempotency = (

@@ -44,6 +44,7 @@ from runtime_core.providers import (
 )
 from runtime_core.queueing import (
     BackgroundPump,
+    DirectAdmission,
     FulfilledRunRequeue,
     PumpIdentity,
     ReadinessGate,
@@ -196,10 +197,10 @@ def build_parts(
     controller = SharedRuntimeController(
         runs,
         queue,
-        admission,
-        delivery,
-        scale_out,
+        journal,
         validate=engine.validate,
+        direct=DirectAdmission(admission, delivery, scale_out),
+        check_input=engine.check_input,
         on_enqueued=background.wake,
         keep_copy=copies.keep if copies else None,
         rate_limits=tenants_file.rate_limits,

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
+from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.events import RunEventSubscriber
 from runtime_core.hosting._commands import RuntimeCommands
@@ -148,6 +149,8 @@ async def run_runtime_instance_process(
         plugins=options.step_plugins(),
         providers_file=options.providers_file or os.environ.get(PROVIDERS_FILE_ENV) or None,
         durable=DurableStoreSettings.from_env(),  # the same store as the control plane's
+        # The tenants' submit rate limits and concurrency keys apply to the agents' child runs.
+        control_plane=ControlPlaneSettings(tenants_file=options.tenants_file),
     )
     traced = configure_tracing(PROCESS_SERVICE_NAME)
     try:

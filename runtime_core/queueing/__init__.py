@@ -11,6 +11,8 @@ the watcher and the fulfilled-run requeue. Must not execute steps or mutate DAG 
 
 from runtime_core.queueing._background import BackgroundPump, ReadinessGate
 from runtime_core.queueing._controller import (
+    DirectAdmission,
+    InputCheck,
     PipelineValidator,
     SharedRuntimeController,
     SubmitResult,
@@ -71,6 +73,8 @@ from runtime_core.queueing._watcher import ScaleOutWatcher
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Shared runs and submit
     "SharedRuntimeController",
+    "DirectAdmission",
+    "InputCheck",
     "SubmitResult",
     "SubmitMode",
     "PipelineValidator",

@@ -2,9 +2,10 @@
 
 Owns waiting until runtime capacity is visible (at least one live instance that can accept
 a run) before the first automatic dispatch, and the loop that runs pump cycles, idling
-until woken (new work, capacity freed in this process, or capacity freed on any runtime
-instance, heard on the capacity channel) or a poll interval passes when a cycle
-dispatched nothing, and backing off
+until woken (new work submitted in this process or queued by any process, heard as a
+`run.queued` / `run.requeued` run event: an agent's child run submitted in a runtime-instance
+process; capacity freed in this process, or on any runtime instance, heard on the capacity
+channel) or a poll interval passes when a cycle dispatched nothing, and backing off
 (capped exponential, logged) while Redis is unavailable instead of dying. Must not
 dispatch itself: every cycle goes through the pump.
 """
@@ -17,13 +18,14 @@ import logging
 from collections.abc import Callable
 
 from runtime_core.errors import StoreUnavailableError
-from runtime_core.events import RunEventSubscriber
+from runtime_core.events import RunEvent, RunEventSubscriber, RunEventType
 from runtime_core.hot_state import StoreOutage
 from runtime_core.instances import InstanceRegistry
 from runtime_core.queueing._models import PumpIdentity, PumpRequest, PumpStopReason
 from runtime_core.queueing._pump import SharedQueuePump
 
 log = logging.getLogger("runtime_core.queueing")
+_NEW_WORK = frozenset({RunEventType.QUEUED, RunEventType.REQUEUED})
 
 
 async def _wait_event(event: asyncio.Event, timeout_s: float) -> None:
@@ -82,7 +84,7 @@ class BackgroundPump:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.capacity_signals = capacity_signals
-        self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribes: list[Callable[[], None]] = []
         # Cycles run so far and how the last one stopped (None: it failed).
         self.cycles = 0
         self.last_stop: PumpStopReason | None = None
@@ -91,8 +93,12 @@ class BackgroundPump:
     def start(self) -> None:
         self._stop.clear()
         self._task = asyncio.create_task(self._loop(), name=f"pump:{self.identity.claimer}")
-        if self.capacity_signals is not None and self._unsubscribe is None:
-            self._unsubscribe = self.capacity_signals.on_capacity(lambda _instance_id: self.wake())
+        if self.capacity_signals is not None and not self._unsubscribes:
+            signals = self.capacity_signals
+            self._unsubscribes = [
+                signals.on_capacity(lambda _instance_id: self.wake()),
+                signals.listen(self._queued),
+            ]
 
     @property
     def alive(self) -> bool:
@@ -105,6 +111,10 @@ class BackgroundPump:
         a cycle that started after it."""
         return self._idling and not self._wake.is_set()
 
+    def _queued(self, event: RunEvent) -> None:
+        if event.type in _NEW_WORK:
+            self.wake()
+
     def wake(self) -> None:
         """New work or capacity: run the next cycle now instead of after the idle interval."""
         self._wake.set()
@@ -115,9 +125,9 @@ class BackgroundPump:
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        for unsubscribe in self._unsubscribes:
+            unsubscribe()
+        self._unsubscribes = []
         if self.capacity_signals is not None:  # the dispatcher may listen on it too
             await self.capacity_signals.aclose()
 

@@ -1,10 +1,13 @@
 """The shared runtime controller: create shared runs and apply the submit mode.
 
-Owns submission. QueueFirst: the run is created QueuedGlobally with a Pending item (no
-LocalRunId, no ExecutionId). DirectDispatch: the run is created Submitted and the real
+Owns submission, the one path every new shared run takes (the `submit` tool, schedules, an
+agent's child runs). QueueFirst: the run is created QueuedGlobally with a Pending item (no
+LocalRunId, no ExecutionId). DirectDispatch (a controller given `DirectAdmission`: a control
+plane's; without it every submit is queued first): the run is created Submitted and the real
 admission decision is kept: AssignToInstance delivers at once (falling back to the queue
 if delivery fails), QueueGlobally queues it, RequestScaleOut marks it ScaleOutRequested
 and persists a scale-out request with the tenant settings, Reject marks it Rejected. The
+input is checked (`check_input`) and the pipeline validated before anything is created. The
 caller's snapshot is persisted on the run and restored around admission, and the run's
 trace context (its `invoke_workflow` span, child of the caller's current span) is allocated
 with it. An idempotency key is claimed by the script that creates the run: a key the tenant
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -45,6 +48,7 @@ from runtime_core.queueing._idempotency import (
     IdempotencyKey,
     IdempotentRunGoneError,
 )
+from runtime_core.queueing._journal import SharedRunJournal
 from runtime_core.queueing._models import (
     DispatchOutcome,
     QueueItemStatus,
@@ -57,6 +61,8 @@ from runtime_core.queueing._run_store import RunTransition, SharedRunStore, Tran
 from runtime_core.queueing._scale_out import ScaleOutRequestStore, new_scale_out_request_id
 
 PipelineValidator = Callable[[PipelineDefinition], None]
+InputCheck = Callable[[dict[str, Any]], None]
+"""Refuses a run input the engine would not take (not a JSON object, too large)."""
 TenantPipelineCheck = Callable[[PipelineDefinition, ExecutionContextSnapshot], Awaitable[None]]
 """The submit-time checks that depend on the submitting tenant (`DagEngine.check_for_tenant`)."""
 KeyEvictions = Callable[[list[str], ExecutionContextSnapshot], Awaitable[None]]
@@ -116,27 +122,38 @@ _SUBMIT_EVENTS = {
 }
 
 
+@dataclass(frozen=True)
+class DirectAdmission:
+    """What a DirectDispatch submit needs besides the queue: a control plane's admission,
+    delivery to its providers and scale-out requests."""
+
+    admission: AdmissionController
+    delivery: RunDelivery
+    scale_out: ScaleOutRequestStore
+
+
 class SharedRuntimeController:
     def __init__(
         self,
         runs: SharedRunStore,
         queue: SharedQueue,
-        admission: AdmissionController,
-        delivery: RunDelivery,
-        scale_out: ScaleOutRequestStore,
+        journal: SharedRunJournal,
         *,
         validate: PipelineValidator,
+        direct: DirectAdmission | None = None,
+        check_input: InputCheck | None = None,
         on_enqueued: Callable[[], None] | None = None,
         keep_copy: Callable[[SharedRunRecord], Awaitable[None]] | None = None,
         rate_limits: TenantRateLimits | None = None,
         check_for_tenant: TenantPipelineCheck | None = None,
     ) -> None:
+        """Without `direct` (a process that runs no control plane) every submit is queued first."""
         self.runs = runs
         self.queue = queue
-        self.admission = admission
-        self.delivery = delivery
-        self.scale_out = scale_out
+        self.journal = journal
+        self.direct = direct
         self.validate = validate
+        self.check_input = check_input
         self.on_enqueued = on_enqueued
         self.keep_copy = keep_copy
         self.rate_limits = rate_limits or TenantRateLimits()
@@ -167,6 +184,8 @@ class SharedRuntimeController:
                 "A shared run needs the caller's ExecutionContextSnapshot.",
                 hint="Capture the snapshot from the authenticated principal before submitting.",
             )
+        if self.check_input is not None:
+            self.check_input(input)
         self.validate(pipeline)
         if self.check_for_tenant is not None:
             await self.check_for_tenant(pipeline, snapshot)
@@ -174,8 +193,10 @@ class SharedRuntimeController:
         declared = concurrency or flow.concurrency
         key = place_key(declared, snapshot.tenant_id, pipeline.name, input) if declared else None
         paced = dispatch_cells(snapshot.tenant_id, self.rate_limits)
-        # The queue holds a key's slots and paces dispatches: such runs are always queued first.
-        mode = SubmitMode.QUEUE_FIRST if key is not None or paced else mode
+        # The queue holds a key's slots and paces dispatches: such runs are always queued first
+        # (and every run where there is no admission to dispatch it directly).
+        if key is not None or paced or self.direct is None:
+            mode = SubmitMode.QUEUE_FIRST
         first_status = (
             SharedRunStatus.QUEUED_GLOBALLY if mode is SubmitMode.QUEUE_FIRST else SharedRunStatus.SUBMITTED
         )
@@ -253,7 +274,7 @@ class SharedRuntimeController:
             raise IdempotentRunGoneError(idempotency.key, shared_run_id)
         # The call that created it may have lost its reply before journaling it (this is the
         # client's retry): its creation is recorded now, once.
-        await self.delivery.journal.record_submitted(existing, announce=False)
+        await self.journal.record_submitted(existing, announce=False)
         return SubmitResult(
             shared_run_id=shared_run_id,
             status=existing.status,
@@ -267,7 +288,7 @@ class SharedRuntimeController:
         )
 
     async def _journal_submit(self, record: SharedRunRecord, result: SubmitResult) -> None:
-        journal = self.delivery.journal
+        journal = self.journal
         await journal.record_submitted(record)
         if result.status is not SharedRunStatus.DISPATCHED:  # delivery journals its own dispatch
             await journal.record(
@@ -283,8 +304,8 @@ class SharedRuntimeController:
 
     async def _direct(self, record: SharedRunRecord, provider_hint: str | None) -> SubmitResult:
         """Admit a created (Submitted) run now: dispatch, queue, request scale-out or reject."""
-        assert record.snapshot is not None
-        decision = await self.admission.admit(record.snapshot)
+        assert record.snapshot is not None and self.direct is not None
+        decision = await self.direct.admission.admit(record.snapshot)
         if decision.kind is AdmissionKind.ASSIGN_TO_INSTANCE:
             return await self._assign(record, decision)
         if decision.kind is AdmissionKind.QUEUE_GLOBALLY:
@@ -300,7 +321,8 @@ class SharedRuntimeController:
         return self._result(record, SharedRunStatus.REJECTED, decision, decision.reason)
 
     async def _assign(self, record: SharedRunRecord, decision: AdmissionDecision) -> SubmitResult:
-        delivery = await self.delivery.deliver(
+        assert self.direct is not None
+        delivery = await self.direct.delivery.deliver(
             record, decision, lambda fields: self.queue.mark_dispatched(record.shared_run_id, "", fields)
         )
         if delivery.outcome is DispatchOutcome.DISPATCHED:
@@ -325,7 +347,7 @@ class SharedRuntimeController:
     async def _request_scale_out(
         self, record: SharedRunRecord, decision: AdmissionDecision, provider_hint: str | None
     ) -> SubmitResult:
-        assert record.snapshot is not None
+        assert record.snapshot is not None and self.direct is not None
         request_id = new_scale_out_request_id()
         await self.runs.transition(
             record,
@@ -333,7 +355,7 @@ class SharedRuntimeController:
             SharedRunStatus.SCALE_OUT_REQUESTED,
             {"scale_out_request_id": request_id, **self._admission_fields(decision)},
         )
-        await self.scale_out.create(
+        await self.direct.scale_out.create(
             request_id, record.shared_run_id, decision.tenant_settings, record.snapshot, provider_hint
         )
         return self._result(

@@ -1,51 +1,58 @@
-"""A pipeline as an agent's tool: the call runs a child run through the shared queue (real Redis, a
-control plane with its runtime instance and pump), the agent reads the child's result, and the
-two are linked both ways: the parent's transcript and ledger name the child, the child's
-ledger (its `shared_run.submitted` entry) names the parent, and so does its `run.status`, before
-and after the child is archived."""
+"""A pipeline as an agent's tool: the call runs a child run submitted through the runtime's submit path
+(real Redis, a control plane with its runtime instance and pump), the agent reads the child's
+result, and the two are linked both ways: the parent's transcript and ledger name the child, the
+child's ledger (its `shared_run.submitted` entry) names the parent, and so does its
+`run.status`, before and after the child is archived. Being an ordinary submit, the child gets
+its pipeline's concurrency key and rate limits and a durable copy of its request; the agent
+learns of its end from its run event (the safety re-read is set to an hour here)."""
 
 from __future__ import annotations
 
 import json
 import secrets
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
-from runtime_core.agents import read_sub_steps
+from runtime_core.agents import _children, read_sub_steps
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.lifecycle import ArchiveOutcome
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.queueing import SubmitMode
+from runtime_core.queueing import SubmitMode, SubmitResult
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, served_model, write_providers
 from tests.helpers import wait_until
 
 TENANT = ExecutionContextSnapshot(user_id="u-child", tenant_id="tenant-children", context_key="child-tests")
-SUMMARY = {
-    "name": "summarize",
-    "steps": [
-        {
-            "name": "sum",
-            "stepKey": "ai.prompt",
-            "input": {"note": "state.note"},
-            "config": {"template": "{note}"},
-        }
-    ],
-}
 
 
-@pytest.fixture
+def summary_pipeline(**flow: Any) -> dict[str, Any]:
+    return {
+        "name": "summarize",
+        "config": {"flow": flow},
+        "steps": [
+            {
+                "name": "sum",
+                "stepKey": "ai.prompt",
+                "input": {"note": "state.note"},
+                "config": {"template": "{note}"},
+            }
+        ],
+    }
+
+
+def summarize(note: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "summarize", "arguments": {"note": note}}]}
+
+
+@pytest.fixture(scope="module")
 async def services(
     redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[RuntimeServices, LoopbackLlm]]:
-    script = [
-        {"tool_calls": [{"name": "summarize", "arguments": {"note": "the deploy slipped a day"}}]},
-        {"text": "Summarized."},
-    ]
     folder = tmp_path_factory.mktemp("agent-children")
-    async with served_model(script) as (llm, url):
+    async with served_model([]) as (llm, url):
         providers = write_providers(folder, url)
         settings = RuntimeSettings(
             data_dir=folder / "data",
@@ -55,25 +62,37 @@ async def services(
         )
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(KEY_ENV, API_KEY)
+            patch.setattr(_children, "SAFETY_READ_S", 3600.0)  # only the child's run event wakes the agent
             async with RuntimeServices(settings) as started:
                 yield started, llm
+
+
+async def submit_agent(runtime: RuntimeServices, tool_pipeline: dict[str, Any]) -> SubmitResult:
+    tool = {
+        "name": "summarize",
+        "pipeline": tool_pipeline,
+        "inputSchema": {"type": "object", "properties": {"note": {"type": "string"}}},
+    }
+    agent = {"prompt": f"Summarize the notes ({secrets.token_hex(4)})", "provider": "gpt", "tools": [tool]}
+    pipeline = parse_pipeline(
+        {"name": "parent", "steps": [{"name": "agent", "stepKey": "ai.agent", "config": agent}]}
+    )
+    return await runtime.control_plane.submit(pipeline, {}, SubmitMode.QUEUE_FIRST, TENANT)
+
+
+async def ledger(runtime: RuntimeServices, **ids: str) -> list[Any]:
+    await runtime.audit.flush()
+    return list(await runtime.audit.queries.ledger(TENANT, **ids))
 
 
 async def test_a_pipeline_tool_runs_a_child_run_linked_both_ways_and_the_model_reads_its_result(
     services: tuple[RuntimeServices, LoopbackLlm],
 ) -> None:
     runtime, llm = services
-    tool = {
-        "name": "summarize",
-        "pipeline": SUMMARY,
-        "inputSchema": {"type": "object", "properties": {"note": {"type": "string"}}},
-    }
-    agent = {"prompt": "Summarize the note", "provider": "gpt", "tools": [tool]}
-    pipeline = parse_pipeline(
-        {"name": "parent", "steps": [{"name": "agent", "stepKey": "ai.agent", "config": agent}]}
-    )
+    llm.script = [summarize("the deploy slipped a day"), {"text": "Summarized."}]
     plane = runtime.control_plane
-    parent = await plane.submit(pipeline, {}, SubmitMode.QUEUE_FIRST, TENANT)
+    keyed = summary_pipeline(concurrency={"key": "input.note", "limit": 1})
+    parent = await submit_agent(runtime, keyed)
 
     async def done() -> bool:
         view = await plane.run_status(parent.shared_run_id, TENANT)
@@ -96,12 +115,21 @@ async def test_a_pipeline_tool_runs_a_child_run_linked_both_ways_and_the_model_r
     )
     assert child.parent_call == f"{view.execution_id}:agent:1"  # the agent's call: sub-step 1
 
-    await runtime.audit.flush()
-    parent_ledger = await runtime.audit.queries.ledger(TENANT, execution_id=view.execution_id)
-    [started] = [e for e in parent_ledger if e.event == "agent.child_run_started"]
+    # An ordinary submit: its pipeline's concurrency key, a durable copy of its request.
+    record = await plane.parts.runs.get(child_id)
+    assert record is not None and record.concurrency_key == "input.note=the deploy slipped a day"
+    copies = await runtime.durable_store.list_submitted_runs()
+    assert child_id in {copy.shared_run_id for copy in copies}
+
+    [started] = [
+        e
+        for e in await ledger(runtime, execution_id=view.execution_id)
+        if e.event == "agent.child_run_started"
+    ]
     assert started.attributes["child_shared_run_id"] == child_id
-    child_ledger = await runtime.audit.queries.ledger(TENANT, shared_run_id=child_id)
-    [submitted] = [e for e in child_ledger if e.event == "shared_run.submitted"]
+    [submitted] = [
+        e for e in await ledger(runtime, shared_run_id=child_id) if e.event == "shared_run.submitted"
+    ]
     assert submitted.attributes["parent.execution.id"] == view.execution_id
     assert submitted.attributes["parent.step"] == "agent"
 
@@ -110,3 +138,29 @@ async def test_a_pipeline_tool_runs_a_child_run_linked_both_ways_and_the_model_r
     assert await archiver.archive_local_end(child.local_run_id) is ArchiveOutcome.ARCHIVED
     archived = await plane.run_status(child_id, TENANT)  # from its durable run record now
     assert archived.execution_status == "Completed" and archived.parent_call == child.parent_call
+
+
+async def test_a_child_run_is_paced_by_its_pipelines_submit_rate_limit(
+    services: tuple[RuntimeServices, LoopbackLlm],
+) -> None:
+    runtime, llm = services
+    llm.script = [summarize("first"), summarize("second"), {"text": "Both summarized."}]
+    limited = summary_pipeline(rateLimits=[{"name": "children", "limit": 1, "period": "1h"}])
+    parent = await submit_agent(runtime, limited)
+    plane = runtime.control_plane
+
+    async def paced() -> bool:
+        view = await plane.run_status(parent.shared_run_id, TENANT)
+        if view.execution_id is None:
+            return False
+        events = await ledger(runtime, execution_id=view.execution_id)
+        return any(e.event == "agent.child_run_rate_limited" for e in events)
+
+    await wait_until(paced, timeout=60, interval=0.1)
+    view = await plane.run_status(parent.shared_run_id, TENANT)
+    assert view.execution_id is not None
+    events = await ledger(runtime, execution_id=view.execution_id)
+    [limit] = [e for e in events if e.event == "agent.child_run_rate_limited"][:1]
+    assert limit.attributes["tool"] == "summarize" and "'children'" in limit.attributes["limit"]
+    assert len([e for e in events if e.event == "agent.child_run_started"]) == 1  # the second waits
+    await plane.cancel(parent.shared_run_id, TENANT)

@@ -4,8 +4,10 @@ Two control planes share one Redis: A hosts a runtime instance of one run slot b
 HTTP command endpoint; B has no instance of its own and dispatches to A's over HTTP with a
 background pump that idles a minute between cycles that dispatched nothing. When A's run
 ends, its heartbeat announces the freed slot on the capacity channel and B's pump dispatches
-the run waiting in the shared queue at once. A drain that found every instance busy keeps
-that listing until capacity is freed. Runs on a single Redis and on a Redis Cluster.
+the run waiting in the shared queue at once. A run queued by a process without a control plane
+(an agent's child run in a runtime-instance process) wakes it too, through its `run.queued`
+event. A drain that found every instance busy keeps that listing until capacity is freed.
+Runs on a single Redis and on a Redis Cluster.
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ from dataclasses import dataclass
 import pytest
 
 from runtime_core.control_plane import ControlPlane
+from runtime_core.events import RunEventPublisher
 from runtime_core.hosting import HttpCommandEndpoint, RuntimeCommands, build_http_app
 from runtime_core.hot_state import HotState, find_free_port
-from runtime_core.queueing import PumpStopReason, SharedRunStatus, SubmitMode
+from runtime_core.queueing import (
+    PumpStopReason,
+    SharedQueue,
+    SharedRunJournal,
+    SharedRunStatus,
+    SharedRunStore,
+    SharedRuntimeController,
+    SubmitMode,
+)
 from tests.helpers import command_calls, wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
@@ -93,6 +104,33 @@ async def test_a_run_ending_in_another_process_wakes_the_idle_pump_at_once(plane
     await wait_until(dispatched, timeout=20)
     record = await other.parts.runs.get(first.shared_run_id)
     assert record is not None and record.status is SharedRunStatus.DISPATCHED
+
+
+async def test_a_run_queued_by_a_process_without_a_control_plane_wakes_the_idle_pump(
+    planes: Planes, hot_state: HotState
+) -> None:
+    pump = planes.other.parts.background_pump
+    await wait_until(lambda: _async(pump.gate_passed and pump.idle), timeout=20)
+    events = RunEventPublisher(hot_state)
+    runs = SharedRunStore(hot_state)
+    elsewhere = SharedRuntimeController(  # the submit path of an EngineServices-only process
+        runs,
+        SharedQueue(hot_state),
+        SharedRunJournal(None, events),
+        validate=planes.host.parts.engine.validate,
+    )
+    try:
+        queued = await elsewhere.submit(GATED, {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT)
+        assert queued.status is SharedRunStatus.QUEUED_GLOBALLY  # no admission here: queued first
+
+        async def dispatched() -> bool:
+            run = await runs.get(queued.shared_run_id)
+            return run is not None and run.status is SharedRunStatus.DISPATCHED
+
+        await wait_until(dispatched, timeout=20)  # B's pump idles a minute unless woken
+    finally:
+        planes.gate.release()
+        await events.aclose()
 
 
 async def _async(value: bool) -> bool:
