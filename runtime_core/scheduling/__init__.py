@@ -3,11 +3,13 @@
 Owns schedule specs (5- or 6-field cron in an IANA zone, via croniter; or an interval), the
 catch-up and overlap policies, the tick arithmetic, the Redis tick claims that make each
 tick fire exactly once however many control planes run a scheduler (plus an idempotency key
-per tick through the idempotent submit), the scheduler loop and the caller-facing
+per tick through the idempotent submit), the scheduler loop (with its copy of the active
+schedules, read again when a schedules-changed version moves) and the caller-facing
 ScheduleService. Schedules are stored in the durable store; runs are submitted through the
 ControlPlane. Must not dispatch or execute runs.
 """
 
+from runtime_core.scheduling._active import ActiveSchedules
 from runtime_core.scheduling._assembly import Scheduling, build_scheduling
 from runtime_core.scheduling._firing import FiredTick, FireOutcome, TickFirer, idempotency_key, run_snapshot
 from runtime_core.scheduling._loop import Scheduler
@@ -59,6 +61,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "idempotency_key",
     "run_snapshot",
     "Scheduler",
+    "ActiveSchedules",
     # Caller-facing
     "ScheduleService",
     "ScheduleView",

@@ -48,6 +48,6 @@ def build_scheduling(
         firer,
         check_pipeline=engine.validate,
         check_input=engine.check_input,
-        wake=scheduler.wake,
+        changed=scheduler.schedules_changed,
     )
     return Scheduling(service, scheduler)

@@ -1,24 +1,25 @@
 """The scheduler loop one control plane runs: every active schedule of every tenant, each pass.
 
-Owns the pass (read the server clock once, then per active schedule: take over a claim whose
-lease ended, fire a queue_one tick whose previous run ended, plan the due ticks and claim and
-fire them in order, stopping at the first claim it does not win; a stored schedule that does
-not read is logged and skipped) and when the next pass runs: a PeriodicPass runs it, told the
-wait until the next due tick (at most `poll_interval_ms`), woken at once by a local create /
-resume, backing off while a store is unavailable. Several control planes run it at once: the
-tick claims decide, never this process's memory. Its liveness is a readiness check. Must not
-compute ticks or submit runs itself.
+Owns the pass (one pipelined read of the server clock, the schedules-changed version and the
+tick state of every active schedule it knows, reading the durable store again only when the
+version moved (`ActiveSchedules`); then per active schedule: take over a claim whose lease
+ended, fire a queue_one tick whose previous run ended, plan the due ticks and claim and fire
+them in order, stopping at the first claim it does not win) and when the next pass runs: a
+PeriodicPass runs it, told the wait until the next due tick (at most `poll_interval_ms`),
+woken at once by a local change, backing off while a store is unavailable. Several control
+planes run it at once: the tick claims decide, never this process's memory. Its liveness is
+a readiness check. Must not compute ticks or submit runs itself.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
 
 from runtime_core.errors import StoreUnavailableError, error_description
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.lifecycle import NextPass, PeriodicPass
+from runtime_core.scheduling._active import ActiveSchedules
 from runtime_core.scheduling._firing import TickFirer
 from runtime_core.scheduling._settings import SchedulingSettings
 from runtime_core.scheduling._spec import OverlapPolicy
@@ -48,7 +49,7 @@ class Scheduler:
         owner: str,
     ) -> None:
         self._hot_state = hot_state
-        self._store = store
+        self.active = ActiveSchedules(hot_state, store, refresh_interval_ms=settings.refresh_interval_ms)
         self.ticks = ticks
         self.firer = firer
         self.settings = settings
@@ -67,6 +68,12 @@ class Scheduler:
     def wake(self) -> None:
         self._loop.wake()
 
+    async def schedules_changed(self) -> None:
+        """A schedule was created, paused, resumed or deleted: every scheduler (this one at once)
+        reads the active schedules again."""
+        await self.active.changed()
+        self.wake()
+
     async def stop(self) -> None:
         await self._loop.stop()
 
@@ -78,11 +85,11 @@ class Scheduler:
     async def run_pass(self) -> int:
         """Handle every due tick; the milliseconds until the next one is due (or the poll interval)."""
         started = time.monotonic()
-        now_ms = await self._hot_state.server_time_ms()
+        now_ms, records, states = await self._read()
         deadline = now_ms + self.settings.poll_interval_ms
-        async for record in self._active_schedules():
+        for record, state in zip(records, states, strict=True):
             try:
-                deadline = min(deadline, await self._handle(record, now_ms))
+                deadline = min(deadline, await self._handle(record, state, now_ms))
             except StoreUnavailableError:
                 raise
             except Exception as exc:  # one broken schedule (stored spec, refused run) never stops the others
@@ -97,28 +104,26 @@ class Scheduler:
         elapsed_ms = round((time.monotonic() - started) * 1000)
         return max(deadline - (now_ms + elapsed_ms), 0)
 
-    async def _active_schedules(self) -> AsyncIterator[ScheduleRecord]:
-        """Every active schedule that reads; a corrupt stored row is logged (its id and what is
-        wrong, never its values) and skipped."""
-        after: str | None = None
-        while True:
-            scan = await self._store.list_active_schedules(after=after)
-            for unreadable in scan.unreadable:
-                log.warning(
-                    "scheduler.schedule_unreadable",
-                    extra={"schedule_id": unreadable.schedule_id, "error": unreadable.problem},
-                )
-            for record in scan.records:
-                yield record
-            if scan.last_id is None:
-                return
-            after = scan.last_id
+    async def _read(self) -> tuple[int, tuple[ScheduleRecord, ...], list[TickState]]:
+        """The server clock, the active schedules and their tick states: one pipelined round
+        trip, plus a read of the durable store and of the states when the schedules changed."""
+        records = self.active.records
+        pipe = self._hot_state.redis.pipeline(transaction=False)
+        self._hot_state.queue_server_time(pipe, self.active.key)
+        self.active.queue_version(pipe)
+        for record in records:
+            self.ticks.queue_state(pipe, record.schedule_id)
+        server_time, _created, version, *replies = await pipe.execute()
+        states = [self.ticks.state_of(reply) for reply in replies]
+        if self.active.stale(version):
+            records = await self.active.refresh(version)
+            states = await self.ticks.states([record.schedule_id for record in records])
+        return time_reply_ms(server_time), records, states
 
-    async def _handle(self, record: ScheduleRecord, now_ms: int) -> int:
+    async def _handle(self, record: ScheduleRecord, state: TickState, now_ms: int) -> int:
         """Fire what is due of one schedule; when its next tick is due (server ms)."""
         clock = tick_clock(record)
         floor = floor_ms(record)
-        state = await self.ticks.state(record.schedule_id)
         if state.pending_ms is not None and (state.pending_until_ms or 0) <= now_ms:
             await self._claim_and_fire(
                 record, state.pending_ms, state.watermark(floor), floor, TICK_KIND_SCHEDULED

@@ -12,7 +12,7 @@ not applied). Must not run the scheduler loop.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -62,15 +62,16 @@ class ScheduleService:
         *,
         check_pipeline: PipelineCheck,
         check_input: InputCheck,
-        wake: Callable[[], None] = lambda: None,
+        changed: Callable[[], Awaitable[None]],
     ) -> None:
+        """`changed`: tells every scheduler the active schedules changed (after the store has it)."""
         self._hot_state = hot_state
         self._store = store
         self._ticks = ticks
         self._firer = firer
         self._check_pipeline = check_pipeline
         self._check_input = check_input
-        self._wake = wake
+        self._changed = changed
 
     async def _now(self) -> tuple[int, datetime]:
         now_ms = await self._hot_state.server_time_ms()
@@ -105,7 +106,7 @@ class ScheduleService:
                 f"Your tenant already has a schedule named '{name}'.",
                 hint="Choose another name, or delete that schedule first (schedules.list shows it).",
             )
-        self._wake()
+        await self._changed()
         return ScheduleView.of(record, now_ms)
 
     async def list(
@@ -131,9 +132,7 @@ class ScheduleService:
 
     async def resume(self, snapshot: ExecutionContextSnapshot | None, schedule_id: str) -> ScheduleView:
         """Ticks that passed while paused are never fired (the resume time is their floor)."""
-        view = await self._set_status(_require(snapshot), schedule_id, ACTIVE)
-        self._wake()
-        return view
+        return await self._set_status(_require(snapshot), schedule_id, ACTIVE)
 
     async def _set_status(
         self, caller: ExecutionContextSnapshot, schedule_id: str, status: str
@@ -142,6 +141,7 @@ class ScheduleService:
         record = await self._store.set_schedule_status(caller.tenant_id, schedule_id, status, now)
         if record is None:
             raise _not_found(schedule_id)
+        await self._changed()
         return ScheduleView.of(record, now_ms)
 
     async def delete(self, snapshot: ExecutionContextSnapshot | None, schedule_id: str) -> ScheduleView:
@@ -151,6 +151,7 @@ class ScheduleService:
         if not await self._store.delete_schedule(caller.tenant_id, schedule_id):
             raise _not_found(schedule_id)
         await self._ticks.forget(schedule_id)
+        await self._changed()
         now_ms, _ = await self._now()
         return ScheduleView.of(record.model_copy(update={"status": "deleted"}), now_ms)
 

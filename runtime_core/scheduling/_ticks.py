@@ -1,17 +1,19 @@
 """The Redis side of schedules: which tick is handled, claimed, waiting, and the last run.
 
 Owns the per-schedule tick state hash (`{prefix}{sched:<id>}:ticks`, one Cluster slot per
-schedule) and the typed wrappers of its three transitions: `schedule_claim_tick` (one
-claimer per tick, in tick order, with a lease another scheduler takes over when it ends),
-`schedule_settle_tick` (the tick is handled; under queue_one it may wait) and
-`schedule_release_queued` (the waiting tick becomes a claim). Python never writes the
-fields these scripts guard. Must not decide which ticks to fire (`_timing`) or fire them.
+schedule), its reads (queued on a pass's pipeline: many schedules, one round trip) and the
+typed wrappers of its three transitions: `schedule_claim_tick` (one claimer per tick, in
+tick order, with a lease another scheduler takes over when it ends), `schedule_settle_tick`
+(the tick is handled; under queue_one it may wait) and `schedule_release_queued` (the
+waiting tick becomes a claim). Python never writes the fields these scripts guard. Must not
+decide which ticks to fire (`_timing`) or fire them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from runtime_core.hot_state import HotState
 
@@ -65,6 +67,9 @@ class TickClaim:
         return self.outcome in (ClaimOutcome.CLAIMED, ClaimOutcome.TAKEN_OVER)
 
 
+_STATE_FIELDS = ["fired", "pending", "pending_until", "queued", "last_run"]
+
+
 def _int(value: str | None) -> int | None:
     return int(value) if value else None
 
@@ -81,11 +86,21 @@ class ScheduleTicks:
     def key(self, schedule_id: str) -> str:
         return self._hot_state.tagged(f"sched:{schedule_id}", "ticks")
 
-    async def state(self, schedule_id: str) -> TickState:
-        fired, pending, until, queued, last_run = await self._redis.hmget(
-            self.key(schedule_id), ["fired", "pending", "pending_until", "queued", "last_run"]
-        )
+    def queue_state(self, pipe: Any, schedule_id: str) -> None:
+        """Queue the read of one schedule's TickState on `pipe` (its reply: `state_of`)."""
+        pipe.hmget(self.key(schedule_id), _STATE_FIELDS)
+
+    @staticmethod
+    def state_of(reply: list[str | None]) -> TickState:
+        fired, pending, until, queued, last_run = reply
         return TickState(int(fired or 0), _int(pending), _int(until), _int(queued), last_run or None)
+
+    async def states(self, schedule_ids: list[str]) -> list[TickState]:
+        """The TickState of each schedule, in order, in one pipelined read."""
+        pipe = self._redis.pipeline(transaction=False)
+        for schedule_id in schedule_ids:
+            self.queue_state(pipe, schedule_id)
+        return [self.state_of(reply) for reply in await pipe.execute()] if schedule_ids else []
 
     async def claim(
         self, schedule_id: str, tick_ms: int, *, planned_from_ms: int, floor_ms: int, owner: str, kind: str

@@ -10,7 +10,7 @@ instead of failing), and the UTC datetime rule. Must not know how any backend st
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -315,7 +315,8 @@ class UnreadableSchedule:
 @dataclass(frozen=True)
 class ScheduleScan:
     """One page of the scheduler's scan of active schedules: the records, the rows that did not
-    read, and the id of the page's last row (None: the scan is over)."""
+    read, and the id of the page's last row to page on from (None: the page was not full, the
+    scan is over)."""
 
     records: tuple[ScheduleRecord, ...]
     unreadable: tuple[UnreadableSchedule, ...] = ()
@@ -326,16 +327,15 @@ RowT = TypeVar("RowT")
 
 
 def scan_schedules(
-    rows: Iterable[RowT], read: Callable[[RowT], ScheduleRecord], id_of: Callable[[RowT], str]
+    rows: Sequence[RowT], limit: int, read: Callable[[RowT], ScheduleRecord], id_of: Callable[[RowT], str]
 ) -> ScheduleScan:
-    """A ScheduleScan of stored rows (in id order): each read by `read`, or reported unreadable."""
+    """A ScheduleScan of at most `limit` stored rows (in id order): each read by `read`, or
+    reported unreadable."""
     records: list[ScheduleRecord] = []
     unreadable: list[UnreadableSchedule] = []
-    last_id: str | None = None
     for row in rows:
-        last_id = id_of(row)
         try:
             records.append(read(row))
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError, a bad JSON column
-            unreadable.append(UnreadableSchedule(last_id, error_description(exc)))
-    return ScheduleScan(tuple(records), tuple(unreadable), last_id)
+            unreadable.append(UnreadableSchedule(id_of(row), error_description(exc)))
+    return ScheduleScan(tuple(records), tuple(unreadable), id_of(rows[-1]) if len(rows) >= limit else None)

@@ -67,6 +67,7 @@ class MongoSchedules:
         documents = await self._find_documents("schedules", query, [("_id", ASCENDING)], limit)
         return scan_schedules(
             documents,
+            limit,
             lambda document: from_document(ScheduleRecord, document),
             lambda document: document["_id"],
         )

@@ -203,7 +203,7 @@ class DurableStore(Protocol):
         """Every tenant's active schedules by schedule_id ascending, strictly after `after`; at
         most `limit` rows. A row that does not read as a ScheduleRecord is reported in
         `unreadable` (never raised: one corrupt row must not hide the others); page on with
-        `last_id` until it is None.
+        `last_id` until it is None (a page with fewer than `limit` rows).
 
         For the control plane's scheduler only, never a caller.
         """

@@ -72,7 +72,7 @@ class SqlSchedules:
         schedules = self._tables.schedules
         where = self._dialect.spell("status = 'active' AND schedule_id > ?")
         rows = await self._select_rows(schedules, where, [after or ""], "schedule_id", limit)
-        return scan_schedules(rows, schedules.from_row, lambda row: str(row["schedule_id"]))
+        return scan_schedules(rows, limit, schedules.from_row, lambda row: str(row["schedule_id"]))
 
     async def set_schedule_status(
         self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime
