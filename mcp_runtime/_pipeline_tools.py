@@ -3,7 +3,8 @@
 Owns shaping catalog entries and validation outcomes into tool answers. Must not run or
 store pipelines, nor validate them itself: the validator passed in is the engine's
 `DagEngine.validate`, the same check submit and execution creation make, followed by
-`DagEngine.check_for_tenant` for the caller's tenant (what submit checks too).
+`DagEngine.check_for_tenant` for the caller's tenant (what submit checks too), once the catalog
+pipelines an agent's tools name are put in their place (as submit does).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mcp_runtime._outputs import (
     ValidationProblem,
 )
 from mcp_runtime._registration import ToolCall, ToolSpec
+from runtime_core.agents import inline_catalog_pipelines
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
 from runtime_core.queueing import PipelineValidator, TenantPipelineCheck
@@ -58,6 +60,7 @@ class PipelineTools:
         source: Any = self._catalog.get(request.pipeline) if request.pipeline else request.definition
         try:
             pipeline = source if isinstance(source, PipelineDefinition) else parse_pipeline(source)
+            pipeline = inline_catalog_pipelines(pipeline, self._catalog.get)  # as `submit` does
             self._validate(pipeline)
             if self._check_for_tenant is not None:
                 await self._check_for_tenant(pipeline, call.snapshot)

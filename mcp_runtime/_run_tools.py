@@ -35,6 +35,7 @@ from mcp_runtime._registration import ToolCall, ToolSpec
 from mcp_runtime._run_answers import run_status_output
 from mcp_runtime.notifications import RunProgress
 from mcp_runtime.tasks import answered_as_task
+from runtime_core.agents import inline_catalog_pipelines
 from runtime_core.control_plane import ControlPlane, InstanceView, StepPage
 from runtime_core.errors import NotFoundError
 from runtime_core.identity import ExecutionContextSnapshot
@@ -94,11 +95,14 @@ def instance_info(view: InstanceView) -> RuntimeInstanceInfo:
 
 
 def resolve_pipeline(catalog: PipelineCatalog, request: PipelineRunInput) -> PipelineDefinition:
-    """The catalog pipeline the request names, or its inline definition (validated by parsing)."""
+    """The catalog pipeline the request names, or its inline definition (validated by parsing),
+    with the catalog pipelines its agents' tools name put in their place."""
     if request.pipeline is not None:
-        return catalog.get(request.pipeline)
-    assert request.definition is not None
-    return parse_pipeline(request.definition)
+        pipeline = catalog.get(request.pipeline)
+    else:
+        assert request.definition is not None
+        pipeline = parse_pipeline(request.definition)
+    return inline_catalog_pipelines(pipeline, catalog.get)
 
 
 def _wants_progress(ctx: Context) -> bool:

@@ -2,7 +2,8 @@
 
 Owns the agent step type (config, submit-time checks), its loop over the configured LLM
 providers (OpenAI tools and Anthropic tool use, streamed when asked), its tools (registered
-step types, `mcp.tool` tools among them, and child pipelines), the journal of its sub-steps
+step types, `mcp.tool` tools among them, and child pipelines, a catalog pipeline's name
+replaced by its definition at submit), the journal of its sub-steps
 in the execution's hot state (Lua transitions fenced by the step's claim: recovery resumes
 an agent from its last checkpoint on the same ExecutionId without repeating a completed
 model or tool call), its limits (turns, tokens, cost, wall time), approvals of tool calls by
@@ -10,6 +11,7 @@ a human (the step parks for input), and its spans (OpenTelemetry GenAI conventio
 not coordinate steps (the DAG engine does) nor speak a provider's wire format.
 """
 
+from runtime_core.agents._catalog_tools import PipelineLookup, inline_catalog_pipelines
 from runtime_core.agents._children import QueuedChildRuns
 from runtime_core.agents._config import AgentConfig, AgentLimits, AgentTool, Pricing
 from runtime_core.agents._executor import AGENT_STEP_KEY, AiAgentExecutor
@@ -35,4 +37,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "ChildRuns",
     "QueuedChildRuns",
     "ToolOutcome",
+    "inline_catalog_pipelines",
+    "PipelineLookup",
 ]

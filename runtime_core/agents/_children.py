@@ -29,7 +29,7 @@ from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.events import RunEvent, RunEventSubscriber
 from runtime_core.flow import RateLimitedError
 from runtime_core.instances import LocalRunStatus, RunExecutionIndex
-from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.pipeline import PipelineDefinition
 from runtime_core.queueing import (
     MAX_IDEMPOTENCY_KEY_LENGTH,
     IdempotencyKey,
@@ -39,7 +39,7 @@ from runtime_core.queueing import (
     SharedRuntimeController,
     SubmitMode,
 )
-from runtime_core.steps import StepFailure, StepInvocation, unwrap_result
+from runtime_core.steps import StepConfigError, StepFailure, StepInvocation, unwrap_result
 from runtime_core.storage import DurableStore
 
 CHILD_KEY_WINDOW_MS = 7 * 24 * 3_600_000
@@ -93,10 +93,12 @@ class QueuedChildRuns:
     async def run_child(
         self, parent: StepInvocation, tool: AgentTool, arguments: dict[str, Any], call_key: str
     ) -> tuple[Any, dict[str, Any]]:
-        assert tool.pipeline is not None and parent.snapshot is not None
-        shared_run_id, deduplicated = await self._submitted(
-            parent, tool, parse_pipeline(tool.pipeline), arguments, call_key
-        )
+        assert parent.snapshot is not None
+        try:
+            pipeline = tool.definition()
+        except StepConfigError as unresolved:
+            raise StepFailure(unresolved.message, code="permanent") from None
+        shared_run_id, deduplicated = await self._submitted(parent, tool, pipeline, arguments, call_key)
         if parent.claim is not None:
             await parent.claim.emit(
                 "agent.child_run_started",

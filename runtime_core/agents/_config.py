@@ -2,7 +2,8 @@
 
 Owns the config fields (camelCase in pipeline JSON) and their validation: each tool names
 exactly one of a registered step type (`stepKey` with its `config`; `mcp.tool` tools are
-step types too) or a child pipeline (`pipeline`), tool names are unique, `params` may not
+step types too) or a child pipeline (`pipeline`: a definition, or a catalog name the submit
+replaces), tool names are unique, `params` may not
 replace what the provider sets, a cost budget needs prices. Must not call a provider or run
 a tool.
 """
@@ -14,8 +15,8 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from runtime_core.errors import InvalidPipelineError
-from runtime_core.pipeline import parse_pipeline
-from runtime_core.steps import StepConfig, model_call_policy
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.steps import STEP_CONFIG_RULE, StepConfig, StepConfigError, model_call_policy
 from runtime_core.steps.llm import (
     ANTHROPIC_RESERVED_PARAMS,
     OPENAI_RESERVED_PARAMS,
@@ -31,7 +32,8 @@ ANY_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
 class AgentTool(StepConfig):
     """One tool the model may call. `inputSchema` (JSON schema of the arguments) is what the model
     sees; the arguments become the step's inputs (a step type) or the child run's input (a
-    pipeline: an inline definition, run as a child run of the agent's tenant).
+    pipeline: an inline definition, or the name of a catalog pipeline, which the submit replaces
+    by its definition; run as a child run of the agent's tenant).
     `requiresApproval`: a human approves each call before it runs (input.submit under the
     waiting key the run shows), refusing skips it and tells the model."""
 
@@ -39,19 +41,35 @@ class AgentTool(StepConfig):
     description: str = ""
     step_key: str | None = None
     config: dict[str, Any] = {}
-    pipeline: dict[str, Any] | None = None
+    pipeline: dict[str, Any] | str | None = None
     input_schema: dict[str, Any] = Field(default_factory=lambda: dict(ANY_ARGUMENTS))
     requires_approval: bool = False
 
     @field_validator("pipeline")
     @classmethod
-    def _valid_pipeline(cls, pipeline: dict[str, Any] | None) -> dict[str, Any] | None:
-        if pipeline is not None:
+    def _valid_pipeline(cls, pipeline: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+        if isinstance(pipeline, str) and not pipeline.strip():
+            raise ValueError("a pipeline name may not be empty")
+        if isinstance(pipeline, dict):
             try:
                 parse_pipeline(pipeline)
             except InvalidPipelineError as error:
                 raise ValueError(f"its pipeline is invalid: {error.message}") from None
         return pipeline
+
+    def definition(self) -> PipelineDefinition:
+        """The tool's pipeline; StepConfigError when it is a catalog name nothing replaced (a
+        submit path without the catalog)."""
+        if isinstance(self.pipeline, str):
+            raise StepConfigError(
+                f"tool {self.name!r} names catalog pipeline {self.pipeline!r}, which this submit did not "
+                "replace by its definition",
+                hint="Submit through the MCP server (`submit`, `schedules.create` and `pipelines.validate` "
+                "resolve catalog names; see `pipelines.list`), or give the pipeline's definition inline.",
+                rule=STEP_CONFIG_RULE,
+            )
+        assert self.pipeline is not None
+        return parse_pipeline(self.pipeline)
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentTool:

@@ -1,26 +1,27 @@
 """The `ai.agent` executor: a tool-calling agent on a configured LLM provider, resumable after a crash.
 
 Owns the step type: its config model, the submit-time checks (the provider is configured,
-each tool's step type is registered and its config checked as that step type's config is;
-for the submitting tenant, each MCP tool on one of its own servers and each pipeline tool's
-steps), the human input it waits for (an approval of a tool call, or a decision on an
-uncertain call of a tool it runs), and starting one `AgentRun` per attempt with the rendered
-task. Must not run the loop itself (`_loop` does) and runs only inside the engine, whose claim
-fences its checkpoints.
+each tool's step type is registered and its config checked as that step type's config is,
+each pipeline tool's pipeline passes the engine's checks; for the submitting tenant, each
+MCP tool on one of its own servers and each pipeline tool's steps), the human input it waits
+for (an approval of a tool call, or a decision on an uncertain call of a tool it runs), and
+starting one `AgentRun` per attempt with the rendered task. Must not run the loop itself
+(`_loop` does) and runs only inside the engine, whose claim fences its checkpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
-from runtime_core.agents._config import AgentConfig
+from runtime_core.agents._config import AgentConfig, AgentTool
 from runtime_core.agents._loop import AgentRun
 from runtime_core.agents._tools import ChildRuns, ToolRunner
 from runtime_core.dag import DagStore
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.pipeline import StepDefinition, parse_pipeline
+from runtime_core.pipeline import PipelineDefinition, StepDefinition
 from runtime_core.policy import PROVIDER_RETRY
 from runtime_core.steps import (
     ExecutorRegistry,
@@ -59,11 +60,15 @@ class AiAgentExecutor:
         store: DagStore,
         executors: ExecutorRegistry,
         child_runs: ChildRuns | None = None,
+        validate_pipeline: Callable[[PipelineDefinition], None] | None = None,
     ) -> None:
+        """`validate_pipeline`: the engine's checks of a whole pipeline, run at submit on each
+        pipeline tool's (a child run's pipeline is refused with its parent, not when called)."""
         self._providers = providers
         self._store = store
         self._executors = executors
         self._tools = ToolRunner(executors, child_runs)
+        self._validate_pipeline = validate_pipeline
 
     def input_schema_for(self, waiting_key: str | None) -> dict[str, Any]:
         """An approval (`approved`, `comment`), or a decision when a tool's call is uncertain."""
@@ -72,12 +77,14 @@ class AiAgentExecutor:
         return dict(APPROVAL_INPUT_SCHEMA)
 
     def check_config(self, config: AgentConfig) -> None:
-        """Submit-time: the provider is configured here, and each tool's step type is registered
-        and its config checked exactly as that step type's config is in a pipeline (unknown keys,
-        values, the step type's own `check_config`)."""
+        """Submit-time: the provider is configured here, each tool's step type is registered and
+        its config checked exactly as that step type's config is in a pipeline (unknown keys,
+        values, the step type's own `check_config`), and each pipeline tool's pipeline is a
+        definition (a catalog name was replaced at submit) that passes the engine's checks."""
         check_prompt_provider(config, self._providers)
         for tool in config.tools:
             if tool.step_key is None:
+                self._check_pipeline_tool(tool)
                 continue
             if tool.step_key not in self._executors:
                 raise StepConfigError(
@@ -88,6 +95,19 @@ class AiAgentExecutor:
                 self._executors, tool.step_key, tool.config, f"tool {tool.name!r} ({tool.step_key})"
             )
 
+    def _check_pipeline_tool(self, tool: AgentTool) -> None:
+        pipeline = tool.definition()
+        if self._validate_pipeline is None:
+            return
+        try:
+            self._validate_pipeline(pipeline)
+        except InvalidPipelineError as error:
+            raise StepConfigError(
+                f"tool {tool.name!r}: its pipeline {pipeline.name!r} is invalid: {error.message}",
+                hint=error.hint,
+                rule=error.rule,
+            ) from None
+
     async def check_for_tenant(
         self, config: AgentConfig, step: StepDefinition, snapshot: ExecutionContextSnapshot
     ) -> None:
@@ -97,9 +117,7 @@ class AiAgentExecutor:
         for tool in config.tools:
             if tool.pipeline is not None:
                 try:
-                    await check_steps_for_tenant(
-                        parse_pipeline(tool.pipeline).steps, self._executors, snapshot
-                    )
+                    await check_steps_for_tenant(tool.definition().steps, self._executors, snapshot)
                 except InvalidPipelineError as error:
                     raise StepConfigError(f"tool {tool.name!r}: {error.message}", hint=error.hint) from None
                 continue

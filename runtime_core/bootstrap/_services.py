@@ -158,7 +158,13 @@ class EngineServices:
             self._queue_first_submitter(), self.engine, self.durable_store, self.run_events
         )
         self.executors.register(
-            AiAgentExecutor(self.step_providers.llm, self.dag_store, self.executors, self.child_runs)
+            AiAgentExecutor(
+                self.step_providers.llm,
+                self.dag_store,
+                self.executors,
+                self.child_runs,
+                validate_pipeline=self.engine.validate,
+            )
         )
 
     def _queue_first_submitter(self) -> SharedRuntimeController:

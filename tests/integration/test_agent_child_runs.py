@@ -15,13 +15,16 @@ from typing import Any
 
 import pytest
 
-from runtime_core.agents import _children, read_sub_steps
+from runtime_core.agents import _children, inline_catalog_pipelines, read_sub_steps
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
+from runtime_core.control_plane import RunStatusView
+from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.lifecycle import ArchiveOutcome
-from runtime_core.pipeline import parse_pipeline
+from runtime_core.pipeline import PipelineCatalog, PipelineDefinition, parse_pipeline
 from runtime_core.queueing import SubmitMode, SubmitResult
+from runtime_core.steps import STEP_CONFIG_RULE
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, served_model, write_providers
 from tests.helpers import wait_until
 
@@ -67,17 +70,31 @@ async def services(
                 yield started, llm
 
 
-async def submit_agent(runtime: RuntimeServices, tool_pipeline: dict[str, Any]) -> SubmitResult:
+def agent_pipeline(tool_pipeline: dict[str, Any] | str) -> PipelineDefinition:
     tool = {
         "name": "summarize",
         "pipeline": tool_pipeline,
         "inputSchema": {"type": "object", "properties": {"note": {"type": "string"}}},
     }
     agent = {"prompt": f"Summarize the notes ({secrets.token_hex(4)})", "provider": "gpt", "tools": [tool]}
-    pipeline = parse_pipeline(
+    return parse_pipeline(
         {"name": "parent", "steps": [{"name": "agent", "stepKey": "ai.agent", "config": agent}]}
     )
-    return await runtime.control_plane.submit(pipeline, {}, SubmitMode.QUEUE_FIRST, TENANT)
+
+
+async def submit_agent(runtime: RuntimeServices, tool_pipeline: dict[str, Any]) -> SubmitResult:
+    return await runtime.control_plane.submit(
+        agent_pipeline(tool_pipeline), {}, SubmitMode.QUEUE_FIRST, TENANT
+    )
+
+
+async def ended(runtime: RuntimeServices, shared_run_id: str) -> RunStatusView:
+    async def done() -> bool:
+        view = await runtime.control_plane.run_status(shared_run_id, TENANT)
+        return view.execution_status in ("Completed", "Failed")
+
+    await wait_until(done, timeout=60, interval=0.05)
+    return await runtime.control_plane.run_status(shared_run_id, TENANT)
 
 
 async def ledger(runtime: RuntimeServices, **ids: str) -> list[Any]:
@@ -93,13 +110,7 @@ async def test_a_pipeline_tool_runs_a_child_run_linked_both_ways_and_the_model_r
     plane = runtime.control_plane
     keyed = summary_pipeline(concurrency={"key": "input.note", "limit": 1})
     parent = await submit_agent(runtime, keyed)
-
-    async def done() -> bool:
-        view = await plane.run_status(parent.shared_run_id, TENANT)
-        return view.execution_status in ("Completed", "Failed")
-
-    await wait_until(done, timeout=60, interval=0.05)
-    view = await plane.run_status(parent.shared_run_id, TENANT)
+    view = await ended(runtime, parent.shared_run_id)
     assert view.execution_status == "Completed", view.failure_reason
     assert view.execution_id is not None
     [_, call, _] = await read_sub_steps(runtime.dag_store, view.execution_id, "agent")
@@ -164,3 +175,24 @@ async def test_a_child_run_is_paced_by_its_pipelines_submit_rate_limit(
     assert limit.attributes["tool"] == "summarize" and "'children'" in limit.attributes["limit"]
     assert len([e for e in events if e.event == "agent.child_run_started"]) == 1  # the second waits
     await plane.cancel(parent.shared_run_id, TENANT)
+
+
+async def test_a_tool_naming_a_catalog_pipeline_runs_its_definition_and_an_unresolved_name_is_refused(
+    services: tuple[RuntimeServices, LoopbackLlm],
+) -> None:
+    runtime, llm = services
+    llm.script = [summarize("from the catalog"), {"text": "Summarized."}]
+    named = agent_pipeline("summarize")
+    with pytest.raises(InvalidPipelineError) as unresolved:  # a submit path without the catalog
+        await runtime.control_plane.submit(named, {}, SubmitMode.QUEUE_FIRST, TENANT)
+    assert unresolved.value.rule == STEP_CONFIG_RULE
+    assert "tool 'summarize' names catalog pipeline 'summarize'" in unresolved.value.message
+
+    catalog = PipelineCatalog({"summarize": parse_pipeline(summary_pipeline())})
+    resolved = inline_catalog_pipelines(named, catalog.get)  # what the MCP `submit` does
+    parent = await runtime.control_plane.submit(resolved, {}, SubmitMode.QUEUE_FIRST, TENANT)
+    view = await ended(runtime, parent.shared_run_id)
+    assert view.execution_status == "Completed", view.failure_reason
+    assert view.execution_id is not None
+    [_, call, _] = await read_sub_steps(runtime.dag_store, view.execution_id, "agent")
+    assert json.loads(call.output["text"])["prompt"] == "from the catalog"

@@ -562,6 +562,40 @@ async def test_the_engine_refuses_an_unknown_retention_policy_at_create_time(
     assert caught.value.rule == "retention_valid"
 
 
+def agent_with_pipeline_tool(pipeline: Any) -> dict[str, Any]:
+    tool = {"name": "fan", "pipeline": pipeline}
+    step = {"name": "agent", "stepKey": "ai.agent", "config": {"prompt": "Fan out", "tools": [tool]}}
+    return {"name": f"agent-{secrets.token_hex(3)}", "steps": [step]}
+
+
+async def test_an_agent_tool_naming_a_catalog_pipeline_runs_its_definition_stored_with_the_run(
+    backend: ToolBackend, services: RuntimeServices
+) -> None:
+    definition = agent_with_pipeline_tool("fan-out")
+    async with session(backend, ACME_OPERATOR) as client:
+        checked = await ok(client, "pipelines.validate", {"definition": definition})
+        submitted = await ok(client, "submit", {"definition": definition})
+    assert checked["valid"] is True
+    snapshot = ExecutionContextSnapshot(user_id="otto", tenant_id="acme")
+    stored = await services.control_plane.run_pipeline(submitted["shared_run_id"], snapshot)
+    assert stored is not None
+    [tool] = stored.steps[0].config["tools"]
+    catalog = PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR)
+    assert parse_pipeline(tool["pipeline"]) == catalog.get("fan-out")  # the catalog's, inline
+
+
+async def test_an_agent_tool_naming_an_unknown_pipeline_is_refused_at_submit(backend: ToolBackend) -> None:
+    definition = agent_with_pipeline_tool("no-such-pipeline")
+    async with session(backend, ACME_OPERATOR) as client:
+        checked = await ok(client, "pipelines.validate", {"definition": definition})
+        refused = await failed(client, "submit", {"definition": definition})
+    assert checked["valid"] is False and checked["problem"]["rule"] == "step_config"
+    message = checked["problem"]["message"]
+    assert "tool 'fan' names pipeline 'no-such-pipeline', which is not in the catalog" in message
+    assert "fan-out" in checked["problem"]["hint"]  # the known pipelines
+    assert "[invalid_pipeline]" in refused and "no-such-pipeline" in refused
+
+
 BAD_RETRY = {
     "name": "bad-retry",
     "steps": [
