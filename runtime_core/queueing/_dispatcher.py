@@ -56,16 +56,18 @@ class DispatchCycle:
 
     `saturated_groups`: admission groups that found no capacity (their items are passed
     over). `registry_entries`: the registry listing read before the cycle's first claim,
-    with the slots this cycle's own dispatches took subtracted, so ranking still spreads
-    runs over instances. Reservations re-check published capacity in Lua, so a listing
-    that went stale can cost a refused reservation, never an over-commit.
-    `turns`: the cycle's view of the queue partitions' heads (which one it claims from next).
+    with the slots this cycle's own dispatches took subtracted (as each run is admitted,
+    before it is delivered), so ranking spreads the runs of a batch over instances.
+    Reservations re-check published capacity in Lua, so a listing that went stale can cost
+    a refused reservation, never an over-commit.
+    `turns`: the cycle's view of the queue partitions' queues (what its claims take).
     `claimed`: runs claimed in one call (with their records) and not dispatched yet; the
     cycle's owner hands them back (`SharedQueueDispatcher.hand_back`) when it stops early.
     `out_of_capacity`: the listing showed no free slot any run could take, so the cycle
     claimed nothing more (a run the dispatcher cannot assign goes back to the queue whatever
     admission decided: scale-out is requested at submit and by recovery, not here).
-    `admitted`: an admission decided in this cycle.
+    `admitted`: an admission decided in this cycle (or the pump's last cycle assigned every
+    run it met: then its first claim is a batch too).
     """
 
     saturated_groups: set[str] = field(default_factory=set)
@@ -77,7 +79,8 @@ class DispatchCycle:
     def claim_size(self, wanted: int) -> int:
         """How many runs the next claim takes: at most `wanted` and the free run slots the
         cycle's registry listing shows, at most CLAIM_BATCH; 1 until an admission decided (a
-        tenant without visible capacity then has one run claimed and put back, not a batch)."""
+        tenant without visible capacity then has one run claimed and put back, not a batch),
+        unless the cycle started `admitted`."""
         if not self.admitted:
             return 1
         free = sum(e.free_slots for e in self.registry_entries or () if e.eligible)
@@ -278,6 +281,11 @@ class SharedQueueDispatcher:
                 reason = f"{decision.kind.value}: {decision.reason}"
                 await self.queue.requeue_in_place(claim, reason)
                 return DispatchResult(outcome=DispatchOutcome.NO_CAPACITY, reason=reason, **base)
+            # Counted now, before the delivery awaits anything: the next run of the batch is
+            # admitted against what is left, so a batch spreads over the instances instead of
+            # every run reserving the same one first.
+            first_choice = decision.candidates[0].runtime_instance_id
+            cycle.took_slot(first_choice)
             delivery = await self.delivery.deliver(
                 run,
                 decision,
@@ -285,8 +293,9 @@ class SharedQueueDispatcher:
                 claim.pump,
                 attempt_id=claim.token,
             )
-        if delivery.outcome is DispatchOutcome.DISPATCHED and delivery.runtime_instance_id:
-            cycle.took_slot(delivery.runtime_instance_id)
+        delivered_to = delivery.runtime_instance_id
+        if delivery.outcome is DispatchOutcome.DISPATCHED and delivered_to and delivered_to != first_choice:
+            cycle.took_slot(delivered_to)  # the first choice was full (its slot stays counted)
         if delivery.outcome in (DispatchOutcome.NO_CAPACITY, DispatchOutcome.FAILED):
             no_capacity = delivery.outcome is DispatchOutcome.NO_CAPACITY
             requeue = self.queue.requeue_in_place if no_capacity else self.queue.requeue

@@ -9,7 +9,9 @@ requeued one by one) while other tenants' runs still dispatch; the registry is r
 per cycle (see DispatchCycle), and runs the cycle claimed several at a time but did not get
 to dispatch go back to Pending at their own place when it stops. The runs of one claim are
 dispatched concurrently (their round trips shared), one at a time when the cycle stops at
-the first failure. Reports each attempt to an optional progress callback.
+the first failure. A cycle claims one run first (a tenant without capacity then costs one
+claim, not a batch) unless an earlier cycle dispatched and none since met a group without
+capacity. Reports each attempt to an optional progress callback.
 Must not schedule itself (the background pump does) and must not claim or dispatch on its
 own.
 """
@@ -36,6 +38,9 @@ _RETRY_LATER = (DispatchOutcome.NO_CAPACITY, DispatchOutcome.FAILED)
 class SharedQueuePump:
     def __init__(self, dispatcher: SharedQueueDispatcher) -> None:
         self.dispatcher = dispatcher
+        # A cycle dispatched, and no cycle since met an admission group without capacity: the
+        # next one claims a batch from its first claim (see DispatchCycle.claim_size).
+        self._warm = False
 
     async def pump(
         self,
@@ -44,11 +49,13 @@ class SharedQueuePump:
         cancel: asyncio.Event | None = None,
         progress: PumpProgress | None = None,
     ) -> PumpResult:
-        cycle = DispatchCycle()
+        cycle, dispatched = DispatchCycle(admitted=self._warm), False
         try:
             result = await self._cycle(request, cycle, cancel, progress)
+            dispatched = bool(result.dispatched)
         finally:
             await self.dispatcher.hand_back(cycle)  # claimed with others, not dispatched
+            self._warm = (self._warm or dispatched) and not cycle.saturated_groups
         return result.model_copy(update={"retry_after_ms": cycle.turns.rate_wait_ms})
 
     async def _cycle(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -19,12 +20,14 @@ from runtime_core.control_plane import run_is_done
 from runtime_core.errors import ConflictError
 from runtime_core.events import EVENT_FIELD, RunEvent, RunEventPublisher, RunEventSubscriber, RunEventType
 from runtime_core.hot_state import HotState
-from runtime_core.instances import DISPATCH_ATTEMPT_KEY, LocalRunRequest, RuntimeInstance
+from runtime_core.instances import DISPATCH_ATTEMPT_KEY, LocalRunRequest, Reservation, RuntimeInstance
 from runtime_core.queueing import PumpIdentity, PumpRequest
 from tests.helpers import command_calls, wait_until
 from tests.integration.control_plane_support import (
     DEFAULT_TENANT,
+    GATED,
     ONE_STEP,
+    GateExecutor,
     control_plane,
     standalone_instance,
     start_instance,
@@ -133,6 +136,65 @@ async def test_a_pump_dispatches_a_claimed_batch_together_in_claim_order(hot_sta
             return all(run_is_done(view) and view.execution_status == "Completed" for view in views)
 
         await wait_until(all_completed, timeout=30)
+    finally:
+        await plane.stop()
+
+
+async def test_a_batch_spreads_over_the_instances_without_a_refused_reservation(hot_state: HotState) -> None:
+    """The runs of one batch are admitted against the slots the batch's earlier runs took,
+    so they spread over the instances (before, every run of a batch ranked the same instance
+    first, and those past its free slots were refused there and reserved again elsewhere)."""
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate, scale_out_enabled=False)
+    instances = [await start_instance(plane, n=n, worker_count=3, max_concurrent_runs=3) for n in (1, 2)]
+    reservations = plane.parts.dispatcher.delivery.reservations
+    reserve, refused = reservations.reserve, []
+
+    async def recorded(runtime_instance_id: str, shared_run_id: str, ttl_ms: int) -> Reservation:
+        reservation = await reserve(runtime_instance_id, shared_run_id, ttl_ms)
+        refused.extend([] if reservation.outcome.held else [runtime_instance_id])
+        return reservation
+
+    reservations.reserve = recorded  # type: ignore[method-assign]
+    try:
+        runs = [await submit_queued(plane, GATED, DEFAULT_TENANT) for _ in range(6)]
+        result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
+        assert sorted(attempt.shared_run_id or "" for attempt in result.dispatched) == sorted(runs)
+        placed = Counter(attempt.assigned_runtime_instance_id for attempt in result.dispatched)
+        assert placed == {instance.runtime_instance_id: 3 for instance in instances}
+        assert refused == []
+    finally:
+        gate.release()
+        await plane.stop()
+
+
+async def test_a_pump_that_dispatched_claims_a_batch_from_its_next_cycles_first_claim(
+    hot_state: HotState,
+) -> None:
+    """A cycle's first claim takes one run (a tenant without capacity costs one claim, not a
+    batch), unless an earlier cycle dispatched and none since met a group without capacity
+    (an idle cycle in between changes nothing): a pump that keeps dispatching does not pay
+    one lone dispatch per cycle."""
+    plane = control_plane(hot_state, scale_out_enabled=False)
+    await start_instance(plane, worker_count=4, max_concurrent_runs=16)
+    queue = plane.parts.queue
+    claim, limits = queue.claim_batch, []
+
+    async def recorded(*args: Any, **kwargs: Any) -> Any:
+        limits.append(kwargs["limit"])
+        return await claim(*args, **kwargs)
+
+    queue.claim_batch = recorded  # type: ignore[method-assign]
+    first_claims = []
+    try:
+        for _ in range(3):
+            runs = [await submit_queued(plane, ONE_STEP, DEFAULT_TENANT) for _ in range(4)]
+            limits.clear()
+            result = await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))
+            assert sorted(attempt.shared_run_id or "" for attempt in result.dispatched) == sorted(runs)
+            first_claims.append(limits[0])
+            assert not (await plane.parts.pump.pump(PumpRequest(max_dispatch_count=10, pump=PUMP))).attempts
+        assert first_claims == [1, 10, 10]
     finally:
         await plane.stop()
 
