@@ -81,7 +81,11 @@ class StepGates:
     ) -> StepGates:
         effective: dict[str, EffectiveConcurrency] = {}
         providers: dict[str, str] = {}
+        pipeline_gated = "concurrency" in (pipeline.config or {})
         for step in pipeline.steps:
+            config = step.config or {}
+            if not (pipeline_gated or "concurrency" in config or (rate_limited and config.get("provider"))):
+                continue  # nothing gates it (its policies were checked at create): no context to build
             context = _context(pipeline, step, execution_id, instance_id)
             resolved = resolve_effective_concurrency(pipeline.config, step.config, context)
             if resolved.requires_lease or (resolved.enabled and resolved.admission):

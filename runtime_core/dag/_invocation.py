@@ -37,10 +37,11 @@ class StepInvoker:
         self.settings = settings
         # Execution control's reader of stored human input (`attach_execution_control` sets it).
         self.read_human_input: InputReader | None = None
+        self._lease_watch = _LeaseWatch(self)
 
     def lease_kept(self, claim: StepClaim) -> _LeaseKept:
         """Renew the step's lease every third of it while the executor runs."""
-        return _LeaseKept(self, claim)
+        return _LeaseKept(self._lease_watch, claim)
 
     async def keep_lease(self, claim: StepClaim) -> None:
         """Renew now, then every third of the lease, until cancelled or the claim is lost."""
@@ -80,7 +81,7 @@ class StepInvoker:
         except BindingError as exc:
             raise StepFailure(exc.message, code="resolver") from exc
         # Built from the engine's own validated data: no validation pass per step.
-        invocation = StepInvocation.model_construct(
+        invocation = StepInvocation.trusted(
             execution_id=run.execution_id,
             pipeline_name=run.meta.pipeline.name,
             pipeline_version=run.meta.pipeline.version,
@@ -129,26 +130,56 @@ class StepInvoker:
             raise StepFailure(f"{type(exc).__name__}: {exc}", code="exception") from exc
 
 
+class _LeaseWatch:
+    """When the steps still running a third of their lease after they started get their lease
+    renewed: the steps started within one window (a thirtieth of the lease) share one timer,
+    which starts a renewal task for each of them still running when it fires. Most steps end
+    long before: a step costs a set entry, no timer and no task."""
+
+    def __init__(self, invoker: StepInvoker) -> None:
+        self.invoker = invoker
+        self._window: set[_LeaseKept] = set()
+        self._window_ends = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def watch(self, kept: _LeaseKept) -> set[_LeaseKept]:
+        """The window `kept` is in (it leaves it when its step ends)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now >= self._window_ends or loop is not self._loop:
+            lease_s = self.invoker.settings.lease_ms / 1000
+            self._window, self._loop = set(), loop
+            self._window_ends = now + lease_s / 30
+            loop.call_at(self._window_ends + lease_s / 3, self._renewing, self._window)
+        self._window.add(kept)
+        return self._window
+
+    @staticmethod
+    def _renewing(window: set[_LeaseKept]) -> None:
+        for kept in window:
+            kept.renewing()
+        window.clear()
+
+
 class _LeaseKept:
     """`async with`: a step whose executor is still running after a third of its lease gets
-    its lease renewed from then on. Most steps end long before: they cost a timer, no task."""
+    its lease renewed from then on (see `_LeaseWatch`)."""
 
-    def __init__(self, invoker: StepInvoker, claim: StepClaim) -> None:
-        self._invoker = invoker
+    def __init__(self, watch: _LeaseWatch, claim: StepClaim) -> None:
+        self._watch = watch
         self._claim = claim
         self._keeper: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._window: set[_LeaseKept] | None = None
 
     async def __aenter__(self) -> None:
-        delay_s = self._invoker.settings.lease_ms / 3000
-        self._timer = asyncio.get_running_loop().call_later(delay_s, self._start)
+        self._window = self._watch.watch(self)
 
-    def _start(self) -> None:
-        self._keeper = asyncio.ensure_future(self._invoker.keep_lease(self._claim))
+    def renewing(self) -> None:
+        self._keeper = asyncio.ensure_future(self._watch.invoker.keep_lease(self._claim))
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        if self._window is not None:
+            self._window.discard(self)
         if self._keeper is not None:
             self._keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

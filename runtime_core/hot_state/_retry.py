@@ -108,16 +108,18 @@ async def retry_while_unavailable(
     With `give_up_after_s`, the StoreUnavailableError of the last attempt is raised once
     the next backoff would end past that many seconds after the first attempt.
     """
-    outage = StoreOutage(what, policy, logger=logger, **context)
+    outage: StoreOutage | None = None  # made at the first failure: most calls succeed at once
     deadline = None if give_up_after_s is None else time.monotonic() + give_up_after_s
     while True:
         try:
             result = await operation()
         except StoreUnavailableError as exc:
+            outage = outage or StoreOutage(what, policy, logger=logger, **context)
             next_delay = policy.delay_s(outage.failures + 1)
             if deadline is not None and time.monotonic() + next_delay > deadline:
                 raise
             await outage.wait(exc, next_delay)
             continue
-        outage.recovered()
+        if outage is not None:
+            outage.recovered()
         return result

@@ -34,6 +34,22 @@ class StepInvocation(BaseModel):
     operations: Any = Field(default=None, exclude=True, repr=False)
     claim: Any = Field(default=None, exclude=True, repr=False)
 
+    @classmethod
+    def trusted(cls, **values: Any) -> StepInvocation:
+        """An invocation from the engine's own validated data, every field given: what
+        `model_construct` builds, without its walk over the fields (once per step)."""
+        if len(values) != len(_FIELDS):
+            raise TypeError(f"StepInvocation.trusted takes every field: {sorted(_FIELDS)}")
+        invocation = cls.__new__(cls)
+        object.__setattr__(invocation, "__dict__", values)
+        object.__setattr__(invocation, "__pydantic_fields_set__", set(_FIELDS))
+        object.__setattr__(invocation, "__pydantic_extra__", None)
+        object.__setattr__(invocation, "__pydantic_private__", None)
+        return invocation
+
+
+_FIELDS = frozenset(StepInvocation.model_fields)
+
 
 class StepFailure(Exception):
     """A step's own failure; `code` drives retry policies (transient, timeout, permanent, ...).
