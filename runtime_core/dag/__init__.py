@@ -28,11 +28,9 @@ from runtime_core.dag._fingerprint import execution_fingerprint
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES, ExecutionKeys
 from runtime_core.dag._operations import ClaimOperations, operations_in_doubt, restore_operation
 from runtime_core.dag._pages import ExecutionPages, ExecutionSummary
-from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
-from runtime_core.dag._store import (
+from runtime_core.dag._records import (
     ClaimBatch,
     ClaimOutcome,
-    DagStore,
     DropOutcome,
     ExecutionMeta,
     ExecutionStatus,
@@ -48,6 +46,8 @@ from runtime_core.dag._store import (
     TransitionOutcome,
     TransitionResult,
 )
+from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
+from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_permits import WorkerPermits
 
 __all__ = [

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 
 from runtime_core.dag._engine_settings import SUPERSEDED_STATUS
+from runtime_core.dag._records import ClaimBatch, ClaimOutcome, StepClaim
 from runtime_core.dag._step_runner import StepRunner
-from runtime_core.dag._store import ClaimBatch, ClaimOutcome, StepClaim
 from runtime_core.dag._worker_permits import Permit
 from runtime_core.dag._worker_state import Completion, Idle
 

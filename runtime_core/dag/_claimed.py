@@ -17,7 +17,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from runtime_core.dag._store import DagStore, StepClaim
+from runtime_core.dag._records import StepClaim
+from runtime_core.dag._store import DagStore
 from runtime_core.errors import RuntimeCoreError
 
 log = logging.getLogger("runtime_core.dag")

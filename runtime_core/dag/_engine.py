@@ -34,8 +34,9 @@ from runtime_core.dag._engine_settings import (
 from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._gating import StepGates, validate_step_policies
 from runtime_core.dag._invocation import StepInvoker
+from runtime_core.dag._records import ExecutionMeta, ReassignOutcome
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
-from runtime_core.dag._store import DagStore, ExecutionMeta, ReassignOutcome
+from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_context import WorkerContext
 from runtime_core.dag._worker_loop import WorkerLoop
 from runtime_core.dag._worker_permits import WorkerPermits

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime_core.dag._store import ExecutionMeta, StepClaim
+from runtime_core.dag._records import ExecutionMeta, StepClaim
 from runtime_core.hot_state import DEFAULT_STORE_RETRY, StoreRetryPolicy
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_RESULT_BYTES

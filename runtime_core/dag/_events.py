@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from runtime_core.identity import ExecutionContextSnapshot
 
 if TYPE_CHECKING:
-    from runtime_core.dag._store import ExecutionMeta
+    from runtime_core.dag._records import ExecutionMeta
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from runtime_core.dag._store import ExecutionView
+from runtime_core.dag._records import ExecutionView
 from runtime_core.steps import canonical_json
 
 

@@ -15,8 +15,8 @@ import secrets
 from runtime_core.concurrency import AdmissionDenial, LeaseDenial, LeaseGrant
 from runtime_core.dag._engine_settings import SUPERSEDED_STATUS
 from runtime_core.dag._keys import BLOCKING_CONTROL_STATUSES
+from runtime_core.dag._records import ClaimOutcome
 from runtime_core.dag._step_runner import StepRunner
-from runtime_core.dag._store import ClaimOutcome
 from runtime_core.dag._worker_state import Idle
 
 

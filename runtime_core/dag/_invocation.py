@@ -18,7 +18,8 @@ from typing import Any
 from runtime_core.dag._claimed import ClaimHandle
 from runtime_core.dag._engine_settings import EngineSettings, InputReader, ResultCodec
 from runtime_core.dag._operations import ClaimOperations, OperationEvent
-from runtime_core.dag._store import DagStore, StepClaim
+from runtime_core.dag._records import StepClaim
+from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import RuntimeCoreError
 from runtime_core.pipeline import BindingError, StepDefinition, check_size, encoded_strict, resolve_inputs

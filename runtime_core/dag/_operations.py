@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from runtime_core.dag._keys import ExecutionKeys
-from runtime_core.dag._store import DagStore, StepClaim
+from runtime_core.dag._records import StepClaim
+from runtime_core.dag._store import DagStore
 from runtime_core.steps.operations import (
     OperationRecord,
     OperationStart,

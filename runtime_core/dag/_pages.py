@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime_core.dag._explain import WaitingInput, failing_step
-from runtime_core.dag._store import (
-    DagStore,
+from runtime_core.dag._records import (
     ExecutionMeta,
     StepStatus,
     StepView,
+    decoded_json,
     meta_from_hash,
     waiting_input,
 )
+from runtime_core.dag._store import DagStore
 from runtime_core.pipeline import PipelineDefinition
 
 
@@ -85,7 +86,7 @@ class ExecutionPages:
             return None
         keys = {step.name: step.step_key for step in meta.pipeline.steps}
         candidates = [
-            StepView(name, keys.get(name, ""), StepStatus.FAILED, 0, 0, None, _decoded(error), False)
+            StepView(name, keys.get(name, ""), StepStatus.FAILED, 0, 0, None, decoded_json(error), False)
             for name, error in errors.items()
         ]
         first = failing_step(candidates)
@@ -114,7 +115,7 @@ class ExecutionPages:
                 retry_count=int(retries[i] or 0),
                 recovery_count=int(recoveries[i] or 0),
                 result=None,
-                error=_decoded(errors[i]),
+                error=decoded_json(errors[i]),
                 owned=tokens[i] is not None,
                 next_retry_at_ms=int(ready[i])
                 if status[i] == "WaitingForRetry" and ready[i] is not None
@@ -135,7 +136,3 @@ class ExecutionPages:
 def _retry_at(status: str | None, eligible_at: float | None) -> int | None:
     """While WaitingForRetry: when it may be claimed again."""
     return int(eligible_at) if status == "WaitingForRetry" and eligible_at is not None else None
-
-
-def _decoded(raw: str | None) -> Any:
-    return None if raw is None else json.loads(raw)

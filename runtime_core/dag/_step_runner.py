@@ -18,7 +18,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from runtime_core.dag._engine_settings import PARKED_CONTROL_STATUSES
-from runtime_core.dag._store import (
+from runtime_core.dag._records import (
     AdvanceResult,
     CanonicalResult,
     ClaimBatch,

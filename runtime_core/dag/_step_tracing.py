@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
-from runtime_core.dag._store import ExecutionMeta
+from runtime_core.dag._records import ExecutionMeta
 from runtime_core.pipeline import StepDefinition
 
 

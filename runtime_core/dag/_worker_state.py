@@ -16,7 +16,7 @@ from typing import Any
 
 from runtime_core.dag._batching import ClaimSizer
 from runtime_core.dag._gating import StepGates
-from runtime_core.dag._store import ExecutionMeta, StepClaim
+from runtime_core.dag._records import ExecutionMeta, StepClaim
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import StepDefinition
 
