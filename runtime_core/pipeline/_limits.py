@@ -49,19 +49,32 @@ def dumps_strict(value: Any, what: str) -> bytes:
     return encoded_strict(value, what)[1]
 
 
+# Built once (`json.dumps` with options builds an encoder per call): the strict compact form,
+# unsorted and key-sorted (canonical). An encoder keeps no state between calls.
+_STRICT_ENCODERS = {
+    sort_keys: json.JSONEncoder(
+        allow_nan=False, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys
+    )
+    for sort_keys in (False, True)
+}
+
+
 def encoded_strict(value: Any, what: str, *, sort_keys: bool = False) -> tuple[str, bytes]:
     """Strict compact JSON of `value` as text and as its UTF-8 bytes (keys sorted: the canonical
-    form), or InvalidPipelineError."""
-    check_depth(value, what)
+    form), or InvalidPipelineError (nesting deeper than the limit is the reason given first)."""
     try:
-        text = json.dumps(
-            value, allow_nan=False, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys
-        )
-        return text, text.encode("utf-8")
+        text = _STRICT_ENCODERS[sort_keys].encode(value)
+        encoded = text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
+        check_depth(value, what)
         raise InvalidPipelineError(
             "json", f"{what} is not JSON-serialisable: {exc}.", hint="Send plain JSON values only."
         ) from exc
+    # Every level of nesting opens a bracket in the text: with no more brackets than the limit
+    # (most values) nothing can nest deeper, and the walk over the value is not needed.
+    if text.count("{") + text.count("[") > MAX_JSON_DEPTH:
+        check_depth(value, what)
+    return text, encoded
 
 
 def check_depth(value: Any, what: str, limit: int = MAX_JSON_DEPTH) -> None:
