@@ -117,14 +117,18 @@ class WorkflowSpanObserver:
         end_ns = time.time_ns()  # the finalization is being observed now, in this process
         fields = (TRACE_CONTEXT_KEY, "created_at_ms", "shared_run_id", "pipeline")
         if event.meta is not None:  # the engine's event carries the execution's metadata
-            raw = {field: event.meta.attributes.get(field) for field in fields}
+            raw = {field: event.meta.attributes.get(field) for field in fields[:3]}
+            workflow = event.meta.pipeline.name  # parsed already: no decoding of its document
         else:
             meta_key = self.dag_store.keys(event.execution_id).meta
             values = await self.dag_store.hot_state.redis.hmget(meta_key, fields)
             raw = dict(zip(fields, values, strict=True))
+            workflow = None
         created_ms = int(raw["created_at_ms"] or 0)
         run = RunTraceContext.decode(raw[TRACE_CONTEXT_KEY]) or _derived_run_trace(
-            event.execution_id, created_ms, _pipeline_name(raw["pipeline"])
+            event.execution_id,
+            created_ms,
+            workflow if workflow is not None else _pipeline_name(raw["pipeline"]),
         )
         status = str(event.attributes.get("status"))
         attributes: dict[str, Any] = {
