@@ -84,7 +84,7 @@ class ExecutionPages:
         """The step whose failure failed the execution (the earliest of its Failed steps)."""
         if not errors:
             return None
-        keys = {step.name: step.step_key for step in meta.pipeline.steps}
+        keys = meta.pipeline.step_keys()
         candidates = [
             StepView(name, keys.get(name, ""), StepStatus.FAILED, 0, 0, None, decoded_json(error), False)
             for name, error in errors.items()
@@ -106,7 +106,7 @@ class ExecutionPages:
 
         replies = await self.store.hot_state.coalescer.commands(queue)
         status, retries, recoveries, errors, tokens, claimed, ready = replies
-        keys = {step.name: step.step_key for step in meta.pipeline.steps}
+        keys = meta.pipeline.step_keys()
         return [
             StepView(
                 name=name,

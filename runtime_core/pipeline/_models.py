@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -29,6 +30,28 @@ class StepDefinition(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
+_LOOKUPS = "_derived_lookups"
+
+
+@dataclass(frozen=True)
+class _DerivedLookups:
+    """What a pipeline's readers look up by name, computed from one steps tuple."""
+
+    steps: tuple[StepDefinition, ...]
+    by_name: dict[str, StepDefinition]
+    sinks: frozenset[str]
+    keys: dict[str, str]
+
+    @classmethod
+    def of(cls, steps: tuple[StepDefinition, ...]) -> _DerivedLookups:
+        by_name: dict[str, StepDefinition] = {}
+        for step in steps:
+            by_name.setdefault(step.name, step)  # the first of a duplicated name, as before
+        feeding = {dep for step in steps for dep in step.depends_on}
+        sinks = frozenset(step.name for step in steps if step.name not in feeding)
+        return cls(steps, by_name, sinks, {step.name: step.step_key for step in steps})
+
+
 class PipelineDefinition(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
@@ -45,15 +68,39 @@ class PipelineDefinition(BaseModel):
         return f"{self.name}:{self.version}"
 
     def step(self, name: str) -> StepDefinition:
-        for step in self.steps:
-            if step.name == name:
-                return step
-        raise KeyError(name)
+        return self._steps_by_name[name]
 
     def sink_step_names(self) -> frozenset[str]:
         """Steps no other step depends on: their results are the run's result."""
-        feeding = {dep for step in self.steps for dep in step.depends_on}
-        return frozenset(step.name for step in self.steps if step.name not in feeding)
+        return self._sink_names
+
+    def step_keys(self) -> dict[str, str]:
+        """Each step's name -> its step key (the caller must not change the mapping)."""
+        return self._step_keys
+
+    # Derived once per steps tuple (the definition is frozen; model_copy with new steps gets a
+    # new tuple): a reader paging through a 100,000-step run asks for these on every page, and
+    # must not walk every step each time.
+    @property
+    def _derived(self) -> _DerivedLookups:
+        # Kept in the instance's __dict__ beside the fields: pydantic compares, dumps and
+        # validates fields only, so the cache changes none of them.
+        derived = self.__dict__.get(_LOOKUPS)
+        if derived is None or derived.steps is not self.steps:
+            derived = self.__dict__[_LOOKUPS] = _DerivedLookups.of(self.steps)
+        return derived
+
+    @property
+    def _steps_by_name(self) -> dict[str, StepDefinition]:
+        return self._derived.by_name
+
+    @property
+    def _sink_names(self) -> frozenset[str]:
+        return self._derived.sinks
+
+    @property
+    def _step_keys(self) -> dict[str, str]:
+        return self._derived.keys
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
