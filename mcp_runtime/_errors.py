@@ -64,7 +64,7 @@ def tool_error_text(tool_name: str, exc: Exception) -> str:
         case AuthenticationRequiredError():
             return f"[{exc.code}] {exc}."
         case ValidationError():
-            problems = "; ".join(_describe(error) for error in exc.errors())
+            problems = validation_problems(exc)
             return f"[invalid_arguments] {problems}. Next: fix the arguments (see the tool's input schema)."
         case _:
             log.exception("tool %s failed unexpectedly", tool_name)
@@ -72,6 +72,11 @@ def tool_error_text(tool_name: str, exc: Exception) -> str:
                 f"[internal_error] {tool_name} failed unexpectedly ({type(exc).__name__}). "
                 "Next: retry; if it persists, check the server log."
             )
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """Each problem as `field: message`, without the value given (it may be a secret)."""
+    return "; ".join(_describe(error) for error in exc.errors(include_input=False, include_url=False))
 
 
 def _describe(error: ErrorDetails) -> str:

@@ -26,6 +26,7 @@ from mcp_runtime import ServeOptions, hash_token, serve
 from mcp_runtime._cli_inputs import json_object, read_pipeline_file
 from mcp_runtime._cli_report import WAITING_FOR_INPUT, AnswerContext, outcome_report
 from mcp_runtime._cli_wait_ready import add_wait_ready
+from mcp_runtime._errors import validation_problems
 from runtime_core.bootstrap import EngineServices, RuntimeSettings
 from runtime_core.dag import LIVE_EVENTS, EngineEvent
 from runtime_core.errors import InvalidPipelineError, RuntimeCoreError
@@ -383,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error {_error_text(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except ValidationError as exc:
-        print(f"error [invalid_arguments]: {exc}", file=sys.stderr)
+        print(f"error [invalid_arguments]: {validation_problems(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

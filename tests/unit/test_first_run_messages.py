@@ -91,3 +91,14 @@ def test_a_missing_pipeline_file_says_which_file_and_what_to_give(
     assert "Errno" not in error
     assert "examples/pipelines/rag-final-test.json" in error
     assert not (tmp_path / "data").exists()  # refused before anything started
+
+
+def test_a_bad_setting_names_its_field_and_never_echoes_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MCP_RUNTIME_QUEUE_PARTITIONS", "not-a-number-s3cret")
+    pipeline = Path(__file__).parents[2] / "examples" / "pipelines" / "flaky-retry.json"
+    assert main(["run", str(pipeline), "--data-dir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert "error [invalid_arguments]: queue_partitions: Input should be a valid integer" in error
+    assert "s3cret" not in error
