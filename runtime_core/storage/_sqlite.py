@@ -1,33 +1,30 @@
 """SqliteDurableStore: the embedded default backend, one SQLite file in WAL mode.
 
-Owns the aiosqlite connection, the pragmas that let several processes on one machine share
-the file (WAL + busy_timeout), how statements run on it (writes serialized, batches in one
-IMMEDIATE transaction that a cancelled caller cannot interrupt) and its purge statements; the
-queries are SqlDurableStore's. Keeps aiosqlite's DEBUG records (every statement with its
-parameters: tenant ids, run ids, payload bodies) out of the logs, whatever the root level.
-Must not know about Redis, queues or executions beyond the rows it is handed.
+Owns the pragmas that let several processes on one machine share the file (WAL +
+busy_timeout), how statements run on its one connection (reads one call each on the
+connection's thread, SqliteThread; writes through GroupCommit, which commits the writes queued
+while a transaction is in flight together, in one IMMEDIATE transaction a cancelled caller
+cannot interrupt) and its purge statements; the queries are SqlDurableStore's. Logs no
+statement or parameter (tenant ids, run ids, payload bodies). Must not know about Redis, queues
+or executions beyond the rows it is handed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-
-import aiosqlite
 
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.storage._models import DurableRecordKind
 from runtime_core.storage._query import SQLITE
 from runtime_core.storage._sql_store import Params, SqlDurableStore
 from runtime_core.storage._sql_tables import RecordTable
+from runtime_core.storage._sqlite_commits import GroupCommit, Statements
 from runtime_core.storage._sqlite_schema import SCHEMA, TABLES
-
-logging.getLogger("aiosqlite").setLevel(logging.INFO)
+from runtime_core.storage._sqlite_thread import SqliteThread
 
 
 def _unavailable(path: Path, exc: BaseException) -> StoreUnavailableError:
@@ -64,38 +61,37 @@ class SqliteDurableStore(SqlDurableStore):
         ),
     }
 
-    def __init__(self, path: Path, connection: aiosqlite.Connection) -> None:
+    def __init__(self, path: Path, thread: SqliteThread) -> None:
         self._path = path
-        self._db = connection
-        self._write_lock = asyncio.Lock()
+        self._thread = thread
+        self._writes = GroupCommit(thread)
         self._closed = False
 
     @classmethod
     async def open(cls, path: Path, busy_timeout_ms: int = 5000) -> SqliteDurableStore:
         """Open (creating the file, folders and tables if needed) the store at `path`."""
+
+        def prepare(connection: sqlite3.Connection) -> None:
+            connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            connection = await aiosqlite.connect(path, isolation_level=None)
+            thread = await SqliteThread.open(path, prepare)
         except (OSError, sqlite3.Error) as exc:
             raise _unavailable(path, exc) from exc
-        try:
-            await cls._prepare(connection, busy_timeout_ms)
-        except sqlite3.Error as exc:
-            await connection.close()
-            raise _unavailable(path, exc) from exc
-        return cls(path, connection)
-
-    @staticmethod
-    async def _prepare(connection: aiosqlite.Connection, busy_timeout_ms: int) -> None:
-        connection.row_factory = sqlite3.Row
-        await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        await connection.execute("PRAGMA journal_mode = WAL")
-        await connection.execute("PRAGMA synchronous = NORMAL")
-        await connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+        return cls(path, thread)
 
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def write_transactions(self) -> int:
+        """How many write transactions this store committed; concurrent writes share one."""
+        return self._writes.transactions
 
     # Plumbing
 
@@ -109,42 +105,22 @@ class SqliteDurableStore(SqlDurableStore):
             raise _unavailable(self._path, exc) from exc
 
     async def _write(self, sql: str, params: Params) -> int:
-        async with self._guard(), self._write_lock:
-            cursor = await self._db.execute(sql, params)
-            return cursor.rowcount
+        return await self._write_statements([(sql, [params])])
 
     async def _insert_batch(self, table: RecordTable[Any], records: list[Any], conflict_key: str) -> None:
         # INSERT OR IGNORE: a row meeting `conflict_key` (the table's unique key) is skipped.
         await self._write_statements([(table.insert_sql(), [table.to_row(record) for record in records])])
 
-    async def _write_statements(self, statements: Sequence[tuple[str, Sequence[Params]]]) -> None:
-        # Shielded: a cancelled caller gets its CancelledError at once, but cannot stop the batch
-        # between BEGIN and COMMIT, which would leave the shared connection inside a transaction.
+    async def _write_statements(self, statements: Statements) -> int:
+        """Commit the statements, each over its rows, all or none (in a transaction shared with
+        the writes queued alongside); how many rows they changed."""
         async with self._guard():
-            await asyncio.shield(self._transaction(statements))
-
-    async def _transaction(self, statements: Sequence[tuple[str, Sequence[Params]]]) -> None:
-        """Run every statement over its rows in one IMMEDIATE transaction: committed or rolled back."""
-        async with self._write_lock:
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-                for sql, rows in statements:
-                    await self._db.executemany(sql, rows)
-                await self._db.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
-
-    async def _rollback(self) -> None:
-        # aiosqlite runs every queued statement even if its awaiter was cancelled, so this runs
-        # after a BEGIN whose await was interrupted; it fails harmlessly if no transaction is open.
-        with suppress(sqlite3.OperationalError):
-            await self._db.execute("ROLLBACK")
+            return await self._writes.write(statements)
 
     async def _fetch_all(self, sql: str, params: Params) -> list[sqlite3.Row]:
-        # One call on aiosqlite's thread, so a cancelled reader never leaves a half-read cursor.
+        # One call on the connection's thread, so a cancelled reader never leaves a half-read cursor.
         async with self._guard():
-            return list(await self._db.execute_fetchall(sql, params))
+            return await self._thread.call(lambda connection: connection.execute(sql, params).fetchall())
 
     async def _purge_snapshots(self, cutoff: str, limit: int) -> int:
         rows = await self._fetch_all(
@@ -166,5 +142,5 @@ class SqliteDurableStore(SqlDurableStore):
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            async with self._write_lock:  # a shielded batch may outlive its cancelled caller
-                await self._db.close()
+            await self._writes.drain()  # writes whose callers were cancelled still land
+            await self._thread.close()

@@ -763,7 +763,7 @@ def test_naive_datetimes_are_rejected() -> None:
 async def test_sqlite_statements_and_their_parameters_never_reach_the_logs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """aiosqlite logs every statement with its parameters at DEBUG: tenant and run ids."""
+    """No statement or parameter (tenant and run ids) is logged, at any level."""
     store = await SqliteDurableStore.open(tmp_path / SQLITE_FILE_NAME)
     try:
         with caplog.at_level(logging.DEBUG):
