@@ -38,8 +38,13 @@ def step_table(view: ExecutionView, waiting_step: str | None = None) -> str:
     Ready: it runs again once answered)."""
     rows = [("step", "stepKey", "status", "retries", "recoveries")]
     rows += [
-        (s.name, s.step_key, _shown_status(s.name, s.status, waiting_step), str(s.retry_count),
-         str(s.recovery_count))
+        (
+            s.name,
+            s.step_key,
+            _shown_status(s.name, s.status, waiting_step),
+            str(s.retry_count),
+            str(s.recovery_count),
+        )
         for s in view.steps
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
