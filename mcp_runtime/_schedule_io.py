@@ -76,9 +76,11 @@ class ScheduleListInput(ToolInput):
     after_name: str | None = Field(
         None,
         max_length=MAX_ID_LENGTH,
-        description="Continue after this schedule name (the last one you got).",
+        description="Continue after this schedule name (the `next_after_name` of the page you got).",
     )
-    limit: int = Field(100, ge=1, le=500, description="At most this many schedules (1-500).")
+    limit: int = Field(
+        100, ge=1, le=500, description="At most this many schedules (1-500), unreadable ones included."
+    )
 
 
 class ScheduleInfo(ToolOutput):
@@ -114,9 +116,32 @@ class ScheduleOutput(ToolOutput):
     schedule: ScheduleInfo
 
 
+class UnreadableScheduleInfo(ToolOutput):
+    schedule_id: str
+    name: str | None = Field(description="Its name, when that still reads.")
+    problem: str = Field(description="What does not read (the stored fields and why, never their values).")
+    next_step: str = Field(description="What to do: it can only be deleted, then created again.")
+
+
 class ScheduleListOutput(ToolOutput):
     tenant_id: str
     schedules: list[ScheduleInfo]
+    unreadable: list[UnreadableScheduleInfo] = Field(
+        description="Your tenant's schedules on this page that are stored damaged (or whose timing "
+        "this release no longer accepts): they do not fire, and can only be deleted."
+    )
+    next_after_name: str | None = Field(
+        description="Pass as `after_name` for the next page (None: this was the last page)."
+    )
+
+
+class ScheduleDeleteOutput(ToolOutput):
+    schedule: ScheduleInfo | None = Field(
+        description="The deleted schedule as it was (status: deleted); None when it was unreadable."
+    )
+    unreadable: UnreadableScheduleInfo | None = Field(
+        None, description="Set when the deleted schedule was unreadable: what was wrong with it."
+    )
 
 
 class ScheduleTriggerOutput(ToolOutput):

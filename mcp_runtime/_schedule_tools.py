@@ -1,8 +1,9 @@
 """Tools `schedules.create / list / get / pause / resume / delete / trigger`.
 
 Owns resolving the pipeline argument, turning the flat arguments into a ScheduleSpec and
-shaping ScheduleService answers. Must not store schedules, compute ticks or fire runs: the
-ScheduleService does, tenant-scoped by the caller's snapshot.
+shaping ScheduleService answers (an unreadable schedule as what is wrong and what to do).
+Must not store schedules, compute ticks or fire runs: the ScheduleService does, tenant-scoped
+by the caller's snapshot.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ from mcp_runtime._registration import ToolCall, ToolSpec
 from mcp_runtime._run_tools import resolve_pipeline
 from mcp_runtime._schedule_io import (
     ScheduleCreateInput,
+    ScheduleDeleteOutput,
     ScheduleIdInput,
     ScheduleInfo,
     ScheduleListInput,
     ScheduleListOutput,
     ScheduleOutput,
     ScheduleTriggerOutput,
+    UnreadableScheduleInfo,
 )
 from runtime_core.errors import ConfigurationError
 from runtime_core.pipeline import PipelineCatalog
-from runtime_core.scheduling import ScheduleService, ScheduleView, parse_spec
+from runtime_core.scheduling import UNREADABLE_SCHEDULE_NEXT_STEP, ScheduleService, ScheduleView, parse_spec
+from runtime_core.storage import UnreadableSchedule
 
 _SPEC_FIELDS = ("cron", "interval_seconds", "timezone", "catch_up", "backfill_limit", "overlap", "priority")
 
@@ -54,6 +58,15 @@ def schedule_info(view: ScheduleView) -> ScheduleInfo:
     )
 
 
+def unreadable_info(found: UnreadableSchedule) -> UnreadableScheduleInfo:
+    return UnreadableScheduleInfo(
+        schedule_id=found.schedule_id,
+        name=found.name,
+        problem=found.problem,
+        next_step=UNREADABLE_SCHEDULE_NEXT_STEP,
+    )
+
+
 class ScheduleTools:
     def __init__(self, schedules: ScheduleService | None, catalog: PipelineCatalog) -> None:
         self._service = schedules
@@ -75,9 +88,14 @@ class ScheduleTools:
         return ScheduleOutput(schedule=schedule_info(view))
 
     async def list(self, request: ScheduleListInput, call: ToolCall) -> ScheduleListOutput:
-        views = await self._schedules.list(call.snapshot, after_name=request.after_name, limit=request.limit)
+        listing = await self._schedules.list(
+            call.snapshot, after_name=request.after_name, limit=request.limit
+        )
         return ScheduleListOutput(
-            tenant_id=call.snapshot.tenant_id, schedules=[schedule_info(v) for v in views]
+            tenant_id=call.snapshot.tenant_id,
+            schedules=[schedule_info(view) for view in listing.schedules],
+            unreadable=[unreadable_info(found) for found in listing.unreadable],
+            next_after_name=listing.next_after_name,
         )
 
     async def get(self, request: ScheduleIdInput, call: ToolCall) -> ScheduleOutput:
@@ -93,9 +111,11 @@ class ScheduleTools:
         view = await self._schedules.resume(call.snapshot, request.schedule_id)
         return ScheduleOutput(schedule=schedule_info(view))
 
-    async def delete(self, request: ScheduleIdInput, call: ToolCall) -> ScheduleOutput:
-        view = await self._schedules.delete(call.snapshot, request.schedule_id)
-        return ScheduleOutput(schedule=schedule_info(view))
+    async def delete(self, request: ScheduleIdInput, call: ToolCall) -> ScheduleDeleteOutput:
+        deleted = await self._schedules.delete(call.snapshot, request.schedule_id)
+        if isinstance(deleted, UnreadableSchedule):
+            return ScheduleDeleteOutput(schedule=None, unreadable=unreadable_info(deleted))
+        return ScheduleDeleteOutput(schedule=schedule_info(deleted))
 
     async def trigger(self, request: ScheduleIdInput, call: ToolCall) -> ScheduleTriggerOutput:
         run_id, at = await self._schedules.trigger(call.snapshot, request.schedule_id)
@@ -124,7 +144,8 @@ class ScheduleTools:
             (
                 "delete",
                 "Delete a schedule",
-                "Delete the schedule (answers it as it was); runs it made are kept.",
+                "Delete the schedule (answers it as it was, or what was wrong with an unreadable one); "
+                "runs it made are kept.",
                 False,
             ),
         )
@@ -148,7 +169,11 @@ class ScheduleTools:
             ToolSpec(
                 name="schedules.list",
                 title="List schedules",
-                description="Your tenant's schedules by name, with their next and last fire times.",
+                description=(
+                    "Your tenant's schedules by name, with their next and last fire times; one stored "
+                    "damaged is listed apart in `unreadable` (it does not fire: delete it, then create it "
+                    "again)."
+                ),
                 input_model=ScheduleListInput,
                 output_model=ScheduleListOutput,
                 handler=self.list,
@@ -161,7 +186,7 @@ class ScheduleTools:
                     title=title,
                     description=f"{description} Ids of other tenants answer not found.",
                     input_model=ScheduleIdInput,
-                    output_model=ScheduleOutput,
+                    output_model=ScheduleDeleteOutput if name == "delete" else ScheduleOutput,
                     handler=getattr(self, name),
                     read_only=read_only,
                     destructive=name == "delete",

@@ -74,6 +74,13 @@ class FencedError(ConflictError):
     code = "fenced"
 
 
+class UnreadableRecordError(RuntimeCoreError):
+    """A stored record no longer reads (damaged in the store, or no longer valid under this
+    release's rules): nothing is done with it; deleting it is the way out."""
+
+    code = "record_unreadable"
+
+
 class StoreUnavailableError(RuntimeCoreError):
     """Redis or the durable store cannot be reached; nothing was changed."""
 

@@ -5,9 +5,10 @@ Owns reading what each page shows through the gate of the tool that reads the sa
 list: the listing tool, its counts per status, and a search by any run id through
 `run.status`; run: `run.status` for its graph, input and the shown steps' outputs, then
 `ledger` / `trace` for its evidence; capacity: `capacity.list`, the tenant's view without
-other tenants' activity; schedules: `schedules.list`), and which actions the run page offers
-(only those the user's roles grant: a viewer sees no action at all). A failure is the page of
-its error, with the tool's error text. Must not change any state.
+other tenants' activity; schedules: `schedules.list`, its unreadable schedules apart), and
+which actions the run page offers (only those the user's roles grant: a viewer sees no action
+at all). A failure is the page of its error, with the tool's error text. Must not change any
+state.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from mcp_runtime.run_view import (
 )
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.queueing import SharedRunStatus
-from runtime_core.scheduling import ScheduleView
+from runtime_core.scheduling import UNREADABLE_SCHEDULE_NEXT_STEP, ScheduleListing
 
 ACTION_TOOLS = {
     "cancel": "cancel",
@@ -222,11 +223,12 @@ class DashboardPages:
             nav="schedules",
             schedules=schedules,
             schedules_error=schedules_error,
+            unreadable_next_step=UNREADABLE_SCHEDULE_NEXT_STEP,
         )
 
-    async def _list_schedules(self, snapshot: ExecutionContextSnapshot) -> list[ScheduleView]:
+    async def _list_schedules(self, snapshot: ExecutionContextSnapshot) -> ScheduleListing:
         if self.backend.schedules is None:
-            return []
+            return ScheduleListing(schedules=[], unreadable=[], next_after_name=None)
         return await self.backend.schedules.list(snapshot, limit=MAX_LISTED_SCHEDULES)
 
     @staticmethod

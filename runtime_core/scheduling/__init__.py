@@ -28,7 +28,7 @@ from runtime_core.scheduling._ticks import (
     TickState,
 )
 from runtime_core.scheduling._timing import PlannedTick, TickClock, plan_ticks
-from runtime_core.scheduling._views import ScheduleView
+from runtime_core.scheduling._views import UNREADABLE_SCHEDULE_NEXT_STEP, ScheduleListing, ScheduleView
 
 __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Assembly and settings
@@ -65,4 +65,6 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Caller-facing
     "ScheduleService",
     "ScheduleView",
+    "ScheduleListing",
+    "UNREADABLE_SCHEDULE_NEXT_STEP",
 ]

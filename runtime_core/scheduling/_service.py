@@ -6,7 +6,9 @@ id answers not found, exactly like an unknown one). A new schedule's pipeline an
 checked as a submit would check them, and the creator's snapshot is stored: the runs it
 fires act for that principal. A resume never fires the ticks that passed while paused. A
 trigger submits one run now, outside the schedule's ticks (no tick is used up, overlap is
-not applied). Must not run the scheduler loop.
+not applied). A stored schedule that does not read (a damaged row, a spec this release no
+longer accepts) is listed apart and can only be deleted: any other operation on it is an
+UnreadableRecordError that says so, and changes nothing. Must not run the scheduler loop.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError
+from runtime_core.errors import ConflictError, MissingSnapshotError, NotFoundError, UnreadableRecordError
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition
@@ -24,8 +26,13 @@ from runtime_core.scheduling._firing import TickFirer, run_snapshot
 from runtime_core.scheduling._spec import ScheduleSpec
 from runtime_core.scheduling._ticks import TICK_KIND_MANUAL, ScheduleTicks
 from runtime_core.scheduling._timing import utc_at
-from runtime_core.scheduling._views import ScheduleView
-from runtime_core.storage import DurableStore, ScheduleRecord
+from runtime_core.scheduling._views import (
+    UNREADABLE_SCHEDULE_NEXT_STEP,
+    ScheduleListing,
+    ScheduleView,
+    view_of,
+)
+from runtime_core.storage import DurableStore, ScheduleRecord, UnreadableSchedule
 
 PipelineCheck = Callable[[PipelineDefinition], None]
 InputCheck = Callable[[Any], None]
@@ -50,6 +57,29 @@ def _not_found(schedule_id: str) -> NotFoundError:
         f"Schedule '{schedule_id}' was not found in your tenant.",
         hint="List your tenant's schedules with schedules.list.",
     )
+
+
+def _unreadable(found: UnreadableSchedule) -> UnreadableRecordError:
+    named = f" ('{found.name}')" if found.name else ""
+    return UnreadableRecordError(
+        f"Schedule '{found.schedule_id}'{named} cannot be read as stored: {found.problem}.",
+        hint=UNREADABLE_SCHEDULE_NEXT_STEP,
+    )
+
+
+def _readable(
+    found: ScheduleRecord | UnreadableSchedule | None, schedule_id: str, now_ms: int
+) -> tuple[ScheduleRecord, ScheduleView]:
+    """The stored schedule and its view; NotFoundError when there is none, UnreadableRecordError
+    when it does not read."""
+    if found is None:
+        raise _not_found(schedule_id)
+    if isinstance(found, ScheduleRecord):
+        view = view_of(found, now_ms)
+        if isinstance(view, ScheduleView):
+            return found, view
+        found = view
+    raise _unreadable(found)
 
 
 class ScheduleService:
@@ -111,21 +141,29 @@ class ScheduleService:
 
     async def list(
         self, snapshot: ExecutionContextSnapshot | None, *, after_name: str | None = None, limit: int = 100
-    ) -> list[ScheduleView]:
+    ) -> ScheduleListing:
+        """At most `limit` schedules, readable and unreadable together, by name."""
         caller = _require(snapshot)
         now_ms, _ = await self._now()
-        records = await self._store.list_schedules(caller.tenant_id, after_name=after_name, limit=limit)
-        return [ScheduleView.of(record, now_ms) for record in records]
+        page = await self._store.list_schedules(caller.tenant_id, after_name=after_name, limit=limit)
+        views = [view_of(record, now_ms) for record in page.records]
+        unreadable = [*page.unreadable, *(view for view in views if isinstance(view, UnreadableSchedule))]
+        return ScheduleListing(
+            schedules=[view for view in views if isinstance(view, ScheduleView)],
+            unreadable=sorted(unreadable, key=lambda found: found.name or ""),
+            next_after_name=page.last_name,
+        )
 
     async def get(self, snapshot: ExecutionContextSnapshot | None, schedule_id: str) -> ScheduleView:
+        """UnreadableRecordError when the stored schedule does not read (it can only be deleted)."""
+        caller = _require(snapshot)
         now_ms, _ = await self._now()
-        return ScheduleView.of(await self._record(_require(snapshot), schedule_id), now_ms)
+        return (await self._record(caller, schedule_id, now_ms))[1]
 
-    async def _record(self, caller: ExecutionContextSnapshot, schedule_id: str) -> ScheduleRecord:
-        record = await self._store.get_schedule(caller.tenant_id, schedule_id)
-        if record is None:
-            raise _not_found(schedule_id)
-        return record
+    async def _record(
+        self, caller: ExecutionContextSnapshot, schedule_id: str, now_ms: int
+    ) -> tuple[ScheduleRecord, ScheduleView]:
+        return _readable(await self._store.get_schedule(caller.tenant_id, schedule_id), schedule_id, now_ms)
 
     async def pause(self, snapshot: ExecutionContextSnapshot | None, schedule_id: str) -> ScheduleView:
         return await self._set_status(_require(snapshot), schedule_id, PAUSED)
@@ -137,35 +175,40 @@ class ScheduleService:
     async def _set_status(
         self, caller: ExecutionContextSnapshot, schedule_id: str, status: str
     ) -> ScheduleView:
+        """An unreadable schedule is refused before anything is written."""
         now_ms, now = await self._now()
-        record = await self._store.set_schedule_status(caller.tenant_id, schedule_id, status, now)
-        if record is None:
-            raise _not_found(schedule_id)
+        await self._record(caller, schedule_id, now_ms)
+        found = await self._store.set_schedule_status(caller.tenant_id, schedule_id, status, now)
         await self._changed()
-        return ScheduleView.of(record, now_ms)
+        return _readable(found, schedule_id, now_ms)[1]
 
-    async def delete(self, snapshot: ExecutionContextSnapshot | None, schedule_id: str) -> ScheduleView:
-        """The schedule as it was; a tick being fired at this moment may still make its run."""
+    async def delete(
+        self, snapshot: ExecutionContextSnapshot | None, schedule_id: str
+    ) -> ScheduleView | UnreadableSchedule:
+        """The schedule as it was, or what was wrong with it when it did not read (deleting is the
+        one action such a schedule allows); a tick being fired at this moment may still make its
+        run."""
         caller = _require(snapshot)
-        record = await self._record(caller, schedule_id)
-        if not await self._store.delete_schedule(caller.tenant_id, schedule_id):
+        found = await self._store.get_schedule(caller.tenant_id, schedule_id)
+        if found is None or not await self._store.delete_schedule(caller.tenant_id, schedule_id):
             raise _not_found(schedule_id)
         await self._ticks.forget(schedule_id)
         await self._changed()
+        if isinstance(found, UnreadableSchedule):
+            return found
         now_ms, _ = await self._now()
-        return ScheduleView.of(record.model_copy(update={"status": "deleted"}), now_ms)
+        return view_of(found.model_copy(update={"status": "deleted"}), now_ms)
 
     async def trigger(
         self, snapshot: ExecutionContextSnapshot | None, schedule_id: str
     ) -> tuple[str, datetime]:
         """Submit one run of the schedule now: (its shared_run_id, the trigger time)."""
         caller = _require(snapshot)
-        record = await self._record(caller, schedule_id)
         now_ms, now = await self._now()
-        spec = ScheduleSpec.model_validate(record.spec)
+        record, view = await self._record(caller, schedule_id, now_ms)
         run_id = await self._firer.submit(
             record,
-            spec,
+            view.spec,
             now_ms,
             TICK_KIND_MANUAL,
             run_snapshot(record, now_ms, TICK_KIND_MANUAL, self._firer.fired_by),

@@ -1,15 +1,23 @@
-"""What callers see of a schedule: `ScheduleView`, built from the durable record and the clock."""
+"""What callers see of a schedule: `ScheduleView`, built from the durable record and the clock,
+or the UnreadableSchedule a stored schedule is when its spec no longer validates; a page of a
+tenant's schedules (`ScheduleListing`). Must not read the store."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
+from runtime_core.errors import error_description
 from runtime_core.scheduling._spec import ScheduleSpec
 from runtime_core.scheduling._timing import floor_ms, tick_clock, utc_at
-from runtime_core.storage import ScheduleRecord
+from runtime_core.storage import ScheduleRecord, UnreadableSchedule
+
+UNREADABLE_SCHEDULE_NEXT_STEP = (
+    "Delete it with schedules.delete (the one action it allows), then create it again with schedules.create."
+)
 
 
 class ScheduleView(BaseModel):
@@ -56,3 +64,23 @@ class ScheduleView(BaseModel):
             last_outcome=record.last_outcome,
             fire_count=record.fire_count,
         )
+
+
+def view_of(record: ScheduleRecord, now_ms: int) -> ScheduleView | UnreadableSchedule:
+    """The record's view, or UnreadableSchedule when its stored spec does not validate (its
+    description names fields, never the stored values)."""
+    try:
+        return ScheduleView.of(record, now_ms)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError of the stored spec
+        return UnreadableSchedule(record.schedule_id, error_description(exc), record.name)
+
+
+@dataclass(frozen=True)
+class ScheduleListing:
+    """A page of a tenant's schedules by name: the readable ones, the unreadable ones apart (a
+    damaged row, a spec that no longer validates: each can only be deleted), and the name to
+    continue after (None: the listing is over)."""
+
+    schedules: list[ScheduleView]
+    unreadable: list[UnreadableSchedule]
+    next_after_name: str | None

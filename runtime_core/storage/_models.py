@@ -3,8 +3,9 @@
 Owns the pydantic shapes of terminal snapshots, payload references, archived steps, ledger
 entries, trace spans, forensics records, run-index events and run records (with the query
 and cursor of a run listing and the record kinds a retention purge can expire), schedules
-(with a page of the scheduler's scan, which reports the rows that do not read as a schedule
-instead of failing), and the UTC datetime rule. Must not know how any backend stores them.
+(with a page of a tenant's listing and of the scheduler's scan: each reports the rows that
+do not read as a schedule instead of failing), and the UTC datetime rule. Must not know how
+any backend stores them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -305,11 +306,13 @@ class ScheduleFire(_Record):
 
 @dataclass(frozen=True)
 class UnreadableSchedule:
-    """A stored schedule row that does not read as a ScheduleRecord: its id and what is wrong
-    (a value-free description: the row may hold secrets)."""
+    """A stored schedule that does not read: its row is not a ScheduleRecord, or its `spec` is
+    not a valid schedule spec. Its id, its name when that reads, and what is wrong (a
+    value-free description: the row may hold secrets). It can only be deleted."""
 
     schedule_id: str
     problem: str
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -323,19 +326,50 @@ class ScheduleScan:
     last_id: str | None = None
 
 
+@dataclass(frozen=True)
+class SchedulePage:
+    """One page of a tenant's schedules by name: the records, the rows that did not read, and
+    the name of the page's last row to page on from (None: the page was not full, the listing
+    is over)."""
+
+    records: tuple[ScheduleRecord, ...]
+    unreadable: tuple[UnreadableSchedule, ...] = ()
+    last_name: str | None = None
+
+
 RowT = TypeVar("RowT")
 
 
-def scan_schedules(
-    rows: Sequence[RowT], limit: int, read: Callable[[RowT], ScheduleRecord], id_of: Callable[[RowT], str]
-) -> ScheduleScan:
-    """A ScheduleScan of at most `limit` stored rows (in id order): each read by `read`, or
-    reported unreadable."""
-    records: list[ScheduleRecord] = []
-    unreadable: list[UnreadableSchedule] = []
-    for row in rows:
+@dataclass(frozen=True)
+class ScheduleRows(Generic[RowT]):
+    """How a backend reads its stored schedule rows: as a record (`read`), or, for a row that
+    does not read, as an UnreadableSchedule (`id_of`, `name_of`: what still reads of it)."""
+
+    read: Callable[[RowT], ScheduleRecord]
+    id_of: Callable[[RowT], str]
+    name_of: Callable[[RowT], str | None]
+
+    def one(self, row: RowT) -> ScheduleRecord | UnreadableSchedule:
         try:
-            records.append(read(row))
+            return self.read(row)
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError, a bad JSON column
-            unreadable.append(UnreadableSchedule(id_of(row), error_description(exc)))
-    return ScheduleScan(tuple(records), tuple(unreadable), id_of(rows[-1]) if len(rows) >= limit else None)
+            return UnreadableSchedule(self.id_of(row), error_description(exc), self.name_of(row))
+
+    def _split(
+        self, rows: Sequence[RowT]
+    ) -> tuple[tuple[ScheduleRecord, ...], tuple[UnreadableSchedule, ...]]:
+        read = [self.one(row) for row in rows]
+        return (
+            tuple(found for found in read if isinstance(found, ScheduleRecord)),
+            tuple(found for found in read if isinstance(found, UnreadableSchedule)),
+        )
+
+    def scan(self, rows: Sequence[RowT], limit: int) -> ScheduleScan:
+        """A ScheduleScan of at most `limit` stored rows (in id order)."""
+        records, unreadable = self._split(rows)
+        return ScheduleScan(records, unreadable, self.id_of(rows[-1]) if len(rows) >= limit else None)
+
+    def page(self, rows: Sequence[RowT], limit: int) -> SchedulePage:
+        """A SchedulePage of at most `limit` stored rows (in name order)."""
+        records, unreadable = self._split(rows)
+        return SchedulePage(records, unreadable, self.name_of(rows[-1]) if len(rows) >= limit else None)

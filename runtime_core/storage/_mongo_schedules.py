@@ -1,8 +1,9 @@
 """The schedule queries of the MongoDB durable store (a part of `MongoDurableStore`).
 
 Owns the queries behind the schedule methods of the DurableStore contract (the `schedules`
-collection's indexes are _mongo_documents'). Must not open clients:
-the store's plumbing (`_guard`, `_find`) runs them.
+collection's indexes are _mongo_documents'); a stored document that does not read is
+answered as an UnreadableSchedule. Must not open clients: the store's plumbing (`_guard`,
+`_find_documents`) runs them.
 """
 
 from __future__ import annotations
@@ -14,13 +15,30 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from runtime_core.storage._models import ScheduleFire, ScheduleRecord, ScheduleScan, scan_schedules
-from runtime_core.storage._mongo_documents import Document, RecordT, from_document, to_document
+from runtime_core.storage._models import (
+    ScheduleFire,
+    SchedulePage,
+    ScheduleRecord,
+    ScheduleRows,
+    ScheduleScan,
+    UnreadableSchedule,
+)
+from runtime_core.storage._mongo_documents import Document, from_document, to_document
 from runtime_core.storage._protocol import DEFAULT_SCHEDULE_PAGE
 
 
 def _document(record: ScheduleRecord) -> Document:
     return {"_id": record.schedule_id, **to_document(record)}
+
+
+def _name_of(document: Document) -> str | None:
+    name = document.get("name")
+    return name if isinstance(name, str) else None
+
+
+_ROWS: ScheduleRows[Document] = ScheduleRows(
+    lambda document: from_document(ScheduleRecord, document), lambda document: str(document["_id"]), _name_of
+)
 
 
 class MongoSchedules:
@@ -29,11 +47,6 @@ class MongoSchedules:
     _db: AsyncDatabase[Document]
 
     def _guard(self) -> AbstractAsyncContextManager[None]:
-        raise NotImplementedError
-
-    async def _find(
-        self, model: type[RecordT], name: str, query: Document, sort: list[tuple[str, int]], limit: int = 0
-    ) -> list[RecordT]:
         raise NotImplementedError
 
     async def _find_documents(
@@ -49,32 +62,30 @@ class MongoSchedules:
                 return False
         return True
 
-    async def get_schedule(self, tenant_id: str, schedule_id: str) -> ScheduleRecord | None:
+    async def get_schedule(
+        self, tenant_id: str, schedule_id: str
+    ) -> ScheduleRecord | UnreadableSchedule | None:
         async with self._guard():
             found = await self._db["schedules"].find_one({"_id": schedule_id, "tenant_id": tenant_id})
-        return from_document(ScheduleRecord, found) if found else None
+        return _ROWS.one(found) if found else None
 
     async def list_schedules(
         self, tenant_id: str, *, after_name: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
-    ) -> list[ScheduleRecord]:
+    ) -> SchedulePage:
         query = {"tenant_id": tenant_id, "name": {"$gt": after_name or ""}}
-        return await self._find(ScheduleRecord, "schedules", query, [("name", ASCENDING)], limit)
+        documents = await self._find_documents("schedules", query, [("name", ASCENDING)], limit)
+        return _ROWS.page(documents, limit)
 
     async def list_active_schedules(
         self, after: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
     ) -> ScheduleScan:
         query = {"status": "active", "_id": {"$gt": after or ""}}
         documents = await self._find_documents("schedules", query, [("_id", ASCENDING)], limit)
-        return scan_schedules(
-            documents,
-            limit,
-            lambda document: from_document(ScheduleRecord, document),
-            lambda document: document["_id"],
-        )
+        return _ROWS.scan(documents, limit)
 
     async def set_schedule_status(
         self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime
-    ) -> ScheduleRecord | None:
+    ) -> ScheduleRecord | UnreadableSchedule | None:
         async with self._guard():
             await self._db["schedules"].update_one(
                 {"_id": schedule_id, "tenant_id": tenant_id, "status": {"$ne": status}},

@@ -19,11 +19,13 @@ from runtime_core.storage._models import (
     RunRecord,
     RunRecordQuery,
     ScheduleFire,
+    SchedulePage,
     ScheduleRecord,
     ScheduleScan,
     SubmittedRun,
     TerminalSnapshot,
     TraceSpan,
+    UnreadableSchedule,
 )
 
 DEFAULT_LEDGER_LIMIT = 1000
@@ -187,14 +189,20 @@ class DurableStore(Protocol):
         tenant, is already taken."""
         ...
 
-    async def get_schedule(self, tenant_id: str, schedule_id: str) -> ScheduleRecord | None:
-        """The tenant's schedule; None when absent or foreign."""
+    async def get_schedule(
+        self, tenant_id: str, schedule_id: str
+    ) -> ScheduleRecord | UnreadableSchedule | None:
+        """The tenant's schedule; None when absent or foreign; an UnreadableSchedule (never an
+        error: a damaged row must stay deletable) when its row does not read as a ScheduleRecord."""
         ...
 
     async def list_schedules(
         self, tenant_id: str, *, after_name: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
-    ) -> list[ScheduleRecord]:
-        """The tenant's schedules by name ascending, strictly after `after_name`; at most `limit`."""
+    ) -> SchedulePage:
+        """The tenant's schedules by name ascending, strictly after `after_name`; at most `limit`
+        rows. A row that does not read as a ScheduleRecord is reported in `unreadable` (never
+        raised: one corrupt row must not hide the others); page on with `last_name` until it is
+        None (a page with fewer than `limit` rows)."""
         ...
 
     async def list_active_schedules(
@@ -211,9 +219,9 @@ class DurableStore(Protocol):
 
     async def set_schedule_status(
         self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime
-    ) -> ScheduleRecord | None:
-        """Set the status (and `status_changed_at`) when it differs; the record as it is now,
-        None when absent or foreign."""
+    ) -> ScheduleRecord | UnreadableSchedule | None:
+        """Set the status (and `status_changed_at`) when it differs; the record as it is now
+        (as `get_schedule` reads it), None when absent or foreign."""
         ...
 
     async def record_schedule_fire(self, tenant_id: str, schedule_id: str, fire: ScheduleFire) -> bool:
@@ -224,7 +232,7 @@ class DurableStore(Protocol):
         ...
 
     async def delete_schedule(self, tenant_id: str, schedule_id: str) -> bool:
-        """Delete the tenant's schedule; False when absent or foreign."""
+        """Delete the tenant's schedule, whether its row reads or not; False when absent or foreign."""
         ...
 
     # Retention

@@ -3,8 +3,9 @@
 Owns the statements behind the schedule methods of the DurableStore contract: insert-once
 (id and per-tenant name unique), tenant-scoped reads, the scheduler's listing of every
 tenant's active schedules, status changes and the record of a handled tick (forward only,
-but for a waiting tick fired late), each served by an index of both schemas. Must not open
-connections: the store's plumbing (`_write`, `_select`) runs them.
+but for a waiting tick fired late), each served by an index of both schemas; a stored row
+that does not read is answered as an UnreadableSchedule. Must not open connections: the
+store's plumbing (`_write`, `_select_rows`) runs them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from runtime_core.storage._models import ScheduleFire, ScheduleRecord, ScheduleScan, scan_schedules
+from runtime_core.storage._models import (
+    ScheduleFire,
+    SchedulePage,
+    ScheduleRecord,
+    ScheduleRows,
+    ScheduleScan,
+    UnreadableSchedule,
+)
 from runtime_core.storage._protocol import DEFAULT_SCHEDULE_PAGE
 from runtime_core.storage._query import SqlDialect
 from runtime_core.storage._sql_tables import RecordTable, RecordTables
@@ -41,42 +49,48 @@ class SqlSchedules:
     async def _write(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> int:
         raise NotImplementedError
 
-    async def _select(
-        self, table: RecordTable[Any], where: str, params: list[Any], order_by: str, limit: int | None = None
-    ) -> list[Any]:
-        raise NotImplementedError
-
     async def _select_rows(
         self, table: RecordTable[Any], where: str, params: list[Any], order_by: str, limit: int | None = None
     ) -> list[Any]:
         raise NotImplementedError
 
+    def _rows(self) -> ScheduleRows[Any]:
+        return ScheduleRows(
+            self._tables.schedules.from_row, lambda row: str(row["schedule_id"]), lambda row: str(row["name"])
+        )
+
     async def insert_schedule(self, record: ScheduleRecord) -> bool:
         schedules = self._tables.schedules
         return await self._write(schedules.insert_sql(), schedules.to_row(record)) == 1
 
-    async def get_schedule(self, tenant_id: str, schedule_id: str) -> ScheduleRecord | None:
+    async def get_schedule(
+        self, tenant_id: str, schedule_id: str
+    ) -> ScheduleRecord | UnreadableSchedule | None:
         where = self._dialect.spell("tenant_id = ? AND schedule_id = ?")
-        found = await self._select(self._tables.schedules, where, [tenant_id, schedule_id], "schedule_id")
-        return found[0] if found else None
+        found = await self._select_rows(
+            self._tables.schedules, where, [tenant_id, schedule_id], "schedule_id"
+        )
+        return self._rows().one(found[0]) if found else None
 
     async def list_schedules(
         self, tenant_id: str, *, after_name: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
-    ) -> list[ScheduleRecord]:
+    ) -> SchedulePage:
         where = self._dialect.spell("tenant_id = ? AND name > ?")
-        return await self._select(self._tables.schedules, where, [tenant_id, after_name or ""], "name", limit)
+        rows = await self._select_rows(
+            self._tables.schedules, where, [tenant_id, after_name or ""], "name", limit
+        )
+        return self._rows().page(rows, limit)
 
     async def list_active_schedules(
         self, after: str | None = None, limit: int = DEFAULT_SCHEDULE_PAGE
     ) -> ScheduleScan:
-        schedules = self._tables.schedules
         where = self._dialect.spell("status = 'active' AND schedule_id > ?")
-        rows = await self._select_rows(schedules, where, [after or ""], "schedule_id", limit)
-        return scan_schedules(rows, limit, schedules.from_row, lambda row: str(row["schedule_id"]))
+        rows = await self._select_rows(self._tables.schedules, where, [after or ""], "schedule_id", limit)
+        return self._rows().scan(rows, limit)
 
     async def set_schedule_status(
         self, tenant_id: str, schedule_id: str, status: str, changed_at: datetime
-    ) -> ScheduleRecord | None:
+    ) -> ScheduleRecord | UnreadableSchedule | None:
         params = (status, self._dialect.timestamp(changed_at), tenant_id, schedule_id, status)
         await self._write(self._dialect.spell(_SET_STATUS), params)
         return await self.get_schedule(tenant_id, schedule_id)

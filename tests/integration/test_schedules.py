@@ -20,7 +20,7 @@ from runtime_core.errors import ConflictError, NotFoundError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.queueing import SharedRunRecord
-from runtime_core.scheduling import Scheduler, SchedulingSettings
+from runtime_core.scheduling import Scheduler, ScheduleView, SchedulingSettings
 from runtime_core.storage import ScheduleRecord, SqliteDurableStore
 from tests.durable_backends import sqlite_schedule_damage
 from tests.helpers import wait_until
@@ -206,7 +206,7 @@ async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenan
     for action in (service.get, service.pause, service.resume, service.delete, service.trigger):
         with pytest.raises(NotFoundError):
             await action(other, view.schedule_id)
-    assert await service.list(other) == []
+    assert (await service.list(other)).schedules == []
     paused = await service.pause(owner, view.schedule_id)
     assert paused.status == "paused" and paused.next_fire_at is None
     run_id, _ = await service.trigger(owner, view.schedule_id)
@@ -214,8 +214,14 @@ async def test_pause_resume_trigger_list_and_delete_touch_only_the_callers_tenan
     assert triggered is not None and _attribute(triggered, "schedule.trigger") == "manual"
     assert triggered.priority == 8  # the schedule's priority goes with each run it submits
     assert (await service.resume(owner, view.schedule_id)).status == "active"
-    assert [v.name for v in await service.list(owner)] == ["nightly"]
-    assert (await service.delete(owner, view.schedule_id)).status == "deleted"
+    listed = await service.list(owner)
+    assert ([v.name for v in listed.schedules], listed.unreadable, listed.next_after_name) == (
+        ["nightly"],
+        [],
+        None,
+    )
+    deleted = await service.delete(owner, view.schedule_id)
+    assert isinstance(deleted, ScheduleView) and deleted.status == "deleted"
     with pytest.raises(NotFoundError):
         await service.get(owner, view.schedule_id)
     hold.release_tenant(owner.tenant_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from runtime_core.storage import DurableStore, ScheduleFire, ScheduleRecord
+from runtime_core.storage import DurableStore, ScheduleFire, ScheduleRecord, UnreadableSchedule
 from tests.durable_backends import DurableBackend
 from tests.integration.test_storage_contract import FOREIGN, T0, TENANT, backend, store
 
@@ -46,16 +46,22 @@ async def test_schedules_list_by_name_per_tenant_and_active_ones_for_the_schedul
     for n, name in enumerate(["b", "c", "a"]):
         assert await store.insert_schedule(_schedule(f"sched_{n}", name))
     assert await store.insert_schedule(_schedule("sched_9", "z", FOREIGN))
-    assert [r.name for r in await store.list_schedules(TENANT)] == ["a", "b", "c"]
-    assert [r.name for r in await store.list_schedules(TENANT, after_name="a", limit=1)] == ["b"]
+    listed = await store.list_schedules(TENANT)
+    assert ([r.name for r in listed.records], listed.unreadable, listed.last_name) == (
+        ["a", "b", "c"],
+        (),
+        None,
+    )
+    page = await store.list_schedules(TENANT, after_name="a", limit=1)
+    assert ([r.name for r in page.records], page.last_name) == (["b"], "b")  # a full page: page on
     paused = await store.set_schedule_status(TENANT, "sched_1", "paused", T0 + timedelta(seconds=5))
     assert paused is not None and paused.status == "paused"
     assert paused.status_changed_at == T0 + timedelta(seconds=5)
     active = await store.list_active_schedules()
     assert [r.schedule_id for r in active.records] == ["sched_0", "sched_2", "sched_9"]  # every tenant's
     assert (active.unreadable, active.last_id) == ((), None)  # not a full page: the scan is over
-    page = await store.list_active_schedules(after="sched_0", limit=1)
-    assert ([r.schedule_id for r in page.records], page.last_id) == (["sched_2"], "sched_2")
+    scan = await store.list_active_schedules(after="sched_0", limit=1)
+    assert ([r.schedule_id for r in scan.records], scan.last_id) == (["sched_2"], "sched_2")
 
 
 async def test_a_stored_schedule_that_does_not_read_is_reported_by_id_without_its_values(
@@ -72,6 +78,34 @@ async def test_a_stored_schedule_that_does_not_read_is_reported_by_id_without_it
     assert all("input" in u.problem and SECRET not in u.problem for u in first.unreadable)
     rest = await store.list_active_schedules(after=first.last_id, limit=2)  # paging goes on past them
     assert ([r.schedule_id for r in rest.records], rest.last_id) == (["sched_2"], None)
+
+
+async def test_a_tenants_schedule_that_does_not_read_is_listed_apart_read_as_such_and_deleted_by_id(
+    backend: DurableBackend,
+) -> None:
+    store = backend.store
+    for n, name in enumerate(["a", "b", "c"]):
+        assert await store.insert_schedule(_schedule(f"sched_{n}", name))
+    assert await store.insert_schedule(_schedule("sched_9", "b", FOREIGN))
+    await backend.damage_schedule("sched_1", json.dumps([SECRET]))
+    listed = await store.list_schedules(TENANT)
+    assert [r.name for r in listed.records] == ["a", "c"]  # the others still list
+    assert [(u.schedule_id, u.name) for u in listed.unreadable] == [("sched_1", "b")]
+    assert "input" in listed.unreadable[0].problem and SECRET not in listed.unreadable[0].problem
+    first = await store.list_schedules(TENANT, limit=2)  # a corrupt row counts in the page and its cursor
+    assert ([r.name for r in first.records], len(first.unreadable), first.last_name) == (["a"], 1, "b")
+    rest = await store.list_schedules(TENANT, after_name=first.last_name, limit=2)
+    assert ([r.name for r in rest.records], rest.unreadable, rest.last_name) == (["c"], (), None)
+    found = await store.get_schedule(TENANT, "sched_1")
+    assert isinstance(found, UnreadableSchedule) and (found.schedule_id, found.name) == ("sched_1", "b")
+    assert SECRET not in found.problem
+    assert await store.get_schedule(FOREIGN, "sched_1") is None
+    assert not await store.delete_schedule(FOREIGN, "sched_1")  # another tenant's id: nothing deleted
+    assert await store.delete_schedule(TENANT, "sched_1")
+    assert await store.get_schedule(TENANT, "sched_1") is None
+    assert [r.name for r in (await store.list_schedules(TENANT)).records] == ["a", "c"]
+    assert (await store.list_schedules(TENANT)).unreadable == ()
+    assert [r.schedule_id for r in (await store.list_schedules(FOREIGN)).records] == ["sched_9"]
 
 
 async def test_status_changes_are_tenant_scoped_and_keep_the_first_change_time(store: DurableStore) -> None:
