@@ -44,6 +44,8 @@ from runtime_core.pipeline import PipelineDefinition, steps_read_by
 from runtime_core.steps import canonical_json
 
 KEY_CACHE_SIZE = 4096
+# A claimed step's dependency results when it reads none (cjson encodes an empty table as {}).
+_NO_DEPENDENCIES = ("{}", "[]")
 
 
 def _stored_text(result: Any) -> str:
@@ -159,11 +161,25 @@ class DagStore:
                 now, [missing] * len(completions), ClaimBatch(ClaimOutcome.EXECUTION_MISSING, now), False
             )
         converged, count = int(reply[2]) == 1, int(reply[3])
-        completed = [self._completion(reply[4 + 2 * i], reply[5 + 2 * i], now) for i in range(count)]
+        completed = self._completions(reply[4 : 4 + 2 * count], now)
         claims = self._claims(execution_id, reply[4 + 2 * count : -3], now)
         code, final = reply[-2], str(reply[-1]) or None
         finalization = Finalization(FinalizeOutcome(int(code)), final, now) if code != "" else None
         return AdvanceResult(now, completed, claims, converged, int(reply[-3]), finalization)
+
+    @classmethod
+    def _completions(cls, pairs: list[Any], now: int) -> list[TransitionResult]:
+        """A result per completion from its (code, detail) pair; equal pairs share one (frozen)
+        result: most completions of a batch read APPLIED with the same dependents released."""
+        made: dict[tuple[Any, Any], TransitionResult] = {}
+        completed = []
+        for i in range(0, len(pairs), 2):
+            pair = (pairs[i], pairs[i + 1])
+            result = made.get(pair)
+            if result is None:
+                result = made[pair] = cls._completion(*pair, now)
+            completed.append(result)
+        return completed
 
     @staticmethod
     def _completion(code: Any, detail: Any, now: int) -> TransitionResult:
@@ -239,7 +255,9 @@ class DagStore:
 
     @staticmethod
     def _claim(execution_id: str, name: str, token: str, retries: str, deps: str, *, now: int) -> StepClaim:
-        decoded = {dep: decoded_json(raw) for dep, raw in json.loads(deps).items()} if deps != "[]" else {}
+        if deps in _NO_DEPENDENCIES:  # most steps read no upstream result: nothing to decode
+            return StepClaim(execution_id, name, token, int(retries), {}, now)
+        decoded = {dep: decoded_json(raw) for dep, raw in json.loads(deps).items()}
         return StepClaim(execution_id, name, token, int(retries), decoded, now)
 
     async def complete_step(self, claim: StepClaim, result: Any) -> TransitionResult:
