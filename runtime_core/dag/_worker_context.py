@@ -28,6 +28,7 @@ from runtime_core.dag._step_tracing import StepTracing
 from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_permits import WorkerPermits
 from runtime_core.dag._worker_state import ExecutionRun
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.flow import StepRateLimiter
 from runtime_core.hot_state import retry_while_unavailable
 
@@ -76,7 +77,20 @@ class WorkerContext:
     async def until_available(
         self, operation: Callable[[], Awaitable[_T]], what: str, execution_id: str, **context: Any
     ) -> _T:
-        """Retry one idempotent store call while Redis is unavailable (capped backoff, logged)."""
+        """Retry one idempotent store call while Redis is unavailable (capped backoff, logged).
+
+        The first attempt is made here: it is the one that answers nearly always (a call or
+        more per step), and it needs no retry loop set up around it."""
+        try:
+            return await operation()
+        except StoreUnavailableError as exc:
+            failed = exc
         return await retry_while_unavailable(
-            operation, what, self.settings.store_retry, logger=log, execution_id=execution_id, **context
+            operation,
+            what,
+            self.settings.store_retry,
+            failed=failed,
+            logger=log,
+            execution_id=execution_id,
+            **context,
         )

@@ -100,25 +100,29 @@ async def retry_while_unavailable(
     policy: StoreRetryPolicy = DEFAULT_STORE_RETRY,
     *,
     give_up_after_s: float | None = None,
+    failed: StoreUnavailableError | None = None,
     logger: logging.Logger = log,
     **context: Any,
 ) -> T:
     """Run `operation` (idempotent) until Redis answers; other errors propagate at once.
 
     With `give_up_after_s`, the StoreUnavailableError of the last attempt is raised once
-    the next backoff would end past that many seconds after the first attempt.
+    the next backoff would end past that many seconds after the first attempt. `failed`: the
+    caller's own first attempt failed with it (so the first backoff comes before any attempt).
     """
     outage: StoreOutage | None = None  # made at the first failure: most calls succeed at once
     deadline = None if give_up_after_s is None else time.monotonic() + give_up_after_s
     while True:
-        try:
-            result = await operation()
-        except StoreUnavailableError as exc:
+        if failed is not None:
             outage = outage or StoreOutage(what, policy, logger=logger, **context)
             next_delay = policy.delay_s(outage.failures + 1)
             if deadline is not None and time.monotonic() + next_delay > deadline:
-                raise
-            await outage.wait(exc, next_delay)
+                raise failed
+            await outage.wait(failed, next_delay)
+        try:
+            result = await operation()
+        except StoreUnavailableError as exc:
+            failed = exc
             continue
         if outage is not None:
             outage.recovered()
