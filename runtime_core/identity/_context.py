@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from runtime_core.errors import MissingSnapshotError
@@ -26,11 +24,23 @@ def require_snapshot() -> ExecutionContextSnapshot:
     return snapshot
 
 
-@contextmanager
-def restored_snapshot(snapshot: ExecutionContextSnapshot | None) -> Iterator[ExecutionContextSnapshot | None]:
+def restored_snapshot(snapshot: ExecutionContextSnapshot | None) -> RestoredSnapshot:
     """Make `snapshot` current; on exit the previous value comes back (or None: cleared)."""
-    token = _current.set(snapshot)
-    try:
-        yield snapshot
-    finally:
-        _current.reset(token)
+    return RestoredSnapshot(snapshot)
+
+
+class RestoredSnapshot:
+    """`with restored_snapshot(s) as current:` (entered around every step the engine runs: a
+    plain class, not a generator, costs a fraction of `contextlib.contextmanager`'s)."""
+
+    __slots__ = ("_snapshot", "_token")
+
+    def __init__(self, snapshot: ExecutionContextSnapshot | None) -> None:
+        self._snapshot = snapshot
+
+    def __enter__(self) -> ExecutionContextSnapshot | None:
+        self._token = _current.set(self._snapshot)
+        return self._snapshot
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._token)

@@ -83,6 +83,8 @@ def _walk(value: Any, path: tuple[str, ...], expression: str) -> Any:
 
 def resolve_inputs(step: StepDefinition, state: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
     """Resolve a step's inputs from the execution state and upstream results."""
+    if not step.input and "sourceSteps" not in step.config and "sourceStep" not in step.config:
+        return {}  # no inputs, explicit or implicit (once per step run: skip building them)
     resolved: dict[str, Any] = {}
     for name, value in effective_step_inputs(step).items():
         if not is_binding(value):
