@@ -41,7 +41,8 @@ class StepInvoker:
         self._lease_watch = _LeaseWatch(self)
 
     def lease_kept(self, claim: StepClaim) -> _LeaseKept:
-        """Renew the step's lease every third of it while the executor runs."""
+        """Renew the step's lease every third of it from now until `leave()` (its executor
+        ended)."""
         return _LeaseKept(self._lease_watch, claim)
 
     async def keep_lease(self, claim: StepClaim) -> None:
@@ -163,25 +164,32 @@ class _LeaseWatch:
 
 
 class _LeaseKept:
-    """`async with`: a step whose executor is still running after a third of its lease gets
-    its lease renewed from then on (see `_LeaseWatch`)."""
+    """A step whose executor is still running after a third of its lease gets its lease
+    renewed from then on (see `_LeaseWatch`), until `leave()`. Not a context manager: entering
+    and leaving an `async with` costs two coroutines per step, and nearly every step ends with
+    nothing to await."""
+
+    __slots__ = ("_claim", "_keeper", "_watch", "_window")
 
     def __init__(self, watch: _LeaseWatch, claim: StepClaim) -> None:
         self._watch = watch
         self._claim = claim
         self._keeper: asyncio.Task[None] | None = None
-        self._window: set[_LeaseKept] | None = None
-
-    async def __aenter__(self) -> None:
-        self._window = self._watch.watch(self)
+        self._window = watch.watch(self)
 
     def renewing(self) -> None:
         self._keeper = asyncio.ensure_future(self._watch.invoker.keep_lease(self._claim))
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._window is not None:
-            self._window.discard(self)
+    def leave(self) -> bool:
+        """The executor ended: no renewal from now on. True when a renewal task had started:
+        await `renewal_stopped()` then."""
+        self._window.discard(self)
+        if self._keeper is None:
+            return False
+        self._keeper.cancel()
+        return True
+
+    async def renewal_stopped(self) -> None:
         if self._keeper is not None:
-            self._keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._keeper

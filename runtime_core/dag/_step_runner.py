@@ -45,32 +45,34 @@ class StepRunner:
     async def execute(self, claim: StepClaim) -> Completion | None:
         """Run one claimed step; its completion to report, or None when it failed or parked
         (those transitions are made at once)."""
-        context, run = self.context, self.run
+        context, run, worker_id = self.context, self.run, self.worker_id
         step = run.steps[claim.step_name]
         await context.emit(
             "step.claimed",
             run,
             step=step.name,
-            worker_id=self.worker_id,
+            worker_id=worker_id,
             retry_count=claim.retry_count,
             step_key=step.step_key,
         )
-        tracing = context.step_tracing.step_span(run.meta, step, claim.retry_count, self.worker_id)
+        tracing = context.step_tracing.step_span(run.meta, step, claim.retry_count, worker_id)
         invoker = context.invoker
 
         async def emit(event: str, **attributes: Any) -> None:
-            await context.emit(event, run, step=step.name, worker_id=self.worker_id, **attributes)
+            await context.emit(event, run, step=step.name, worker_id=worker_id, **attributes)
 
         try:
             with restored_snapshot(run.snapshot), tracing:
-                async with invoker.lease_kept(claim):
-                    started = time.perf_counter()
-                    try:
-                        result = await invoker.invoke(run, step, claim, emit)
-                    finally:
-                        # The executor's time only: the engine's own work per step (events,
-                        # spans, encoding) is not what makes a claimed batch hold steps back.
-                        run.sizer.record_step((time.perf_counter() - started) * 1000)
+                lease = invoker.lease_kept(claim)
+                started = time.perf_counter()
+                try:
+                    result = await invoker.invoke(run, step, claim, emit)
+                finally:
+                    # The executor's time only: the engine's own work per step (events,
+                    # spans, encoding) is not what makes a claimed batch hold steps back.
+                    run.sizer.record_step((time.perf_counter() - started) * 1000)
+                    if lease.leave():
+                        await lease.renewal_stopped()
             text = invoker.check_result(step, result)
         except StepParked as parked:
             await self._park(step, claim, parked)
@@ -207,15 +209,19 @@ class StepRunner:
     async def report(self, done: list[Completion], advanced: AdvanceResult) -> None:
         """Emit each completion's event, wake idle workers for what became claimable, and
         finalize once the execution converged with nothing left to run."""
+        context, run, worker_id = self.context, self.run, self.worker_id
         released = 0
         for completion, result in zip(done, advanced.completed, strict=True):
             released += result.released
-            await self._after_transition(
-                completion.claim, result.outcome, False, "step.completed", wake=0, **completion.attributes
-            )
+            if result.outcome is TransitionOutcome.APPLIED:  # nearly always: its event only
+                step = completion.claim.step_name
+                attributes = completion.attributes
+                await context.emit("step.completed", run, step=step, worker_id=worker_id, **attributes)
+                continue
+            await self._after_transition(completion.claim, result.outcome, False, "step.completed")
         others = released - len(advanced.claims.claims)
         if others > 0:
-            self.run.idle.wake(others)
+            run.idle.wake(others)
         if advanced.finalization is not None:  # this call converged it and finalized it
             await self._finalized(advanced.finalization)
         elif advanced.converged:
