@@ -70,8 +70,9 @@ class WorkerContext:
         at_ms: int = 0,
         **attributes: Any,
     ) -> None:
+        meta = run.meta
         await self.observer.on_event(
-            EngineEvent(name, run.execution_id, run.snapshot, step, worker_id, at_ms, attributes, run.meta)
+            EngineEvent(name, meta.execution_id, meta.snapshot, step, worker_id, at_ms, attributes, meta)
         )
 
     async def until_available(
