@@ -41,20 +41,33 @@ class ExecutionObserver(Protocol):
     async def on_event(self, event: EngineEvent) -> None: ...
 
 
+def observed_names(observer: ExecutionObserver) -> frozenset[str] | None:
+    """The event names an observer acts on, when it declares them (`event_names`); None: all.
+    A `CompositeObserver` hands it only those (most events are steps' own, two per step)."""
+    return getattr(observer, "event_names", None)
+
+
 class NullObserver:
     async def on_event(self, event: EngineEvent) -> None:
         return None
 
 
 class CompositeObserver:
-    """Fans one event out to several observers in order."""
+    """Fans one event out to several observers in order (to an observer declaring the
+    `event_names` it acts on, only those)."""
 
     def __init__(self, *observers: ExecutionObserver) -> None:
-        self.observers = list(observers)
+        self.observers: list[ExecutionObserver] = []
+        self._routes: list[tuple[ExecutionObserver, frozenset[str] | None]] = []
+        for observer in observers:
+            self.add(observer)
 
     def add(self, observer: ExecutionObserver) -> None:
         self.observers.append(observer)
+        self._routes.append((observer, observed_names(observer)))
 
     async def on_event(self, event: EngineEvent) -> None:
-        for observer in self.observers:
-            await observer.on_event(event)
+        name = event.name
+        for observer, names in self._routes:
+            if names is None or name in names:
+                await observer.on_event(event)

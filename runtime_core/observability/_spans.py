@@ -102,6 +102,8 @@ def _as_parent(run: RunTraceContext) -> Context:
 class WorkflowSpanObserver:
     """Engine observer that records the run's `invoke_workflow` span when its execution finalizes."""
 
+    event_names = frozenset({"execution.finalized"})  # a CompositeObserver hands it no other
+
     def __init__(self, dag_store: DagStore) -> None:
         self.dag_store = dag_store
 

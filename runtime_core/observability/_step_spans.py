@@ -40,13 +40,23 @@ class OtelStepTracing:
     the worker id `<runtime instance id>/w<n>` that names the instance that ran it; the run
     span carries the execution and workflow)."""
 
+    def __init__(self) -> None:
+        # The parent of the last step span asked for: the steps of one run come one after
+        # another, and hashing the run's trace context per step costs a span's worth.
+        self._last: tuple[ExecutionMeta, object, SpanContext | None] | None = None
+
     def step_span(
         self, meta: ExecutionMeta, step: StepDefinition, attempt: int, worker_id: str
     ) -> AbstractContextManager[object]:
         if not tracing_enabled():
             return nullcontext()
         tracer = runtime_tracer()
-        parent = _sampled_parent(tracer, run_trace_of(meta)) if isinstance(tracer, Tracer) else None
+        last = self._last
+        if last is not None and last[0] is meta and last[1] is tracer:
+            parent = last[2]
+        else:
+            parent = _sampled_parent(tracer, run_trace_of(meta)) if isinstance(tracer, Tracer) else None
+            self._last = (meta, tracer, parent)
         if parent is None:
             return nullcontext()
         return _StepSpan(tracer, parent, step, attempt, worker_id)
