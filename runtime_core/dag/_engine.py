@@ -4,7 +4,9 @@ Owns what the engine is wired with (store, executors, retry decider, observer, r
 the hooks execution control, retention and tracing plug in, and the `owner` and worker
 permits a runtime instance sets on its copy), creating and reassigning executions, and
 `validate`, the one full pipeline check (create time, shared-run submit and the
-`pipelines.validate` tool all call it). `run` starts the execution's workers (`WorkerLoop`)
+`pipelines.validate` tool all call it). A creation its caller advances at once
+(`claim_first`: a runtime instance's run) claims the first step for the workers in the same
+call; the workers' first round starts from that claim. `run` starts the execution's workers (`WorkerLoop`)
 and returns once they stopped: at a terminal status, or parked by execution control; `assist`
 starts workers of an instance assisting another instance's execution, which return once
 nothing is claimable. Must not claim steps or make their transitions itself, nor write state
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import secrets
 from typing import Any
 
 from runtime_core.concurrency import ConcurrencyGate, parallelism_limit
@@ -34,12 +37,12 @@ from runtime_core.dag._engine_settings import (
 from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
 from runtime_core.dag._gating import StepGates, validate_step_policies
 from runtime_core.dag._invocation import StepInvoker
-from runtime_core.dag._records import ExecutionMeta, ReassignOutcome
+from runtime_core.dag._records import AdvanceResult, ExecutionMeta, FirstClaim, ReassignOutcome
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_context import WorkerContext
 from runtime_core.dag._worker_loop import WorkerLoop
-from runtime_core.dag._worker_permits import WorkerPermits
+from runtime_core.dag._worker_permits import Permit, WorkerPermits
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import InvalidPipelineError, NotFoundError
 from runtime_core.flow import StepRateLimiter
@@ -93,9 +96,10 @@ class DagEngine:
         # Told when an execution's ready steps outnumber its workers here (a runtime instance
         # sets it on its copy: `runtime_core.assistance` asks other instances for help).
         self.assistance: AssistanceHook | None = None
-        # The metadata this engine just stored by creating an execution: the `run` that
-        # follows starts from it instead of reading it back (consumed once).
-        self._created: ExecutionMeta | None = None
+        # What this engine just stored by creating an execution (its metadata, gates and the
+        # claims made with it): the `run` that follows starts from it instead of reading it
+        # back (consumed once).
+        self._created: _Created | None = None
 
     def with_settings(self, settings: EngineSettings) -> DagEngine:
         """A copy of this engine (same store, executors and hooks) working with `settings`
@@ -131,16 +135,39 @@ class DagEngine:
         *,
         execution_id: str | None = None,
         attributes: dict[str, str] | None = None,
+        claim_first: bool = False,
     ) -> str:
         """Validate pipeline, policies and input, then create the hot DAG state; returns the ExecutionId.
 
         A rejected pipeline or input raises a RuntimeCoreError and stores nothing.
+        `claim_first`: this engine copy's `run` follows at once (the creator's workers claim
+        as its `owner`), so the creation also claims the first step for them (unless its steps
+        are gated), holding a worker permit from before the claim until the first worker runs
+        it (as a worker holds its permit from its claim on: a step is never claimed to wait
+        for a worker, where a cancel would not stop it). Call `release_first_claims` when the
+        run does not follow.
         """
         self.check_input(state)
         self.validate(pipeline)
         execution_id = execution_id or new_execution_id()
-        created = await self.store.create_execution(execution_id, pipeline, state, snapshot, attributes)
-        self._created = created
+        gates, first_claim, permit = None, None, None
+        if claim_first:
+            gates = self._gates(pipeline, execution_id)
+            if not gates.active:  # a gated step is claimed only once its gates admit it
+                # One step: a worker's first claim (its ClaimSizer measured nothing yet).
+                first_claim = FirstClaim(1, self.settings.lease_ms, secrets.token_hex(8))
+                permit = await self.worker_permits.acquire() if self.worker_permits else None
+        try:
+            created, first = await self.store.create_claiming(
+                execution_id, pipeline, state, snapshot, attributes, first_claim
+            )
+        except BaseException:
+            self._give_back(permit)
+            raise
+        if first is None or not first.claims.claims:
+            self._give_back(permit)
+            first, permit = None, None
+        self._created = _Created(created, gates, first, permit) if created is not None else None
         if created is not None:
             await self.observer.on_event(
                 EngineEvent(
@@ -152,6 +179,30 @@ class DagEngine:
                 )
             )
         return execution_id
+
+    async def release_first_claims(self) -> None:
+        """Hand back the steps the last creation claimed for a `run` that will not follow
+        (Ready again, no retry used), and their worker permit: e.g. its run was cancelled
+        before it started."""
+        created = self._created
+        if created is None or created.first is None:
+            return
+        self.drop_first_permit()
+        self._created = dataclasses.replace(created, first=None, permit=None)
+        for claim in created.first.claims.claims:
+            await self.store.release_step(claim)
+
+    def drop_first_permit(self) -> None:
+        """Give back the worker permit the last creation holds for its `run`, when that run
+        will not follow (its claims' leases then lapse: its workers recover them as stale)."""
+        created = self._created
+        if created is not None and created.permit is not None:
+            self._give_back(created.permit)
+            self._created = dataclasses.replace(created, permit=None)
+
+    def _give_back(self, permit: Permit | None) -> None:
+        if permit is not None and self.worker_permits is not None:
+            self.worker_permits.release(permit)
 
     def validate(self, pipeline: PipelineDefinition) -> None:
         """Every check `create_execution` makes on a pipeline: shape, step keys, retention, retry and
@@ -218,6 +269,9 @@ class DagEngine:
         try:
             return await self._advance(context, run, watched)
         finally:
+            if run.first_permit is not None:  # no worker took it (the run stopped first)
+                self._give_back(run.first_permit)
+                run.first_permit = None
             if run.help_wanted and context.assistance is not None:
                 run.help_wanted = False
                 await context.assistance.settled(run.meta)
@@ -285,11 +339,29 @@ class DagEngine:
 
     async def _load(self, execution_id: str, known: ExecutionMeta | None = None) -> ExecutionRun:
         created, self._created = self._created, None
-        fresh = created is not None and created.execution_id == execution_id
-        meta = known or (created if fresh else await self.store.load_meta(execution_id))
+        if created is None or created.meta.execution_id != execution_id:
+            created = None
+        meta = known or (created.meta if created else await self.store.load_meta(execution_id))
         if meta is None:
             raise NotFoundError(f"Execution '{execution_id}' not found.", hint="Check the ExecutionId.")
-        limited = self.rate_limiter.limits if self.rate_limiter is not None else None
-        gates = StepGates.resolve(meta.pipeline, execution_id, self.instance_id, self.gate.scope_key, limited)
+        gates = created.gates if created and created.gates else self._gates(meta.pipeline, execution_id)
         steps = {step.name: step for step in meta.pipeline.steps}
-        return ExecutionRun(meta, steps, gates, ClaimSizer(self.settings.claim_batch_size))
+        run = ExecutionRun(meta, steps, gates, ClaimSizer(self.settings.claim_batch_size))
+        if created is not None:
+            run.first_claims, run.first_permit = created.first, created.permit
+        return run
+
+    def _gates(self, pipeline: PipelineDefinition, execution_id: str) -> StepGates:
+        limited = self.rate_limiter.limits if self.rate_limiter is not None else None
+        return StepGates.resolve(pipeline, execution_id, self.instance_id, self.gate.scope_key, limited)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Created:
+    """An execution this engine copy just created: its metadata, its steps' gates (when
+    resolved already) and the claims made with it (None: none)."""
+
+    meta: ExecutionMeta
+    gates: StepGates | None
+    first: AdvanceResult | None
+    permit: Permit | None = None  # held for the worker that runs `first`

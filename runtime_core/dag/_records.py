@@ -105,6 +105,16 @@ class StepClaim:
 
 
 @dataclass(frozen=True)
+class FirstClaim:
+    """What a creation claims for the workers that advance the execution next
+    (`DagStore.create_claiming`)."""
+
+    max_claim: int
+    lease_ms: int
+    token_prefix: str
+
+
+@dataclass(frozen=True)
 class CanonicalResult:
     """A step's result as the canonical JSON text it is stored as (already encoded once)."""
 

@@ -172,6 +172,9 @@ class StepRunner:
         """One `advance_steps` call. Steps that ran are reported with the same tokens until
         Redis answers (accepted at most once); a bare claim fails over to the worker loop."""
         context, run = self.context, self.run
+        if run.first_claims is not None and not done and claim_count:
+            first, run.first_claims = run.first_claims, None  # claimed with the execution's creation
+            return first
         started = time.perf_counter()
 
         def call() -> Awaitable[AdvanceResult]:

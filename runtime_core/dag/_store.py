@@ -24,6 +24,7 @@ from runtime_core.dag._records import (
     ExecutionView,
     Finalization,
     FinalizeOutcome,
+    FirstClaim,
     ReadyView,
     ReassignOutcome,
     ReassignResult,
@@ -79,6 +80,24 @@ class DagStore:
         when it already existed (unchanged).
 
         FencedError when recovery gave this ExecutionId up (`fence_execution`)."""
+        created, _ = await self.create_claiming(execution_id, pipeline, state, snapshot, attributes)
+        return created
+
+    async def create_claiming(
+        self,
+        execution_id: str,
+        pipeline: PipelineDefinition,
+        state: dict[str, Any],
+        snapshot: ExecutionContextSnapshot | None,
+        attributes: dict[str, str] | None = None,
+        first_claim: FirstClaim | None = None,
+    ) -> tuple[ExecutionMeta | None, AdvanceResult | None]:
+        """`create_execution`, claiming up to `first_claim.max_claim` of the new execution's
+        claimable steps in the same call (as `advance` would claim them next, for the caller's
+        workers: `owner` must be the execution's owner). The claims come back as the
+        `AdvanceResult` of that claim; None when nothing was asked or the DAG already existed
+        (a creation whose reply was lost and was retried: its claims' leases lapse and the
+        execution's workers recover them as stale)."""
         k = self.keys(execution_id)
         children: dict[str, list[str]] = {step.name: [] for step in pipeline.steps}
         for step in pipeline.steps:
@@ -101,27 +120,39 @@ class DagStore:
             "snapshot": snapshot.to_json() if snapshot else "",
             "tenant_id": snapshot.tenant_id if snapshot else "",
         }
-        reply = await self.hot_state.coalesced("create_execution")(
-            keys=[k.meta, k.status, k.pending, k.children, k.ready, k.needs, k.fenced],
-            args=[json.dumps(meta), json.dumps(steps)],
-        )
+        keys = [k.meta, k.status, k.pending, k.children, k.ready, k.needs, k.fenced]
+        args = [json.dumps(meta), json.dumps(steps)]
+        if first_claim is not None:
+            keys += [k.running, k.token, k.claimed, k.control]
+            args += [first_claim.max_claim, first_claim.lease_ms, first_claim.token_prefix]
+        reply = await self.hot_state.coalesced("create_execution")(keys=keys, args=args)
         if int(reply[0]) == -1:
             raise FencedError(
                 f"Execution '{execution_id}' was given up by recovery ({reply[2]}) and cannot be created.",
                 hint="Its run was dispatched again under a new ExecutionId; nothing to do.",
             )
         if int(reply[0]) != 1:
-            return None
+            return None, None
         created_at_ms = int(reply[1])
+        first = self._first_claims(execution_id, reply) if first_claim is not None else None
         stored = {
             **meta,
             "status": "Running",
             "created_at_ms": str(created_at_ms),
             "step_count": str(len(steps)),
             "completed_count": "0",
-            "claim_seq": "0",
+            "claim_seq": str(len(first.claims.claims) if first is not None else 0),
         }
-        return ExecutionMeta(execution_id, pipeline, state, snapshot, "Running", created_at_ms, None, stored)
+        created = ExecutionMeta(
+            execution_id, pipeline, state, snapshot, "Running", created_at_ms, None, stored
+        )
+        return created, first
+
+    def _first_claims(self, execution_id: str, reply: list[Any]) -> AdvanceResult:
+        """The claims a creation made, as the `advance` that claims them would return them."""
+        now, backlog, count = int(reply[1]), int(reply[2]), int(reply[3])
+        claims = [self._claim(execution_id, *reply[4 + 4 * i : 8 + 4 * i], now=now) for i in range(count)]
+        return AdvanceResult(now, [], ClaimBatch(ClaimOutcome.CLAIMED, now, claims), False, backlog)
 
     async def fence_execution(self, execution_id: str, reason: str, *, retention_ms: int) -> str | None:
         """Give up an ExecutionId whose DAG does not exist (refused by `create_execution` for

@@ -87,4 +87,5 @@ class WorkerLoop:
         permits = self.context.worker_permits
         if permits is None:
             return contextlib.nullcontext()
-        return permits.held()
+        handed, self.run.first_permit = self.run.first_permit, None  # with the creation's claims
+        return permits.holding(handed) if handed is not None else permits.held()

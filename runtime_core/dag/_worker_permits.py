@@ -66,14 +66,27 @@ class WorkerPermits:
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[Permit]:
+        async with self.holding(await self.acquire()) as permit:
+            yield permit
+
+    async def acquire(self) -> Permit:
+        """A permit (waiting for one in turn); give it back with `release` or `holding`."""
         self._waiting += 1
         try:
             await self._semaphore.acquire()
         finally:
             self._waiting -= 1
         self._in_use += 1
+        return Permit(self)
+
+    @asynccontextmanager
+    async def holding(self, permit: Permit) -> AsyncIterator[Permit]:
+        """Hold an acquired permit (one handed over by whoever acquired it) until the block ends."""
         try:
-            yield Permit(self)
+            yield permit
         finally:
-            self._in_use -= 1
-            self._semaphore.release()
+            self.release(permit)
+
+    def release(self, permit: Permit) -> None:
+        self._in_use -= 1
+        self._semaphore.release()

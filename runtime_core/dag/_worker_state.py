@@ -16,7 +16,8 @@ from typing import Any
 
 from runtime_core.dag._batching import ClaimSizer
 from runtime_core.dag._gating import StepGates
-from runtime_core.dag._records import ExecutionMeta, StepClaim
+from runtime_core.dag._records import AdvanceResult, ExecutionMeta, StepClaim
+from runtime_core.dag._worker_permits import Permit
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import StepDefinition
 
@@ -78,6 +79,11 @@ class ExecutionRun:
     # its own parallelism); `help_wanted` once asked.
     help_threshold: int | None = None
     help_wanted: bool = False
+    # The claims its creation made for these workers (`DagEngine.create_execution`'s
+    # `claim_first`) and the worker permit acquired for them: the first worker's first round
+    # holds that permit and its first claim takes them instead of calling Redis.
+    first_claims: AdvanceResult | None = None
+    first_permit: Permit | None = None
     final_status: str | None = None
     parked_status: str | None = None
     stopped: bool = False

@@ -121,15 +121,23 @@ class RunDriver:
             await self._until_available(
                 lambda: self._record_started(run, execution_id), "local_run.record_started"
             )
-            await self._until_available(lambda: self._open_execution(engine, run), "local_run.open_execution")
-            run.opened = True  # from now on `cancel_run` cancels the execution itself
-            if run.cancel_requested:
+            try:
                 await self._until_available(
-                    lambda: self.deps.canceller.cancel(
-                        execution_id, run.snapshot, reason="cancelled before start"
-                    ),
-                    "local_run.cancel_before_start",
+                    lambda: self._open_execution(engine, run), "local_run.open_execution"
                 )
+                run.opened = True  # from now on `cancel_run` cancels the execution itself
+                if run.cancel_requested:
+                    # Cancelled while its creation was on its way: the step claimed with it goes back.
+                    await self._until_available(engine.release_first_claims, "local_run.release_first_claims")
+                    await self._until_available(
+                        lambda: self.deps.canceller.cancel(
+                            execution_id, run.snapshot, reason="cancelled before start"
+                        ),
+                        "local_run.cancel_before_start",
+                    )
+            except BaseException:
+                engine.drop_first_permit()  # never kept from the instance's other runs
+                raise
             final = await self._advance(engine, run, execution_id)
             if not final:
                 return await self._after_hot_state_vanished(engine, run, execution_id)
@@ -222,6 +230,8 @@ class RunDriver:
                     run.snapshot,
                     execution_id=run.fresh_execution_id,
                     attributes=self._attributes(run),
+                    # Its workers advance it next: the creation claims their first step.
+                    claim_first=not run.cancel_requested,
                 )
             except FencedError as exc:
                 raise TakenOver(exc.message) from exc

@@ -211,6 +211,8 @@ async def _dag_scenario(hot_state: HotState, durable: SqliteDurableStore) -> Non
     rig = make_rig(hot_state, durable)
     store: DagStore = rig.dag_store
     rig.engine.executors.register(AiAgentExecutor(build_llm_providers(), store, rig.engine.executors))
+    await rig.engine.create_execution(pipeline, {}, TENANT_A, claim_first=True)  # claims with creating
+    await rig.engine.release_first_claims()
     execution_id = await rig.engine.create_execution(pipeline, {}, TENANT_A)
     claim = dict(lease_ms=60_000, worker_id="lua-test", token_prefix="lua")
     [first] = (await store.claim_ready_steps(execution_id, max_steps=1, **claim)).claims

@@ -1,0 +1,153 @@
+"""A creation that claims its execution's first step for the workers that follow
+(`create_execution` with a first claim; `DagEngine.create_execution(claim_first=True)`, the
+way a runtime instance's run starts): the claim is the one `advance_steps` would make next,
+made only by the call that creates the DAG, never for a gated pipeline, and handed back when
+the run does not follow."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from runtime_core.dag import DagEngine, DagStore, EngineSettings, FirstClaim, StepStatus, WorkerPermits
+from runtime_core.hot_state import HotState
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import parse_pipeline
+from runtime_core.policy import RetryEngine
+from runtime_core.steps import default_executor_registry
+from tests.helpers import command_calls, fan_out_pipeline
+
+pytestmark = pytest.mark.redis_kinds("single", "cluster")
+
+SNAPSHOT = ExecutionContextSnapshot(user_id="u-1", tenant_id="tenant-a")
+ONE_STEP = parse_pipeline({"name": "one", "steps": [{"name": "only", "stepKey": "test.noop"}]})
+ROOTS = parse_pipeline(
+    {
+        "name": "roots",
+        "steps": [
+            {"name": "a", "stepKey": "test.noop"},
+            {"name": "b", "stepKey": "test.noop"},
+            {"name": "c", "stepKey": "test.noop"},
+            {"name": "join", "stepKey": "test.noop", "dependsOn": ["a", "b", "c"]},
+        ],
+    }
+)
+THROTTLE = {"name": "concurrency.throttle", "config": {"scope": "provider", "target": "openai", "limit": 1}}
+GATED = parse_pipeline(
+    {
+        "name": "gated",
+        "config": {"concurrency": {"policies": [THROTTLE]}},
+        "steps": [
+            {
+                "name": "only",
+                "stepKey": "test.noop",
+                "config": {"provider": "openai", "model": "gpt-4.1", "operation": "llm.chat"},
+            }
+        ],
+    }
+)
+
+
+def _engine(hot_state: HotState) -> DagEngine:
+    registry = default_executor_registry()
+    return DagEngine(DagStore(hot_state), registry, RetryEngine(), settings=EngineSettings())
+
+
+async def _statuses(store: DagStore, execution_id: str) -> dict[str, str]:
+    view = await store.read_execution(execution_id)
+    assert view is not None
+    return {step.name: step.status for step in view.steps}
+
+
+async def _scripts(hot_state: HotState) -> int:
+    return await command_calls(hot_state, "cmdstat_evalsha", "cmdstat_eval")
+
+
+async def test_the_creation_claims_what_advance_would_claim_and_only_once(hot_state: HotState) -> None:
+    store = DagStore(hot_state)
+    execution_id = f"exec_{secrets.token_hex(8)}"
+    first = FirstClaim(max_claim=1, lease_ms=60_000, token_prefix="first")
+
+    created, advanced = await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT, None, first)
+
+    assert created is not None and advanced is not None
+    [claim] = advanced.claims.claims
+    assert (claim.step_name, claim.retry_count, claim.dependency_results) == ("a", 0, {})
+    assert claim.token.startswith("first.")
+    assert advanced.backlog == 2 and not advanced.converged
+    expected = {"a": "Running", "b": "Ready", "c": "Ready", "join": "Pending"}
+    assert await _statuses(store, execution_id) == expected
+    assert created == await store.load_meta(execution_id)  # the metadata as stored, claim sequence too
+    # Created once: a second creation (a retried one) claims nothing and changes nothing.
+    assert await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT, None, first) == (None, None)
+    assert (await _statuses(store, execution_id))["b"] == StepStatus.READY
+    # The claim is a real one: its token completes the step, and the next claims go on from there.
+    completed = await store.advance(
+        execution_id, [(claim, {"ok": 1})], max_claim=2, lease_ms=60_000, token_prefix="next"
+    )
+    assert completed.completed[0].outcome.name == "APPLIED"
+    assert sorted(c.step_name for c in completed.claims.claims) == ["b", "c"]
+
+
+async def test_a_one_step_run_created_with_its_claim_takes_two_scripted_calls(hot_state: HotState) -> None:
+    """Creation + claim, then completion + finalization: the step runs once, no other call."""
+    engine = _engine(hot_state)
+    warm_up = await engine.create_execution(ONE_STEP, {}, SNAPSHOT, claim_first=True)
+    assert await engine.run(warm_up, workers=1) == "Completed"  # every node has the scripts now
+    before = await _scripts(hot_state)
+    execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT, claim_first=True)
+    assert await engine.run(execution_id, workers=1) == "Completed"
+    assert await _scripts(hot_state) - before == 2
+    assert await _statuses(engine.store, execution_id) == {"only": "Completed"}
+
+
+async def test_a_wide_run_created_with_its_claim_completes_every_step_once(hot_state: HotState) -> None:
+    engine = _engine(hot_state)
+    execution_id = await engine.create_execution(fan_out_pipeline(20), {}, SNAPSHOT, claim_first=True)
+    assert await engine.run(execution_id, workers=4) == "Completed"
+    view = await engine.store.read_execution(execution_id)
+    assert view is not None
+    assert {step.status for step in view.steps} == {"Completed"}
+    assert {step.retry_count + step.recovery_count for step in view.steps} == {0}
+
+
+async def test_a_gated_pipeline_is_created_without_a_claim(hot_state: HotState) -> None:
+    engine = _engine(hot_state)
+    execution_id = await engine.create_execution(GATED, {}, SNAPSHOT, claim_first=True)
+    assert await _statuses(engine.store, execution_id) == {"only": "Ready"}
+    assert await engine.run(execution_id, workers=1) == "Completed"
+
+
+async def test_released_first_claims_are_ready_again_without_a_retry_used(hot_state: HotState) -> None:
+    """A run cancelled while its creation was on its way hands the claimed step back."""
+    engine = _engine(hot_state)
+    execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT, claim_first=True)
+    assert await _statuses(engine.store, execution_id) == {"only": "Running"}
+
+    await engine.release_first_claims()
+
+    view = await engine.store.read_execution(execution_id)
+    assert view is not None
+    [step] = view.steps
+    assert (step.status, step.retry_count, step.owned) == ("Ready", 0, False)
+    assert await engine.run(execution_id, workers=1) == "Completed"
+
+
+async def test_the_claimed_step_holds_a_worker_permit_until_its_worker_ran_it(hot_state: HotState) -> None:
+    """Claimed with the creation, the step never waits for a worker: the creation took a
+    permit first (waiting for one like a worker), the first worker runs it with that permit,
+    and a creation whose run does not follow gives the permit back."""
+    engine = _engine(hot_state)
+    engine.worker_permits = permits = WorkerPermits(1)
+    execution_id = await engine.create_execution(ONE_STEP, {}, SNAPSHOT, claim_first=True)
+    assert permits.free == 0
+    assert await engine.run(execution_id, workers=2) == "Completed"
+    assert permits.free == 1
+
+    await engine.create_execution(ONE_STEP, {}, SNAPSHOT, claim_first=True)
+    await engine.release_first_claims()
+    assert permits.free == 1
+    await engine.create_execution(ONE_STEP, {}, SNAPSHOT, claim_first=True)
+    engine.drop_first_permit()
+    assert permits.free == 1
