@@ -64,10 +64,12 @@ class HelpRequester:
         if snapshot is None or execution_id in self._posted:
             return
         posted = self._posted[execution_id] = _Posted(tuple(self.scopes_of(snapshot)))
-        await self._post(execution_id, posted.scopes)
+        # The keep-alive exists before the first post is awaited: a `settled` arriving meanwhile
+        # (another worker of the run saw its backlog drain) cancels it instead of missing it.
         posted.keeper = asyncio.create_task(
             self._keep_posted(execution_id, posted.scopes), name=f"assistance-wanted:{execution_id}"
         )
+        await self._post(execution_id, posted.scopes)
         log.info(
             "assistance.wanted execution_id=%s backlog=%d workers=%d",
             execution_id,
