@@ -14,7 +14,7 @@ from runtime_core.audit._checkpoints import ExecutionCheckpoints
 from runtime_core.audit._document import document_from_view, view_from_document
 from runtime_core.audit._fingerprints import fingerprint_view, stored_results
 from runtime_core.audit._metrics import RuntimeMetrics
-from runtime_core.dag import DagStore, EngineEvent, ExecutionStatus
+from runtime_core.dag import DagStore, EngineEvent, ExecutionStatus, ExecutionView
 from runtime_core.retention import PayloadResolver, ResolverError, tenant_of
 from runtime_core.storage import DurableStore, TerminalSnapshot
 
@@ -43,7 +43,7 @@ class SnapshotWriter:
                 if meta is not None:
                     await self.checkpoints.write_header(meta)
             elif event.name == "execution.finalized":
-                await self.write_snapshot(event.execution_id)
+                await self.write_snapshot(event.execution_id, event.view)
         except ResolverError as exc:
             log.error("snapshot.unresolvable_result %s", exc, extra={"execution_id": event.execution_id})
         except Exception:  # an observer must never crash the engine's worker
@@ -51,9 +51,12 @@ class SnapshotWriter:
                 "snapshot.write_failed", extra={"event": event.name, "execution_id": event.execution_id}
             )
 
-    async def write_snapshot(self, execution_id: str) -> TerminalSnapshot | None:
-        """The terminal snapshot (written now, or the one written before); None while not terminal."""
-        view = await self.dag_store.read_execution(execution_id)
+    async def write_snapshot(
+        self, execution_id: str, view: ExecutionView | None = None
+    ) -> TerminalSnapshot | None:
+        """The terminal snapshot (written now, or the one written before); None while not
+        terminal. `view`: the terminal execution, when the caller read it already."""
+        view = view or await self.dag_store.read_execution(execution_id)
         if view is None or not ExecutionStatus(view.meta.status).is_terminal:
             return None
         document = document_from_view(view, await stored_results(view, self.resolver))

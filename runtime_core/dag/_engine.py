@@ -347,6 +347,7 @@ class DagEngine:
         gates = created.gates if created and created.gates else self._gates(meta.pipeline, execution_id)
         steps = {step.name: step for step in meta.pipeline.steps}
         run = ExecutionRun(meta, steps, gates, ClaimSizer(self.settings.claim_batch_size))
+        run.completed = int(meta.attributes.get("completed_count") or 0)
         if created is not None:
             run.first_claims, run.first_permit = created.first, created.permit
         return run

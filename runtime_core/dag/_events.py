@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from runtime_core.identity import ExecutionContextSnapshot
 
 if TYPE_CHECKING:
-    from runtime_core.dag._records import ExecutionMeta
+    from runtime_core.dag._records import ExecutionMeta, ExecutionView
 
 
 @dataclass(slots=True)
@@ -31,6 +31,9 @@ class EngineEvent:
     # The execution's metadata as the engine holds it (stored at creation or read when its run
     # began: its `status` is not kept current), so observers need not read it back.
     meta: ExecutionMeta | None = None
+    # `execution.finalized`: the terminal execution when it was read in the finalizing call
+    # (the terminal snapshot needs no read of its own then); None otherwise.
+    view: ExecutionView | None = None
 
 
 LIVE_EVENTS = frozenset({"step.output"})

@@ -171,6 +171,8 @@ class AdvanceResult:
     backlog: int = 0
     # What finalizing did, when the call was asked to finalize and converged the execution.
     finalization: Finalization | None = None
+    # The terminal execution read in the same round trip (`advance`'s `final_view_of`).
+    final_view: ExecutionView | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from runtime_core.dag._records import (
     AdvanceResult,
     CanonicalResult,
     ClaimBatch,
+    ExecutionView,
     Finalization,
     FinalizeOutcome,
     StepClaim,
@@ -186,6 +187,8 @@ class StepRunner:
                 token_prefix=self.token_prefix,
                 owner=context.owner,
                 finalize=not context.assisting,  # see try_finalize
+                # Its last steps: the terminal snapshot's read rides along (`_finalized`).
+                final_view_of=run.meta.pipeline if done and run.completes_all(len(done)) else None,
             )
 
         if done:
@@ -217,6 +220,7 @@ class StepRunner:
         for completion, result in zip(done, advanced.completed, strict=True):
             released += result.released
             if result.outcome is TransitionOutcome.APPLIED:  # nearly always: its event only
+                run.completed += 1
                 step = completion.claim.step_name
                 attributes = completion.attributes
                 await context.emit("step.completed", run, step=step, worker_id=worker_id, **attributes)
@@ -226,7 +230,7 @@ class StepRunner:
         if others > 0:
             run.idle.wake(others)
         if advanced.finalization is not None:  # this call converged it and finalized it
-            await self._finalized(advanced.finalization)
+            await self._finalized(advanced.finalization, advanced.final_view)
         elif advanced.converged:
             await self.try_finalize()
 
@@ -267,15 +271,15 @@ class StepRunner:
             return False
         return await self._finalized(await self.context.store.finalize(self.run.execution_id))
 
-    async def _finalized(self, finalization: Finalization) -> bool:
-        """Stop at a terminal status (emitting `execution.finalized` when this call made it);
-        False while not converged."""
+    async def _finalized(self, finalization: Finalization, view: ExecutionView | None = None) -> bool:
+        """Stop at a terminal status (emitting `execution.finalized` when this call made it,
+        with the terminal `view` when it was read with it); False while not converged."""
         outcome, status, at_ms = finalization
         if outcome is FinalizeOutcome.NOT_CONVERGED:
             return False
         self.run.stop(final_status=status)
         if outcome is FinalizeOutcome.FINALIZED:
-            await self.context.emit("execution.finalized", self.run, at_ms=at_ms, status=status)
+            await self.context.emit("execution.finalized", self.run, at_ms=at_ms, view=view, status=status)
         return True
 
     async def on_blocked(self, control_status: str) -> None:

@@ -171,6 +171,7 @@ class DagStore:
         token_prefix: str,
         owner: str = "",
         finalize: bool = False,
+        final_view_of: PipelineDefinition | None = None,
     ) -> AdvanceResult:
         """Complete `completions` ((claim, stored result or its CanonicalResult) pairs), then
         claim up to `max_claim` steps: the common path of an execution in one scripted round
@@ -178,13 +179,20 @@ class DagStore:
         to another one. An
         assisting instance claims as '@<assistant>': its completions are rejected and its
         claims SUPERSEDED once its assistance lease lapsed. `finalize`: when the call converges
-        the execution it also finalizes it (as `finalize` would, in the same round trip)."""
+        the execution it also finalizes it (as `finalize` would, in the same round trip).
+        `final_view_of` (the execution's pipeline, when the caller expects this call to finalize
+        it): the execution is read right after the script in the same round trip, and the
+        result's `final_view` is that view when the call did finalize it."""
         k = self._keys(execution_id)
         args: list[Any] = [len(completions)]
         for claim, result in completions:
             args += [claim.step_name, claim.token, _stored_text(result)]
         args += [max_claim, lease_ms, token_prefix, BLOCKING_CONTROL_ARG, owner, "1" if finalize else ""]
-        reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
+        view_replies: list[Any] | None = None
+        if final_view_of is None:
+            reply = await self.hot_state.coalesced("advance_steps")(k.advance_keys(), args)
+        else:
+            reply, view_replies = await self._advance_reading(k, args)
         now = int(reply[1])
         if int(reply[0]) != 1:
             missing = TransitionResult(TransitionOutcome.EXECUTION_MISSING, now)
@@ -196,7 +204,29 @@ class DagStore:
         claims = self._claims(execution_id, reply[4 + 2 * count : -3], now)
         code, final = reply[-2], str(reply[-1]) or None
         finalization = Finalization(FinalizeOutcome(int(code)), final, now) if code != "" else None
-        return AdvanceResult(now, completed, claims, converged, int(reply[-3]), finalization)
+        view = None
+        if view_replies is not None and finalization is not None and finalization.status:
+            view = self._view_from(view_replies, final_view_of)
+        return AdvanceResult(now, completed, claims, converged, int(reply[-3]), finalization, view)
+
+    async def _advance_reading(self, k: ExecutionKeys, args: list[Any]) -> tuple[Any, list[Any] | None]:
+        """`advance_steps`, then the execution's view commands, in one coalesced call: the
+        script's reply and the view's replies (None when a reply failed, or the script had to
+        be sent again after NOSCRIPT: the view was read before it ran)."""
+        script, keys = self._scripts["advance_steps"], k.advance_keys()
+
+        def queue(pipe: Any) -> None:
+            script.queue(pipe, keys, args)
+            self._queue_view(pipe, k)
+
+        async def read(replies: list[Any]) -> tuple[Any, list[Any] | None]:
+            ran = not isinstance(replies[0], BaseException)
+            reply = await script.settle(keys, args, replies[0])
+            view = replies[1:]
+            fine = ran and not any(isinstance(r, BaseException) for r in view)
+            return reply, view if fine else None
+
+        return await self.hot_state.coalescer.call(queue, read)
 
     @classmethod
     def _completions(cls, pairs: list[Any], now: int) -> list[TransitionResult]:
@@ -389,18 +419,24 @@ class DagStore:
     async def read_execution(self, execution_id: str) -> ExecutionView | None:
         """The whole execution as stored now, in one round trip (shared with other calls)."""
         k = self.keys(execution_id)
+        replies = await self.hot_state.coalescer.commands(lambda pipe: self._queue_view(pipe, k))
+        return self._view_from(replies)
 
-        def queue(pipe: Any) -> None:
-            pipe.hgetall(k.meta)
-            for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
-                pipe.hgetall(key)
-            pipe.zrange(k.ready, 0, -1, withscores=True)
-            pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason", "updated_at_ms")
-            pipe.hgetall(k.claimed)
+    @staticmethod
+    def _queue_view(pipe: Any, k: ExecutionKeys) -> None:
+        """The reads of `read_execution` (their replies make the view: `_view_from`)."""
+        pipe.hgetall(k.meta)
+        for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
+            pipe.hgetall(key)
+        pipe.zrange(k.ready, 0, -1, withscores=True)
+        pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason", "updated_at_ms")
+        pipe.hgetall(k.claimed)
 
-        replies = await self.hot_state.coalescer.commands(queue)
+    @staticmethod
+    def _view_from(replies: list[Any], pipeline: PipelineDefinition | None = None) -> ExecutionView | None:
+        """The view from the replies of `_queue_view` (`pipeline`: the execution's, parsed already)."""
         raw, status, retries, recoveries, results, errors, tokens, ready, control, claimed = replies
-        meta = meta_from_hash(raw)
+        meta = meta_from_hash(raw, pipeline)
         if meta is None:
             return None
         eligible_at = {name: int(score) for name, score in ready}

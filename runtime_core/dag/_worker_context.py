@@ -25,7 +25,7 @@ from runtime_core.dag._engine_settings import (
 from runtime_core.dag._events import EngineEvent, ExecutionObserver
 from runtime_core.dag._invocation import StepInvoker
 from runtime_core.dag._step_tracing import StepTracing
-from runtime_core.dag._store import DagStore
+from runtime_core.dag._store import DagStore, ExecutionView
 from runtime_core.dag._worker_permits import WorkerPermits
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import StoreUnavailableError
@@ -68,11 +68,14 @@ class WorkerContext:
         step: str | None = None,
         worker_id: str | None = None,
         at_ms: int = 0,
+        view: ExecutionView | None = None,
         **attributes: Any,
     ) -> None:
         meta = run.meta
         await self.observer.on_event(
-            EngineEvent(name, meta.execution_id, meta.snapshot, step, worker_id, at_ms, attributes, meta)
+            EngineEvent(
+                name, meta.execution_id, meta.snapshot, step, worker_id, at_ms, attributes, meta, view
+            )
         )
 
     async def until_available(

@@ -84,6 +84,9 @@ class ExecutionRun:
     # holds that permit and its first claim takes them instead of calling Redis.
     first_claims: AdvanceResult | None = None
     first_permit: Permit | None = None
+    # Steps known Completed (at load, then by this process's completions): at most the
+    # real count, which other processes' completions raise too.
+    completed: int = 0
     final_status: str | None = None
     parked_status: str | None = None
     stopped: bool = False
@@ -100,6 +103,11 @@ class ExecutionRun:
     @property
     def advancing(self) -> bool:
         return not self.stopped and self.final_status is None and self.parked_status is None
+
+    def completes_all(self, completing: int) -> bool:
+        """Completing `completing` more steps would complete every step (as far as known
+        here: a call this says no to may still converge the execution)."""
+        return self.completed + completing >= len(self.steps)
 
     def stop(self, *, final_status: str | None = None, parked_status: str | None = None) -> None:
         self.final_status = final_status or self.final_status
