@@ -3,7 +3,8 @@
 Many executions advancing at once (chains: one step each at a time), a pump dispatching a
 claim batch, or the runs of that batch starting together each make their own calls; the
 client-side cost of a round trip (a pooled connection, a write, a read) then dominates.
-`Coalescer` sends calls made while a batch is in flight together as the next batch, in one
+`Coalescer` sends calls made while a batch is in flight together as the next batch (with the
+next calls its answered callers make at once, one loop turn later), in one
 non-transactional pipeline, so under load a round trip carries many calls, and an idle
 process still sends a lone call at once (the way it would go alone). A call is a group of
 commands (a script's EVALSHA, or a few plain commands) with how its reply is read from its
@@ -74,11 +75,15 @@ class Coalescer:
         return await read(await pipe.execute(raise_on_error=False))
 
     async def _send_while_waiting(self) -> None:
-        """Send everything waiting; what arrived meanwhile goes in the next round trip."""
+        """Send everything waiting; what arrived meanwhile goes in the next round trip, and so
+        do the next calls of the callers a round trip answered: they run one loop turn before
+        the next round trip leaves (a caller whose reply came back usually makes its next call
+        at once, which would otherwise wait a whole round trip behind the batch sent without it)."""
         while self._waiting:
             batch = self._waiting[:MAX_COALESCED_CALLS]
             del self._waiting[:MAX_COALESCED_CALLS]
             await self._send(batch)
+            await asyncio.sleep(0)  # the answered callers' next calls join the next batch
 
     async def _send(self, batch: list[_Call]) -> None:
         try:

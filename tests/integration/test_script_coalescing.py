@@ -52,6 +52,35 @@ async def test_calls_made_while_one_is_in_flight_go_out_together(redis_target: E
 
 
 @pytest.mark.redis_kinds("single")
+async def test_the_next_calls_of_answered_callers_join_the_calls_made_meanwhile(
+    redis_target: EmbeddedRedis,
+) -> None:
+    """Two callers make a call, then another as soon as it is answered; a third caller's call
+    arrives while their first round trip is in flight. The answered callers' next calls go out
+    with it: two round trips, not a third one for the calls made a loop turn late."""
+    state = connect_hot_state(redis_target.url, prefix="coalesce-next:", connection_class=_CountingConnection)
+    script = state.coalesced("server_time")
+    key = [state.tagged("k", "x")]
+
+    async def twice() -> None:
+        await script(key, [])
+        await script(key, [])
+
+    async def meanwhile() -> None:
+        await asyncio.sleep(0)  # after the first round trip left (it waits on the socket)
+        await asyncio.sleep(0)
+        await script(key, [])
+
+    try:
+        await script(key, [])  # connect and load the script
+        before_sends = _CountingConnection.sends
+        await asyncio.gather(twice(), twice(), meanwhile())
+        assert _CountingConnection.sends - before_sends == 2
+    finally:
+        await state.close()
+
+
+@pytest.mark.redis_kinds("single")
 async def test_calls_of_different_scripts_and_command_groups_go_out_together(
     redis_target: EmbeddedRedis,
 ) -> None:
