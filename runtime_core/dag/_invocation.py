@@ -84,19 +84,17 @@ class StepInvoker:
             raise StepFailure(exc.message, code="resolver") from exc
         # Built from the engine's own validated data: no validation pass per step.
         invocation = StepInvocation.trusted(
-            execution_id=run.execution_id,
-            pipeline_name=run.meta.pipeline.name,
-            pipeline_version=run.meta.pipeline.version,
-            step_name=step.name,
-            step_key=step.step_key,
-            config=step.config,
-            inputs=inputs,
-            state=run.meta.state,
-            attempt=claim.retry_count,
-            snapshot=run.snapshot,
-            operations=ClaimOperations(self.store, claim, emit),
-            claim=ClaimHandle(self.store, claim, emit),
-            human_input=None,
+            {
+                **run.invocation_fields,
+                "step_name": step.name,
+                "step_key": step.step_key,
+                "config": step.config,
+                "inputs": inputs,
+                "attempt": claim.retry_count,
+                "operations": ClaimOperations(self.store, claim, emit),
+                "claim": ClaimHandle(self.store, claim, emit),
+                "human_input": None,
+            }
         )
         try:
             return await self._call(run, executor, invocation)

@@ -10,6 +10,7 @@ Redis.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +100,18 @@ class ExecutionRun:
     @property
     def snapshot(self) -> ExecutionContextSnapshot | None:
         return self.meta.snapshot
+
+    @functools.cached_property
+    def invocation_fields(self) -> dict[str, Any]:
+        """The fields every step's `StepInvocation` takes from the execution (copied into each)."""
+        meta = self.meta
+        return {
+            "execution_id": meta.execution_id,
+            "pipeline_name": meta.pipeline.name,
+            "pipeline_version": meta.pipeline.version,
+            "state": meta.state,
+            "snapshot": meta.snapshot,
+        }
 
     @property
     def advancing(self) -> bool:

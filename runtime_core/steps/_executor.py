@@ -35,9 +35,10 @@ class StepInvocation(BaseModel):
     claim: Any = Field(default=None, exclude=True, repr=False)
 
     @classmethod
-    def trusted(cls, **values: Any) -> StepInvocation:
-        """An invocation from the engine's own validated data, every field given: what
-        `model_construct` builds, without its walk over the fields (once per step)."""
+    def trusted(cls, values: dict[str, Any]) -> StepInvocation:
+        """An invocation from the engine's own validated data, every field given (`values`
+        becomes its fields' dict): what `model_construct` builds, without its walk over the
+        fields (once per step)."""
         if len(values) != len(_FIELDS):
             raise TypeError(f"StepInvocation.trusted takes every field: {sorted(_FIELDS)}")
         invocation = cls.__new__(cls)
