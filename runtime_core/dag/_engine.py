@@ -183,14 +183,15 @@ class DagEngine:
     async def release_first_claims(self) -> None:
         """Hand back the steps the last creation claimed for a `run` that will not follow
         (Ready again, no retry used), and their worker permit: e.g. its run was cancelled
-        before it started."""
+        before it started. Called again after a failure, it releases them all again (a step
+        already handed back is left as it is: its token no longer holds it)."""
+        self.drop_first_permit()
         created = self._created
         if created is None or created.first is None:
             return
-        self.drop_first_permit()
-        self._created = dataclasses.replace(created, first=None, permit=None)
         for claim in created.first.claims.claims:
             await self.store.release_step(claim)
+        self._created = dataclasses.replace(created, first=None)
 
     def drop_first_permit(self) -> None:
         """Give back the worker permit the last creation holds for its `run`, when that run

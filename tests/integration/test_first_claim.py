@@ -126,6 +126,7 @@ async def test_released_first_claims_are_ready_again_without_a_retry_used(hot_st
     assert await _statuses(engine.store, execution_id) == {"only": "Running"}
 
     await engine.release_first_claims()
+    await engine.release_first_claims()  # again (a retry after a failure): nothing more changes
 
     view = await engine.store.read_execution(execution_id)
     assert view is not None
