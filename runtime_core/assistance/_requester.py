@@ -1,14 +1,17 @@
 """HelpRequester: the engine's assistance hook on the owning instance's side.
 
-Owns asking for help for an execution whose ready steps came to outnumber its workers here:
-posting it on the help boards of its visibility scopes, keeping the post alive (posted again
-every half board TTL by a task of its own, so an owner whose workers are all inside long steps
-still asks) until the engine says it is settled (its ready set emptied, or its workers here
-stopped), then withdrawing it. The first post is announced as a `run.assistance_wanted` run
-event (buffered with the process's other run events): idle instances subscribed to run events
-look at their boards at once. A narrow run never gets here: the engine only calls when its
-last claim call reported the backlog. Never raises into the engine: a failed post is logged
-and made again by the keep-alive. Must not decide which scopes an execution has (`scopes_of`).
+Owns asking for help for an execution whose ready steps came to outnumber its workers here
+(or, asked at its creation, whose pipeline is wider than them): posting it on the help boards
+of its visibility scopes, keeping the post alive (posted again every half board TTL by a task
+of its own, so an owner whose workers are all inside long steps still asks) until the engine
+says it is settled (its ready set emptied, or its workers here stopped), then withdrawing it.
+The first post is announced as a `run.assistance_wanted` run event (buffered with the
+process's other run events): idle instances subscribed to run events look at their boards at
+once; a post made at creation is announced again once its backlog appeared (an instance that
+found nothing ready then tries again at once). A narrow run never gets here: the engine only
+calls when its pipeline is wider than its workers or its last claim call reported the
+backlog. Never raises into the engine: a failed post is logged and made again by the
+keep-alive. Must not decide which scopes an execution has (`scopes_of`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ ScopesOf = Callable[[ExecutionContextSnapshot], Sequence[str]]
 class _Posted:
     scopes: Sequence[str]
     keeper: asyncio.Task[None] | None = None
+    expected: bool = False  # posted at creation: the backlog is still to come
 
 
 class HelpRequester:
@@ -61,9 +65,15 @@ class HelpRequester:
 
     async def wants_help(self, meta: ExecutionMeta, backlog: int, workers: int) -> None:
         execution_id, snapshot = meta.execution_id, meta.snapshot
-        if snapshot is None or execution_id in self._posted:
+        if snapshot is None:
             return
-        posted = self._posted[execution_id] = _Posted(tuple(self.scopes_of(snapshot)))
+        known = self._posted.get(execution_id)
+        if known is not None:
+            if known.expected and backlog > 0:  # the backlog asked for at creation is there
+                known.expected = False
+                self._announce(execution_id, snapshot)
+            return
+        posted = self._posted[execution_id] = _Posted(tuple(self.scopes_of(snapshot)), expected=backlog == 0)
         # The keep-alive exists before the first post is awaited: a `settled` arriving meanwhile
         # (another worker of the run saw its backlog drain) cancels it instead of missing it.
         posted.keeper = asyncio.create_task(

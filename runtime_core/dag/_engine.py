@@ -40,6 +40,7 @@ from runtime_core.dag._invocation import StepInvoker
 from runtime_core.dag._records import AdvanceResult, ExecutionMeta, FirstClaim, ReassignOutcome
 from runtime_core.dag._step_tracing import NoStepTracing, StepTracing
 from runtime_core.dag._store import DagStore
+from runtime_core.dag._width import widest_layer
 from runtime_core.dag._worker_context import WorkerContext
 from runtime_core.dag._worker_loop import WorkerLoop
 from runtime_core.dag._worker_permits import Permit, WorkerPermits
@@ -261,6 +262,7 @@ class DagEngine:
         is read again once the workers stopped, in case it was unparked meanwhile.
         """
         context = self.worker_context()
+        created = self._created is not None and self._created.meta.execution_id == execution_id
         run = await context.until_available(lambda: self._load(execution_id), "engine.load", execution_id)
         cap = parallelism_limit(run.meta.pipeline.config)
         # No more workers than steps: a worker with nothing to claim still costs a claim call.
@@ -268,6 +270,12 @@ class DagEngine:
         # A pipeline capping its own parallelism is never assisted (the cap is per execution).
         run.workers, run.help_threshold = count, None if cap else count
         try:
+            if created and run.help_threshold is not None and context.assistance is not None:
+                # Just created and wider than its workers: ask now, so assistants read its
+                # definition while these workers start, instead of after the first backlog.
+                if widest_layer(run.meta.pipeline) > count:
+                    run.help_wanted = run.help_expected = True
+                    await context.assistance.wants_help(run.meta, 0, count)
             return await self._advance(context, run, watched)
         finally:
             if run.first_permit is not None:  # no worker took it (the run stopped first)

@@ -79,7 +79,9 @@ class AssistanceHook(Protocol):
     it is settled). Called on the worker's path: it must return quickly and never raise."""
 
     async def wants_help(self, meta: ExecutionMeta, backlog: int, workers: int) -> None:
-        """`backlog` steps wait in the ready set; `workers` advance it here."""
+        """`backlog` steps wait in the ready set; `workers` advance it here. Backlog 0: asked
+        at creation (its pipeline is wider than its workers); called again, without a settle
+        in between, once that backlog appeared."""
         ...
 
     async def settled(self, meta: ExecutionMeta) -> None:

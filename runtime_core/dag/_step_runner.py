@@ -201,14 +201,15 @@ class StepRunner:
     async def tell_backlog(self, backlog: int) -> None:
         """Ask for assistance once more steps are ready than this process's workers of the
         execution (the hook keeps asking until told it is settled); settle once none are left.
-        Never from an assistant's workers."""
+        A run that asked at creation (`help_expected`) tells the hook when that backlog first
+        appears and settles only after it did. Never from an assistant's workers."""
         hook, run = self.context.assistance, self.run
         if hook is None or self.context.assisting or run.help_threshold is None:
             return
-        if not run.help_wanted and backlog > run.help_threshold:
-            run.help_wanted = True
+        if backlog > run.help_threshold and (not run.help_wanted or run.help_expected):
+            run.help_wanted, run.help_expected = True, False
             await hook.wants_help(run.meta, backlog, run.workers)
-        elif run.help_wanted and backlog == 0:
+        elif run.help_wanted and backlog == 0 and not run.help_expected:
             run.help_wanted = False
             await hook.settled(run.meta)
 

@@ -4,7 +4,8 @@ Owns a worker's rounds: each holds a worker permit (when the process shares its 
 while it claims and runs steps through the batch or the gated path, then, when nothing was
 claimable, finalizes a converged execution, recovers stale claims and waits idle (woken by
 a local change, or polling with backoff for other processes' work); a worker assisting
-another instance's execution leaves instead of waiting. While Redis is unavailable the worker
+another instance's execution leaves instead of waiting once none of its fellow workers holds
+claims. While Redis is unavailable the worker
 backs off and tries again. Must not run steps nor make transitions itself.
 """
 
@@ -63,18 +64,25 @@ class WorkerLoop:
             idle = await self.gated.advance() if run.gates.active else await self.batch.advance(permit)
         if idle is None:
             return WorkerPace(settings.idle_poll_min_ms)
-        if not run.advancing or self.context.assisting:
-            return None  # an assistant leaves once nothing is claimable: the owner finishes
+        assisting = self.context.assisting
+        if not run.advancing or (assisting and not run.holding):
+            # An assistant leaves once nothing is claimable and none of its workers holds
+            # claims (their completions may make more steps ready): the owner finishes.
+            return None
         # Woken by a local completion that left nothing claimable: that worker finalizes what
         # it converged, so skip the finalize / stale-claim checks (2 round trips per idle worker
         # per step on a chain). A timed-out wait still makes them: other processes' work.
-        if not pace.woken_locally:
+        # Never an assistant's: finalizing and recovery stay with the owner.
+        if not pace.woken_locally and not assisting:
             if await self.steps.try_finalize():
                 return None
             if await self.context.store.recover_stale(run.execution_id):
                 await self.context.emit("step.recovered", run, worker_id=self.worker_id)
                 return WorkerPace(pace.idle_ms)
-        wait_ms = settings.idle_wait_while_executing_ms if run.holding else pace.idle_ms
+        # An assistant's idle worker polls at its own pace: only completions that release
+        # more steps than their worker claims next wake it.
+        holding = run.holding and not assisting
+        wait_ms = settings.idle_wait_while_executing_ms if holding else pace.idle_ms
         if idle.wake_at_ms is not None:
             wait_ms = max(1, min(wait_ms, idle.wake_at_ms - idle.now_ms))
         # Woken by a local change, or timed out (the timeout covers other processes' work).

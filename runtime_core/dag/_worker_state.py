@@ -77,9 +77,11 @@ class ExecutionRun:
     holding: int = 0  # this process's workers holding claims (executing or reporting them)
     workers: int = 1  # this process's workers advancing it
     # More ready steps than this asks for assistance (None: never, e.g. a pipeline that caps
-    # its own parallelism); `help_wanted` once asked.
+    # its own parallelism); `help_wanted` once asked; `help_expected` while it asked at
+    # creation (its pipeline is wider than its workers) and no backlog was reported yet.
     help_threshold: int | None = None
     help_wanted: bool = False
+    help_expected: bool = False
     # The claims its creation made for these workers (`DagEngine.create_execution`'s
     # `claim_first`) and the worker permit acquired for them: the first worker's first round
     # holds that permit and its first claim takes them instead of calling Redis.

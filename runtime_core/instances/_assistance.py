@@ -4,9 +4,10 @@ Owns, for one runtime instance: the `HelpRequester` its runs' engine copies tell
 ready steps outnumber their workers (posted on the help boards of the run's visibility
 scopes), and the assisting loop. While the instance is idle (live, not paused or stopping,
 nothing queued, a worker free) the loop reads the boards of its own visibility scope (at once
-when a `run.assistance_wanted` run event arrives, else every poll interval), checks each
-candidate against the execution's snapshot with the visibility rules (never another tenant's
-dedicated capacity unless those rules allow it), joins one under an assistance lease with its
+when a `run.assistance_wanted` run event arrives, which also ends the wait of an execution it
+could not join before, else every poll interval), checks each candidate against the
+execution's snapshot with the visibility rules (never another tenant's dedicated capacity
+unless those rules allow it), joins one under an assistance lease with its
 effective worker count (min(worker_count, MaxLocalWorkersPerExecution, free workers): local
 worker capacity and assistance stay separate, the cap applies to each instance on its own)
 and advances it with `DagEngine.assist` until nothing is claimable. The seat is renewed only
@@ -153,6 +154,8 @@ class InstanceAssistance:
 
     def _on_run_event(self, event: RunEvent) -> None:
         if event.type is RunEventType.ASSISTANCE_WANTED:
+            if event.execution_id is not None:  # announced again: its backlog is there now
+                self._skipped.pop(event.execution_id, None)
             self._wake.set()
 
     async def _assist_one(self) -> bool:

@@ -6,6 +6,7 @@ and which instances may answer. The same over real runtime-instance processes:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,12 +17,14 @@ from runtime_core.assistance import (
     AssistanceLeases,
     AssistanceSettings,
     HelpBoard,
+    HelpRequester,
     SeatOutcome,
     assistant_claimer,
     assistant_records,
     tenant_scope,
 )
 from runtime_core.dag import ClaimOutcome, TransitionOutcome
+from runtime_core.events import RunEvent, RunEventType
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.instances import (
@@ -41,6 +44,7 @@ from tests.integration.control_plane_support import (
     make_engine,
     start_instance,
 )
+from tests.integration.control_support import RecordingObserver
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
@@ -59,6 +63,13 @@ def _gated_fan_out(width: int, config: dict[str, Any] | None = None) -> Pipeline
     steps: list[dict[str, Any]] = [{"name": "start", "stepKey": "test.noop"}]
     steps += [{"name": f"g{i:03d}", "stepKey": "test.gate", "dependsOn": ["start"]} for i in range(width)]
     return parse_pipeline({"name": f"gated-fan-{width}", "config": config or {}, "steps": steps})
+
+
+def _gated_root_fan_out(width: int) -> PipelineDefinition:
+    """A fan-out opened by one gated step: nothing but that step is ready until it is released."""
+    steps: list[dict[str, Any]] = [{"name": "start", "stepKey": "test.gate"}]
+    steps += [{"name": f"n{i:03d}", "stepKey": "test.noop", "dependsOn": ["start"]} for i in range(width)]
+    return parse_pipeline({"name": f"gated-root-fan-{width}", "steps": steps})
 
 
 def _chain(length: int) -> PipelineDefinition:
@@ -196,6 +207,107 @@ async def test_a_wide_run_asks_on_the_boards_its_tenant_rules_allow_and_only_the
     assert record.execution_id in on_own_board and record.execution_id not in on_shared_board
     assert [a.runtime_instance_id for a in assistants] == [helper.runtime_instance_id]
     assert shared.runtime_instance_id not in {a.runtime_instance_id for a in assistants}
+
+
+async def test_a_run_wider_than_its_workers_asks_for_help_at_creation_before_any_backlog(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    await plane.start()
+    try:
+        await start_instance(plane, worker_count=4, max_local_workers_per_execution=4, assistance=FAST)
+        submitted = await plane.submit(
+            _gated_root_fan_out(40), {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT
+        )
+        record = await _started(plane, submitted.shared_run_id)
+        board = HelpBoard(hot_state)
+        scopes = [SHARED_SCOPE, tenant_scope(DEFAULT_TENANT.tenant_id)]
+
+        async def asking_while_only_its_first_step_runs() -> bool:
+            return gate.started == 1 and record.execution_id in await board.wanted(scopes, limit=10)
+
+        await wait_until(asking_while_only_its_first_step_runs)
+        view = await plane.parts.dag_store.read_execution(record.execution_id)
+        gate.release()
+        final = await _completed(plane, submitted.shared_run_id)
+    finally:
+        await plane.stop()
+    assert view is not None
+    assert {s.status for s in view.steps if s.name != "start"} == {"Pending"}  # no backlog yet
+    assert final.status is LocalRunStatus.COMPLETED
+
+
+async def test_an_assistants_idle_workers_stay_while_one_of_them_runs_the_step_that_opens_the_fan_out(
+    hot_state: HotState,
+) -> None:
+    gate = GateExecutor()
+    engine, _ = make_engine(hot_state, gate)
+    recorder = RecordingObserver()
+    engine.observer = recorder
+    execution_id = await engine.create_execution(_gated_root_fan_out(40), {}, DEFAULT_TENANT)
+    assistant = "rt_helper|inc_1"
+    seat = await AssistanceLeases(engine.store).join(
+        execution_id,
+        assistant,
+        runtime_instance_id="rt_helper",
+        incarnation="inc_1",
+        workers=3,
+        lease_ms=60_000,
+    )
+    assisting = asyncio.ensure_future(
+        engine.assist(execution_id, workers=3, claimer=assistant_claimer(assistant))
+    )
+
+    async def root_running() -> bool:
+        return gate.started == 1
+
+    await wait_until(root_running)  # its other two workers found nothing claimable meanwhile
+    gate.release()
+    status = await assisting
+    completed = recorder.named("step.completed")
+    view = await engine.store.read_execution(execution_id)
+    assert seat.outcome is SeatOutcome.SEATED and status == ""
+    assert view is not None and {s.status for s in view.steps} == {"Completed"}
+    assert len(completed) == 41 and len({e.step_name for e in completed}) == 41  # each exactly once
+    assert len({e.worker_id for e in completed}) > 1  # not only the worker that ran the root
+
+
+class _Announcements:
+    """Stands in for the process's run-event publisher: keeps what was emitted."""
+
+    def __init__(self) -> None:
+        self.emitted: list[RunEvent] = []
+
+    def emit(self, event: RunEvent) -> None:
+        self.emitted.append(event)
+
+
+async def test_help_asked_at_creation_is_announced_again_once_its_backlog_appears(
+    hot_state: HotState,
+) -> None:
+    announcements = _Announcements()
+    requester = HelpRequester(
+        HelpBoard(hot_state),
+        lambda _: [SHARED_SCOPE],
+        board_ttl_ms=60_000,
+        events=announcements,  # type: ignore[arg-type]
+    )
+    engine, _ = make_engine(hot_state, GateExecutor())
+    execution_id = await engine.create_execution(_gated_root_fan_out(8), {}, DEFAULT_TENANT)
+    meta = await engine.store.load_meta(execution_id)
+    assert meta is not None
+    await requester.wants_help(meta, 0, 4)  # at creation: nothing ready beyond its workers yet
+    await requester.wants_help(meta, 0, 4)
+    at_creation = len(announcements.emitted)
+    await requester.wants_help(meta, 8, 4)  # the backlog appeared
+    await requester.wants_help(meta, 8, 4)
+    on_board = await HelpBoard(hot_state).wanted([SHARED_SCOPE], limit=10)
+    await requester.settled(meta)
+    assert at_creation == 1 and len(announcements.emitted) == 2
+    assert {e.type for e in announcements.emitted} == {RunEventType.ASSISTANCE_WANTED}
+    assert execution_id in on_board
+    assert execution_id not in await HelpBoard(hot_state).wanted([SHARED_SCOPE], limit=10)
 
 
 async def _owned_instance(plane: Any, n: int) -> RuntimeInstance:
