@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime_core.dag import ExecutionMeta, ExecutionView, StepView
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.pipeline import parse_pipeline
+from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.retention import tenant_of
 from runtime_core.steps import canonical_json
 
@@ -117,11 +117,14 @@ def document_from_view(view: ExecutionView, stored_results: dict[str, Any]) -> E
     )
 
 
-def view_from_document(document: ExecutionDocument) -> ExecutionView:
-    """The (unresolved) view a document describes; no step is owned."""
+def view_from_document(
+    document: ExecutionDocument, pipeline: PipelineDefinition | None = None
+) -> ExecutionView:
+    """The (unresolved) view a document describes; no step is owned. `pipeline`: the parsed
+    form of `document.pipeline` when the caller has it (it made the document)."""
     meta = ExecutionMeta(
         execution_id=document.execution_id,
-        pipeline=parse_pipeline(document.pipeline),
+        pipeline=pipeline or parse_pipeline(document.pipeline),
         state=document.state,
         snapshot=document.context_snapshot(),
         status=document.status,

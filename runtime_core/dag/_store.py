@@ -41,7 +41,7 @@ from runtime_core.dag._records import (
 from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, time_reply_ms
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.pipeline import PipelineDefinition, steps_read_by
+from runtime_core.pipeline import PipelineDefinition, remember_stored_pipeline, steps_read_by
 from runtime_core.steps import canonical_json
 
 KEY_CACHE_SIZE = 4096
@@ -133,6 +133,7 @@ class DagStore:
             )
         if int(reply[0]) != 1:
             return None, None
+        remember_stored_pipeline(meta["pipeline"], pipeline)  # read back at its end, in this process
         created_at_ms = int(reply[1])
         first = self._first_claims(execution_id, reply) if first_claim is not None else None
         stored = {

@@ -37,6 +37,7 @@ from runtime_core.pipeline._models import (
     parse_pipeline,
     parse_pipelines,
     parse_stored_pipeline,
+    remember_stored_pipeline,
 )
 from runtime_core.pipeline._validation import RetentionCheck, validate_pipeline
 
@@ -69,6 +70,7 @@ __all__ = [
     "parse_pipelines",
     "parse_stored_pipeline",
     "pipeline_limits",
+    "remember_stored_pipeline",
     "resolve_inputs",
     "set_pipeline_limits",
     "steps_read_by",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,8 +147,22 @@ def parse_stored_pipeline(raw: str) -> PipelineDefinition:
     shared run record, an execution's metadata): the same result, parsed once per distinct
     text. The models are frozen, so one parsed pipeline is safely shared."""
     if len(raw) > _STORED_PIPELINE_CACHED_BYTES:
-        return _parse_large_stored(raw)
+        pipeline = _large_stored.pop(raw, None) or _parse(raw, None)
+        remember_stored_pipeline(raw, pipeline)
+        return pipeline
     return _parse_stored(raw)
+
+
+def remember_stored_pipeline(raw: str, pipeline: PipelineDefinition) -> None:
+    """`raw` is `pipeline.to_json()`, just stored by this process: reading it back gives
+    `pipeline` without parsing it again (a large one only: the owner of a wide execution reads
+    its metadata back at its end, for the terminal snapshot)."""
+    if len(raw) <= _STORED_PIPELINE_CACHED_BYTES:
+        return
+    _large_stored[raw] = pipeline
+    _large_stored.move_to_end(raw)
+    while len(_large_stored) > _LARGE_STORED_PIPELINES_KEPT:
+        _large_stored.popitem(last=False)
 
 
 # Not held to this process's size limit: the process that stored it accepted it.
@@ -156,9 +171,7 @@ def _parse_stored(raw: str) -> PipelineDefinition:
     return _parse(raw, None)
 
 
-@functools.lru_cache(maxsize=_LARGE_STORED_PIPELINES_KEPT)
-def _parse_large_stored(raw: str) -> PipelineDefinition:
-    return _parse(raw, None)
+_large_stored: OrderedDict[str, PipelineDefinition] = OrderedDict()  # latest last
 
 
 def parse_pipelines(raw: str | bytes | dict[str, Any]) -> list[PipelineDefinition]:
