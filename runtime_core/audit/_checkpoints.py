@@ -56,21 +56,26 @@ class ExecutionCheckpoints:
         self.resolver = resolver
 
     async def write_header(self, meta: ExecutionMeta) -> None:
-        header = ExecutionHeader(
-            execution_id=meta.execution_id,
-            tenant_id=tenant_of(meta.snapshot),
-            pipeline=json.loads(meta.pipeline.to_json()),
-            state=meta.state,
-            context=meta.snapshot.model_dump(mode="json") if meta.snapshot is not None else None,
-            created_at_ms=meta.created_at_ms,
-            attributes=user_attributes(meta),
-        )
+        # Every field is JSON already (the pipeline as its stored JSON, the state as stored):
+        # the header is checked as a model and written from these fields, not dumped back
+        # from the model (a walk of a 9,000-step pipeline's dict costing ~0.1 s before the
+        # run's first claim).
+        fields: dict[str, Any] = {
+            "execution_id": meta.execution_id,
+            "tenant_id": tenant_of(meta.snapshot),
+            "pipeline": json.loads(meta.pipeline.to_json()),
+            "state": meta.state,
+            "context": meta.snapshot.model_dump(mode="json") if meta.snapshot is not None else None,
+            "created_at_ms": meta.created_at_ms,
+            "attributes": user_attributes(meta),
+        }
+        header = ExecutionHeader.model_validate(fields)
         await self.store.put_payload(
             header_payload_id(meta.execution_id),
             header.tenant_id,
             meta.execution_id,
             HEADER_STEP_NAME,
-            canonical_json(header.model_dump(mode="json")).encode("utf-8"),
+            canonical_json(fields).encode("utf-8"),
             HEADER_CONTENT_TYPE,
         )
 

@@ -204,3 +204,21 @@ async def test_mid_flight_replay_resets_running_steps_to_ready_and_the_execution
     final = {s.name: s for s in (await rig.dag_store.read_execution(execution_id) or view).steps}
     assert final["join"].result["data"]["inputs"] == {"gate": "gate", "b": "b"}
     assert gate.calls["gate"] == 2  # re-executed after the reset, never double-completed
+
+
+async def test_the_header_written_at_creation_reads_back_as_the_execution_it_describes(
+    hot_state: HotState, durable: SqliteDurableStore
+) -> None:
+    rig = make_rig(hot_state, durable)
+    execution_id = await rig.engine.create_execution(PIPELINE, {"topic": ["a", 1, None]}, TENANT_A)
+    meta = await rig.dag_store.load_meta(execution_id)
+    header = await rig.audit.checkpoints.read_header(execution_id, TENANT_A.tenant_id)
+    assert meta is not None and header is not None
+    assert parse_pipeline(header.pipeline) == PIPELINE
+    assert (header.execution_id, header.tenant_id, header.state) == (
+        execution_id,
+        "tenant-a",
+        {"topic": ["a", 1, None]},
+    )
+    assert header.context == TENANT_A.model_dump(mode="json")
+    assert header.created_at_ms == meta.created_at_ms
