@@ -11,6 +11,7 @@ here. Must not run a step or make its transition itself: its `StepRunner` does.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from runtime_core.dag._engine_settings import SUPERSEDED_STATUS
 from runtime_core.dag._records import ClaimBatch, ClaimOutcome, StepClaim
@@ -65,7 +66,8 @@ class BatchPath:
         A batch is sized for fast steps, so when one is still running after
         `HAND_BACK_AFTER_S` (a model call, a step waiting on something), the steps of the batch
         that finished are reported at once and the ones not started are handed back (Ready, no
-        retry used) for idle workers to run meanwhile, instead of waiting behind it."""
+        retry used) for idle workers to run meanwhile, instead of waiting behind it (not when
+        the check itself came late: see `_BatchProgress.recheck_in`)."""
         if len(claims) == 1:
             completion = await self.steps.execute(claims[0])
             return [completion] if completion is not None else []
@@ -74,14 +76,14 @@ class BatchPath:
 
         def check() -> None:
             """One timer per batch: spill once the current step has run for the whole delay."""
-            waited = loop.time() - batch.step_started
-            if waited < HAND_BACK_AFTER_S:
-                batch.timer = loop.call_later(HAND_BACK_AFTER_S - waited, check)
+            delay = batch.recheck_in(loop.time())
+            if delay is not None:
+                batch.arm(loop, delay, check)
             elif batch.done or batch.not_started:
                 finished, not_started = batch.take_for_spill()
                 batch.spill = asyncio.ensure_future(self._spill(finished, not_started))
 
-        batch.timer = loop.call_later(HAND_BACK_AFTER_S, check)
+        batch.arm(loop, HAND_BACK_AFTER_S, check)
         try:
             for claim in claims:
                 if batch.spill is not None:
@@ -105,8 +107,10 @@ class BatchPath:
         if finished:
             advanced = await steps.advance(finished, 0)
             await steps.report(finished, advanced)
+        # Each its own transition, made together: one after the other, a batch's 31 releases
+        # were as many round trips while the steps waited to be claimed again.
+        await asyncio.gather(*(steps.release(claim) for claim in not_started))
         for claim in not_started:
-            await steps.release(claim)
             await steps.context.emit(
                 "step.handed_back",
                 run,
@@ -144,7 +148,25 @@ class _BatchProgress:
         self.done: list[Completion] = []
         self.step_started = 0.0
         self.timer: asyncio.TimerHandle
+        self.due = 0.0  # loop time the timer was set for
         self.spill: asyncio.Future[None] | None = None
+
+    def arm(self, loop: asyncio.AbstractEventLoop, delay: float, check: Callable[[], None]) -> None:
+        self.due = loop.time() + delay
+        self.timer = loop.call_later(delay, check)
+
+    def recheck_in(self, now: float) -> float | None:
+        """When the timer fired at `now`: None when the running step has run for the whole
+        delay, else in how long to look again. A timer that fired late (by half the delay or
+        more) looks again a whole delay later: the process was busy (other workers, or its
+        share of a busy CPU), so the step may merely have waited for its turn, and handing a
+        batch of fast steps back then costs more than it saves."""
+        waited = now - self.step_started
+        if now - self.due >= HAND_BACK_AFTER_S / 2:
+            return HAND_BACK_AFTER_S
+        if waited < HAND_BACK_AFTER_S:
+            return HAND_BACK_AFTER_S - waited
+        return None
 
     @property
     def not_started(self) -> list[StepClaim]:
