@@ -2,8 +2,9 @@
 
 Owns the subscription to the run-event channel and the capacity channel (started with the
 first listener, one connection whatever the number of listeners), decoding each message's
-batch and handing every event to the registered listeners, handing the id of an instance
-that freed capacity to the capacity listeners, and reconnecting with back-off when
+batch and handing every event to the registered listeners (those that name the event types
+they take get only those, and events no listener takes are not decoded), handing the id of an
+instance that freed capacity to the capacity listeners, and reconnecting with back-off when
 Redis goes away. Pub/sub delivers at most once: events published while the connection was
 down are lost, so listeners that must not miss an end also re-read the run now and then;
 a listener may also register a `gap` callback, called each time the subscription becomes
@@ -18,7 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,7 +28,7 @@ from redis.exceptions import RedisError
 
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events._keys import RunEventKeys
-from runtime_core.events._models import RunEvent
+from runtime_core.events._models import RunEvent, RunEventType
 from runtime_core.hot_state import HotState
 
 log = logging.getLogger("runtime_core.events")
@@ -47,18 +48,31 @@ class RunEventSubscriber:
         self._listeners: dict[object, RunEventListener] = {}
         self._gap_listeners: dict[object, GapListener] = {}
         self._capacity_listeners: dict[object, CapacityListener] = {}
+        self._types: dict[object, frozenset[str] | None] = {}  # listener -> the event types it takes
+        self._wanted: frozenset[str] | None = frozenset()  # what any listener takes (None: all)
         self._task: asyncio.Task[None] | None = None
         self._pubsub: PubSub | None = None  # the live subscription's, while there is one
         self._closing = False
         self.subscribed = asyncio.Event()
 
-    def listen(self, listener: RunEventListener, *, gap: GapListener | None = None) -> Callable[[], None]:
+    def listen(
+        self,
+        listener: RunEventListener,
+        *,
+        gap: GapListener | None = None,
+        types: Collection[RunEventType] | None = None,
+    ) -> Callable[[], None]:
         """Register `listener` (starting the subscription); returns an idempotent unsubscribe.
 
         `gap`: called whenever the subscription becomes active, since events published before
-        that (or while it was reconnecting) never reached `listener`."""
+        that (or while it was reconnecting) never reached `listener`. `types`: the only event
+        types it is handed (None: all); while every listener names its types, the events of
+        other types are not even decoded into models (a runtime instance listens for a few
+        rare types while its runs' step progress streams past: thousands of events a second)."""
         token = object()
         self._listeners[token] = listener
+        self._types[token] = frozenset(t.value for t in types) if types is not None else None
+        self._wanted = _wanted(self._types.values())
         if gap is not None:
             self._gap_listeners[token] = gap
         return self._subscribed(token)
@@ -84,6 +98,8 @@ class RunEventSubscriber:
         def unsubscribe() -> None:
             for listeners in (self._listeners, self._gap_listeners, self._capacity_listeners):
                 listeners.pop(token, None)
+            if self._types.pop(token, ()) != ():
+                self._wanted = _wanted(self._types.values())
 
         return unsubscribe
 
@@ -108,7 +124,10 @@ class RunEventSubscriber:
             await task
 
     def deliver(self, event: RunEvent) -> None:
-        for listener in list(self._listeners.values()):
+        for token, listener in list(self._listeners.items()):
+            types = self._types.get(token)
+            if types is not None and event.type.value not in types:
+                continue
             try:
                 listener(event)
             except Exception:  # fan-out boundary: one broken listener must not starve the others
@@ -156,8 +175,13 @@ class RunEventSubscriber:
         if message.get("channel") == self.keys.capacity_channel:
             self._capacity_freed(str(message["data"]))
             return
+        wanted = self._wanted
         try:
-            events = [RunEvent.model_validate(raw) for raw in json.loads(message["data"])]
+            events = [
+                RunEvent.model_validate(raw)
+                for raw in json.loads(message["data"])
+                if wanted is None or not isinstance(raw, dict) or raw.get("type") in wanted
+            ]
         except (ValueError, TypeError, ValidationError):
             log.warning("run_events.bad_message", extra={"channel": message.get("channel")})
             return
@@ -170,3 +194,13 @@ class RunEventSubscriber:
                 listener(runtime_instance_id)
             except Exception:  # fan-out boundary, as in `deliver`
                 log.exception("run_events.capacity_listener_failed")
+
+
+def _wanted(types: Collection[frozenset[str] | None]) -> frozenset[str] | None:
+    """The event types some listener takes; None when one of them takes every type."""
+    wanted: set[str] = set()
+    for listener_types in types:
+        if listener_types is None:
+            return None
+        wanted |= listener_types
+    return frozenset(wanted)

@@ -150,7 +150,9 @@ class InstanceAssistance:
         subscriber = self.deps.doorbell.subscriber
         if subscriber is None:
             return lambda: None
-        return subscriber.listen(self._on_run_event, gap=self._wake.set)
+        return subscriber.listen(
+            self._on_run_event, gap=self._wake.set, types=(RunEventType.ASSISTANCE_WANTED,)
+        )
 
     def _on_run_event(self, event: RunEvent) -> None:
         if event.type is RunEventType.ASSISTANCE_WANTED:

@@ -54,7 +54,9 @@ class UnparkDoorbell:
     def listen(self) -> None:
         """Start the subscription (idempotent; an instance calls it when it starts)."""
         if self._subscriber is not None and self._unsubscribe is None:
-            self._unsubscribe = self._subscriber.listen(self._ring, gap=self._ring_all)
+            self._unsubscribe = self._subscriber.listen(
+                self._ring, gap=self._ring_all, types=UNPARKING_EVENTS
+            )
 
     def is_watching(self, execution_id: str) -> bool:
         return execution_id in self._watched

@@ -289,3 +289,42 @@ async def test_a_run_whose_execution_ended_in_a_process_killed_before_it_closed_
     assert end.type is RunEventType.COMPLETED and end.execution_id is not None
     record = await crashable.plane.parts.index.get_by_shared(shared_run_id)
     assert record is not None and record.status is LocalRunStatus.COMPLETED
+
+
+async def test_a_listener_naming_its_event_types_hears_only_those(hot_state: HotState) -> None:
+    publisher, subscriber = RunEventPublisher(hot_state), RunEventSubscriber(hot_state)
+    rare, everything = Heard(), Heard()
+    stop_rare = subscriber.listen(rare.events.append, types=(RunEventType.ASSISTANCE_WANTED,))
+    await subscriber.wait_subscribed()
+
+    def event(event_type: RunEventType, execution_id: str) -> RunEvent:
+        return RunEvent(
+            event_id=f"ev-{execution_id}", type=event_type, tenant_id="t", execution_id=execution_id
+        )
+
+    try:
+        for n in range(3):  # step progress streaming past, then the one it waits for
+            publisher.emit(event(RunEventType.STEP_COMPLETED, f"e{n}"))
+        publisher.emit(event(RunEventType.ASSISTANCE_WANTED, "wanted"))
+        await publisher.flush()
+
+        async def heard_the_rare_one() -> bool:
+            return bool(rare.events)
+
+        await wait_until(heard_the_rare_one)
+        stop_everything = subscriber.listen(everything.events.append)  # now every event is decoded
+        stop_rare()
+        publisher.emit(event(RunEventType.STEP_COMPLETED, "later"))
+        publisher.emit(event(RunEventType.ASSISTANCE_WANTED, "later-wanted"))
+        await publisher.flush()
+
+        async def heard_both_later() -> bool:
+            return len(everything.events) == 2
+
+        await wait_until(heard_both_later)
+        stop_everything()
+    finally:
+        await publisher.aclose()
+        await subscriber.aclose()
+    assert [e.execution_id for e in rare.events] == ["wanted"]
+    assert [e.execution_id for e in everything.events] == ["later", "later-wanted"]
