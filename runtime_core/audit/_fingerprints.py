@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from runtime_core.dag import ExecutionView, StepStatus, execution_fingerprint
+from runtime_core.dag import ExecutionView, StepStatus, StepView, execution_fingerprint
 from runtime_core.retention import PayloadResolver, tenant_of
 
 
@@ -28,10 +28,16 @@ async def resolve_view(view: ExecutionView, resolver: PayloadResolver) -> Execut
         name: await resolver.resolve_stored(execution_id, name, value, tenant_id)
         for name, value in stored.items()
     }
-    steps = [replace(step, result=resolved.get(step.name, step.result)) for step in view.steps]
+    # Only a step whose result resolved to another value is copied: an inline result resolves
+    # to itself, and copying 9,000 frozen views cost ~0.35 s at the end of a wide run.
+    steps = [_with_result(step, resolved.get(step.name, step.result)) for step in view.steps]
     return ExecutionView(view.meta, steps, view.control_status)
 
 
 async def fingerprint_view(view: ExecutionView, resolver: PayloadResolver) -> str:
     """`execution_fingerprint` of the resolved view: use it for live views and snapshot views."""
     return execution_fingerprint(await resolve_view(view, resolver))
+
+
+def _with_result(step: StepView, result: Any) -> StepView:
+    return step if result is step.result else replace(step, result=result)
