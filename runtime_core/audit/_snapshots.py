@@ -22,6 +22,8 @@ log = logging.getLogger("runtime_core.audit")
 
 
 class SnapshotWriter:
+    wants_final_view = True  # the terminal snapshot is written from the finalizing call's read
+
     def __init__(
         self,
         dag_store: DagStore,

@@ -34,7 +34,7 @@ from runtime_core.dag._engine_settings import (
     ResultCodec,
     RetryDecider,
 )
-from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver
+from runtime_core.dag._events import EngineEvent, ExecutionObserver, NullObserver, wants_final_view
 from runtime_core.dag._gating import StepGates, validate_step_policies
 from runtime_core.dag._invocation import StepInvoker
 from runtime_core.dag._records import AdvanceResult, ExecutionMeta, FirstClaim, ReassignOutcome
@@ -344,6 +344,7 @@ class DagEngine:
             worker_permits=self.worker_permits,
             owner=self.owner,
             assistance=self.assistance,
+            final_view=wants_final_view(self.observer),
         )
 
     async def _load(self, execution_id: str, known: ExecutionMeta | None = None) -> ExecutionRun:

@@ -44,6 +44,13 @@ class ExecutionObserver(Protocol):
     async def on_event(self, event: EngineEvent) -> None: ...
 
 
+def wants_final_view(observer: ExecutionObserver) -> bool:
+    """Whether an observer uses the terminal view an `execution.finalized` event can carry
+    (it says so with `wants_final_view`): only then does the finalizing call read the whole
+    execution along with it (every step's row and result: a big run's read is not free)."""
+    return bool(getattr(observer, "wants_final_view", False))
+
+
 def observed_names(observer: ExecutionObserver) -> frozenset[str] | None:
     """The event names an observer acts on, when it declares them (`event_names`); None: all.
     A `CompositeObserver` hands it only those (most events are steps' own, two per step)."""
@@ -68,6 +75,10 @@ class CompositeObserver:
     def add(self, observer: ExecutionObserver) -> None:
         self.observers.append(observer)
         self._routes.append((observer, observed_names(observer)))
+
+    @property
+    def wants_final_view(self) -> bool:
+        return any(wants_final_view(observer) for observer in self.observers)
 
     async def on_event(self, event: EngineEvent) -> None:
         name = event.name

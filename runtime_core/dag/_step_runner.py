@@ -177,6 +177,7 @@ class StepRunner:
             first, run.first_claims = run.first_claims, None  # claimed with the execution's creation
             return first
         started = time.perf_counter()
+        final_view = bool(done) and context.final_view and run.completes_all(len(done))
 
         def call() -> Awaitable[AdvanceResult]:
             return context.store.advance(
@@ -187,8 +188,9 @@ class StepRunner:
                 token_prefix=self.token_prefix,
                 owner=context.owner,
                 finalize=not context.assisting,  # see try_finalize
-                # Its last steps: the terminal snapshot's read rides along (`_finalized`).
-                final_view_of=run.meta.pipeline if done and run.completes_all(len(done)) else None,
+                # Its last steps: the terminal snapshot's read rides along (`_finalized`), when
+                # an observer wants it (`WorkerContext.final_view`).
+                final_view_of=run.meta.pipeline if final_view else None,
             )
 
         if done:

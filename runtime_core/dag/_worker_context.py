@@ -59,6 +59,9 @@ class WorkerContext:
     # The workers assist another instance's execution: they leave once nothing is claimable
     # instead of waiting, and never ask for assistance themselves.
     assisting: bool = False
+    # An observer uses the terminal view of `execution.finalized` (see `wants_final_view`): the
+    # call expected to finalize the execution reads it along.
+    final_view: bool = False
 
     async def emit(
         self,

@@ -40,6 +40,8 @@ class ReadCountingStore(DagStore):
 
 
 class Finalized:
+    wants_final_view = True  # as the snapshot writer does
+
     def __init__(self) -> None:
         self.events: list[EngineEvent] = []
 
@@ -88,3 +90,23 @@ async def test_the_finalizing_completion_hands_its_view_to_the_event(
     assert event.view is not None and event.view.meta.status == "Completed"
     assert store.reads == 0
     assert event.view == await store.read_execution(execution_id)
+
+
+class FinalizedWithoutView(Finalized):
+    wants_final_view = False
+
+
+async def test_without_an_observer_wanting_the_view_the_finalizing_call_reads_none(
+    hot_state: HotState,
+) -> None:
+    store = ReadCountingStore(hot_state)
+    observer = FinalizedWithoutView()
+    engine = DagEngine(
+        store, default_executor_registry(), RetryEngine(), settings=EngineSettings(), observer=observer
+    )
+    execution_id = await engine.create_execution(TWO_STEPS, {}, SNAPSHOT, claim_first=True)
+
+    assert await engine.run(execution_id, workers=1) == "Completed"
+
+    [event] = observer.events
+    assert event.view is None and store.reads == 0  # nobody read the whole execution
