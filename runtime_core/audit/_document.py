@@ -102,8 +102,10 @@ def document_from_view(view: ExecutionView, stored_results: dict[str, Any]) -> E
         finalized_at_ms=meta.finalized_at_ms,
         attributes=user_attributes(meta),
         control_status=view.control_status,
+        # Built from the view's own typed fields: not validated again (9,000 step models
+        # cost ~0.15 s at the end of a wide run, on its critical path).
         steps=[
-            StepDocument(
+            StepDocument.model_construct(
                 name=step.name,
                 step_key=step.step_key,
                 status=step.status,
