@@ -1,4 +1,4 @@
-"""DagStore: typed wrappers over the DAG Lua scripts plus read-only views of an execution.
+"""DagStore: typed wrappers over the DAG Lua scripts (its read-only views are `_reads`).
 
 Each wrapper is the only place that knows its script's KEYS/ARGV order and maps the
 script's return codes to an enum (the values it answers with are in `_records`). Must not
@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from runtime_core.dag._keys import BLOCKING_CONTROL_ARG, ExecutionKeys
+from runtime_core.dag._reads import ExecutionReads, queue_view, view_from
 from runtime_core.dag._records import (
     AdvanceResult,
     CanonicalResult,
@@ -21,7 +22,6 @@ from runtime_core.dag._records import (
     ClaimOutcome,
     DropOutcome,
     ExecutionMeta,
-    ExecutionView,
     Finalization,
     FinalizeOutcome,
     FirstClaim,
@@ -29,14 +29,9 @@ from runtime_core.dag._records import (
     ReassignOutcome,
     ReassignResult,
     StepClaim,
-    StepStatus,
-    StepView,
     TransitionOutcome,
     TransitionResult,
-    claimed_at,
     decoded_json,
-    meta_from_hash,
-    waiting_input,
 )
 from runtime_core.errors import FencedError
 from runtime_core.hot_state import HotState, time_reply_ms
@@ -53,7 +48,7 @@ def _stored_text(result: Any) -> str:
     return result.text if isinstance(result, CanonicalResult) else canonical_json(result)
 
 
-class DagStore:
+class DagStore(ExecutionReads):
     """Hot DAG state of executions in Redis; every write goes through a Lua script."""
 
     def __init__(self, hot_state: HotState) -> None:
@@ -207,7 +202,7 @@ class DagStore:
         finalization = Finalization(FinalizeOutcome(int(code)), final, now) if code != "" else None
         view = None
         if view_replies is not None and finalization is not None and finalization.status:
-            view = self._view_from(view_replies, final_view_of)
+            view = view_from(view_replies, final_view_of)
         return AdvanceResult(now, completed, claims, converged, int(reply[-3]), finalization, view)
 
     async def _advance_reading(self, k: ExecutionKeys, args: list[Any]) -> tuple[Any, list[Any] | None]:
@@ -218,7 +213,7 @@ class DagStore:
 
         def queue(pipe: Any) -> None:
             script.queue(pipe, keys, args)
-            self._queue_view(pipe, k)
+            queue_view(pipe, k)
 
         async def read(replies: list[Any]) -> tuple[Any, list[Any] | None]:
             ran = not isinstance(replies[0], BaseException)
@@ -393,70 +388,6 @@ class DagStore:
         if code != 1:
             return ReassignResult(ReassignOutcome(code), now)
         return ReassignResult(ReassignOutcome.REASSIGNED, now, json.loads(reply[2]))
-
-    async def execution_status(self, execution_id: str) -> str | None:
-        return await self.hot_state.redis.hget(self.keys(execution_id).meta, "status")
-
-    async def control_status(self, execution_id: str) -> str | None:
-        return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
-
-    async def control_statuses(self, execution_ids: list[str]) -> dict[str, str | None]:
-        """The control status of each execution, in one pipelined round trip (run listings)."""
-        if not execution_ids:
-            return {}
-        pipe = self.hot_state.redis.pipeline(transaction=False)
-        for execution_id in execution_ids:
-            pipe.hget(self.keys(execution_id).control, "status")
-        return dict(zip(execution_ids, await pipe.execute(), strict=True))
-
-    async def load_meta(self, execution_id: str) -> ExecutionMeta | None:
-        return meta_from_hash(await self.hot_state.redis.hgetall(self.keys(execution_id).meta))
-
-    async def load_attributes(self, execution_id: str, *names: str) -> dict[str, str | None]:
-        """A few attributes of the execution's metadata (one HMGET; None where absent)."""
-        values = await self.hot_state.redis.hmget(self.keys(execution_id).meta, list(names))
-        return dict(zip(names, values, strict=True))
-
-    async def read_execution(self, execution_id: str) -> ExecutionView | None:
-        """The whole execution as stored now, in one round trip (shared with other calls)."""
-        k = self.keys(execution_id)
-        replies = await self.hot_state.coalescer.commands(lambda pipe: self._queue_view(pipe, k))
-        return self._view_from(replies)
-
-    @staticmethod
-    def _queue_view(pipe: Any, k: ExecutionKeys) -> None:
-        """The reads of `read_execution` (their replies make the view: `_view_from`)."""
-        pipe.hgetall(k.meta)
-        for key in (k.status, k.retries, k.recoveries, k.result, k.error, k.token):
-            pipe.hgetall(key)
-        pipe.zrange(k.ready, 0, -1, withscores=True)
-        pipe.hmget(k.control, "status", "waiting_key", "waiting_step", "reason", "updated_at_ms")
-        pipe.hgetall(k.claimed)
-
-    @staticmethod
-    def _view_from(replies: list[Any], pipeline: PipelineDefinition | None = None) -> ExecutionView | None:
-        """The view from the replies of `_queue_view` (`pipeline`: the execution's, parsed already)."""
-        raw, status, retries, recoveries, results, errors, tokens, ready, control, claimed = replies
-        meta = meta_from_hash(raw, pipeline)
-        if meta is None:
-            return None
-        eligible_at = {name: int(score) for name, score in ready}
-        steps = [
-            StepView(
-                name=s.name,
-                step_key=s.step_key,
-                status=status.get(s.name, StepStatus.PENDING),
-                retry_count=int(retries.get(s.name, 0)),
-                recovery_count=int(recoveries.get(s.name, 0)),
-                result=decoded_json(results.get(s.name)),
-                error=decoded_json(errors.get(s.name)),
-                owned=s.name in tokens,
-                next_retry_at_ms=eligible_at.get(s.name) if status.get(s.name) == "WaitingForRetry" else None,
-                claimed_at_ms=claimed_at(claimed, s.name) if status.get(s.name) == "Running" else None,
-            )
-            for s in meta.pipeline.steps
-        ]
-        return ExecutionView(meta, steps, control[0], waiting_input(*control))
 
     async def drop_finished(self, execution_id: str) -> DropOutcome:
         """Remove the hot state of a terminal execution (its durable copies answer for it now)."""

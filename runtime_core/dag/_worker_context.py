@@ -24,8 +24,9 @@ from runtime_core.dag._engine_settings import (
 )
 from runtime_core.dag._events import EngineEvent, ExecutionObserver
 from runtime_core.dag._invocation import StepInvoker
+from runtime_core.dag._records import ExecutionView
 from runtime_core.dag._step_tracing import StepTracing
-from runtime_core.dag._store import DagStore, ExecutionView
+from runtime_core.dag._store import DagStore
 from runtime_core.dag._worker_permits import WorkerPermits
 from runtime_core.dag._worker_state import ExecutionRun
 from runtime_core.errors import StoreUnavailableError
