@@ -186,10 +186,14 @@ def parse_pipelines(raw: str | bytes | dict[str, Any]) -> list[PipelineDefinitio
 
 
 def _document(raw: str | bytes | dict[str, Any], max_bytes: int | None) -> Any:
-    """The strict-JSON document; `max_bytes` None: accepted before, not measured again."""
+    """The strict-JSON document; `max_bytes` None: a stored text `parse_pipeline` accepted
+    before, whose size and nesting are not measured again (the walk over every value of a
+    9,000-step pipeline costs more than validating its models). Still strict JSON, and a text
+    nested past what `json` decodes is an InvalidPipelineError, never another exception."""
     if isinstance(raw, str | bytes):
-        if max_bytes is not None:
-            check_size(text_size(raw), max_bytes, "Pipeline")
+        if max_bytes is None:
+            return loads_strict(raw, "Pipeline")
+        check_size(text_size(raw), max_bytes, "Pipeline")
         data = loads_strict(raw, "Pipeline")
         check_depth(data, "Pipeline")
         return data

@@ -1,6 +1,6 @@
 """The process's pipeline limits (steps, document bytes) come from the environment and can be
 raised; a stored pipeline, accepted by whichever process stored it, is read back whatever this
-process's limit."""
+process's limit, without walking its nesting again."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from runtime_core.errors import ConfigurationError, InputTooLargeError
+from runtime_core.errors import ConfigurationError, InputTooLargeError, InvalidPipelineError
 from runtime_core.pipeline import (
     MAX_PIPELINE_BYTES,
     MAX_STEPS,
+    PipelineDefinition,
     PipelineLimits,
     parse_pipeline,
     parse_stored_pipeline,
@@ -61,3 +62,24 @@ def test_a_stored_pipeline_is_read_back_whatever_this_processs_byte_limit() -> N
     with pytest.raises(InputTooLargeError):
         parse_pipeline(text)
     assert len(parse_stored_pipeline(text).steps) == 50
+
+
+def _nested(levels: int) -> object:
+    value: object = 1
+    for _ in range(levels):
+        value = {"v": value}
+    return value
+
+
+@pytest.mark.parametrize("steps", [5, 2_000], ids=["small-text", "large-text"])
+def test_a_stored_pipeline_is_not_walked_for_its_nesting_again_but_is_still_strict_json(steps: int) -> None:
+    deep = _chain(steps)
+    deep["config"] = {"deep": _nested(70)}  # past the nesting parse_pipeline accepts
+    text = PipelineDefinition.model_validate(deep).to_json()
+    with pytest.raises(InvalidPipelineError, match="nests deeper"):
+        parse_pipeline(text)
+    assert parse_stored_pipeline(text).config == deep["config"]
+    padding = " " * len(text)  # the same size class as the stored text
+    for broken in (text.replace('"v":1', '"v":NaN'), "[" * 100_000 + padding):
+        with pytest.raises(InvalidPipelineError):
+            parse_stored_pipeline(broken)
