@@ -5,7 +5,8 @@ ready steps outnumber their workers (posted on the help boards of the run's visi
 scopes), and the assisting loop. While the instance is idle (live, not paused or stopping,
 nothing queued, a worker free) the loop reads the boards of its own visibility scope (at once
 when a `run.assistance_wanted` run event arrives, which also ends the wait of an execution it
-could not join before, else every poll interval), checks each candidate against the
+could not join before, else every poll interval), passes over the executions it asks help
+for itself, checks each candidate against the
 execution's snapshot with the visibility rules (never another tenant's dedicated capacity
 unless those rules allow it), joins one under an assistance lease with its
 effective worker count (min(worker_count, MaxLocalWorkersPerExecution, free workers): local
@@ -165,7 +166,9 @@ class InstanceAssistance:
         now = time.monotonic()
         self._skipped = {eid: until for eid, until in self._skipped.items() if until > now}
         for execution_id in await self.board.wanted(self.scopes, limit=self.config.candidates):
-            if execution_id in self._skipped:
+            # Its own runs' requests (posted before they are announced) are not read at all:
+            # joining them is refused (OWN_EXECUTION), after reading their whole metadata.
+            if execution_id in self._skipped or self.requester.posted(execution_id):
                 continue
             if await self._try(execution_id):
                 return True

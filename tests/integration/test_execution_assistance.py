@@ -238,6 +238,55 @@ async def test_a_run_wider_than_its_workers_asks_for_help_at_creation_before_any
     assert final.status is LocalRunStatus.COMPLETED
 
 
+class _ReadBoard(HelpBoard):
+    """The owner's board, keeping what its assistance loop read (the board is real Redis)."""
+
+    def __init__(self, hot_state: HotState) -> None:
+        super().__init__(hot_state)
+        self.read: set[str] = set()
+
+    async def wanted(self, scopes: Sequence[str], *, limit: int) -> list[str]:
+        found = await super().wanted(scopes, limit=limit)
+        self.read.update(found)
+        return found
+
+
+class _JoinLog(AssistanceLeases):
+    joined: list[str]
+
+    async def join(self, execution_id: str, *args: Any, **kwargs: Any) -> Any:
+        self.joined.append(execution_id)
+        return await super().join(execution_id, *args, **kwargs)
+
+
+async def test_an_instance_does_not_try_to_assist_the_run_it_asks_help_for(hot_state: HotState) -> None:
+    gate = GateExecutor()
+    plane = control_plane(hot_state, gate)
+    await plane.start()
+    try:
+        owner = await start_instance(
+            plane, worker_count=4, max_local_workers_per_execution=4, assistance=FAST
+        )
+        board = owner.assistance.board = _ReadBoard(hot_state)
+        leases = owner.assistance.leases = _JoinLog(owner.assistance.leases.dag_store)
+        leases.joined = []
+        submitted = await plane.submit(
+            _gated_root_fan_out(40), {}, SubmitMode.DIRECT_DISPATCH, DEFAULT_TENANT
+        )
+        record = await _started(plane, submitted.shared_run_id)
+
+        async def its_idle_loop_saw_its_own_request() -> bool:
+            return record.execution_id in board.read
+
+        await wait_until(its_idle_loop_saw_its_own_request)
+        gate.release()
+        final = await _completed(plane, submitted.shared_run_id)
+    finally:
+        await plane.stop()
+    assert final.status is LocalRunStatus.COMPLETED
+    assert record.execution_id not in leases.joined
+
+
 async def test_an_assistants_idle_workers_stay_while_one_of_them_runs_the_step_that_opens_the_fan_out(
     hot_state: HotState,
 ) -> None:
