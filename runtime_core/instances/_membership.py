@@ -133,14 +133,16 @@ class Membership:
 
     async def rejoined_after_loss(self) -> bool:
         """True when the Redis dataset changed since this incarnation joined it (it then joined
-        the new one: registered again, live runs' records written again, shared runs restored)."""
+        the new one: registered again, live runs' records written again, shared runs restored).
+
+        Returns only once a rejoin already in flight finished: the incarnation joins the new
+        dataset before the live runs' records are written again, so a run that found its
+        record missing meanwhile must wait for the rest of the rejoin, not only its start."""
         epoch = await self.incarnation.changed_epoch()
-        if epoch is None:
-            return False
         async with self._rejoin_lock:
-            if epoch != self.incarnation.epoch:
+            if epoch is not None and epoch != self.incarnation.epoch:
                 await self._rejoin(epoch)
-        return True
+        return epoch is not None
 
     async def _rejoin(self, epoch: str) -> None:
         live = self.queue.live()
