@@ -37,26 +37,15 @@ from typing import Any, TypeVar
 from mcp import Client
 
 from benchmarks._harness import Row
-from mcp_runtime import (
-    DEFAULT_PIPELINES_DIR,
-    DEFAULT_RBAC_MODEL,
-    DEFAULT_RBAC_POLICY,
-    Authorizer,
-    FixedPrincipal,
-    Principal,
-    ToolBackend,
-    ToolGuard,
-    build_server,
-)
+from benchmarks._mcp import ADMIN, admin_client, backend_of, call_tool
 from mcp_runtime.run_view import run_app_html
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.events import TERMINAL_EVENTS, RunEvent
 from runtime_core.lifecycle import DurableRetention, HotStateRetention, LifecycleSettings
-from runtime_core.pipeline import PipelineCatalog, PipelineLimits
+from runtime_core.pipeline import PipelineLimits
 
 T = TypeVar("T")
-ADMIN = Principal(name="bench-admin", user_id="bench", tenant_id="default", roles=("admin",))
 HYBRID = {"policies": ["retention.hybrid.default"], "triggers": {"completedSteps": 500}}
 STATUS_PAGE = 1_000
 
@@ -78,13 +67,6 @@ def layered(steps: int, layers: int) -> dict[str, Any]:
             before = [f"l{layer - 1:04d}s{j:05d}" for j in sorted({i, (i + 1) % width})] if layer else []
             body.append({"name": f"l{layer:04d}s{i:05d}", "stepKey": "test.noop", "dependsOn": before})
     return {"name": f"layered-{steps}", "config": {"retention": HYBRID}, "steps": body}
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    if result.is_error or result.structured_content is None:
-        raise RuntimeError(f"{tool} failed: {str(result.content)[:500]}")
-    return result.structured_content
 
 
 def _rss_mb() -> float:
@@ -114,9 +96,7 @@ async def _runtime(
     redis_url: str, data_dir: Path, limit: int
 ) -> AsyncIterator[tuple[Client, RuntimeServices]]:
     async with RuntimeServices(_settings(redis_url, data_dir, limit)) as services:
-        backend = ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
-        guard = ToolGuard(FixedPrincipal(ADMIN), Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY))
-        async with Client(build_server(backend, guard)) as client:
+        async with admin_client(services) as client:
             yield client, services
 
 
@@ -166,17 +146,19 @@ async def _one_run(
         services.run_events.listen(hear)
         await services.run_events.wait_subscribed()
         metrics = services.audit.metrics.registry
-        await stages.timed("validate", lambda: _call(client, "pipelines.validate", {"definition": pipeline}))
+        await stages.timed(
+            "validate", lambda: call_tool(client, "pipelines.validate", {"definition": pipeline})
+        )
         submitted = await stages.timed(
-            "submit", lambda: _call(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
+            "submit", lambda: call_tool(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
         )
         run_id = submitted["shared_run_id"]
-        await stages.timed("dispatch", lambda: _call(client, "queue.drain", {"max_count": 1}))
+        await stages.timed("dispatch", lambda: call_tool(client, "queue.drain", {"max_count": 1}))
         await stages.timed("execute", lambda: asyncio.wait_for(ended.wait(), timeout=3600))
         retention_s = metrics.get_sample_value("mcprt_retention_decision_seconds_sum") or 0.0
         stages.add("retention (its passes, within execute)", retention_s)
         status = await stages.timed(
-            "run.status first page", lambda: _call(client, "run.status", {"run_id": run_id})
+            "run.status first page", lambda: call_tool(client, "run.status", {"run_id": run_id})
         )
         execution_id = status["execution_id"]
         bytes_per_step = await _bytes(services, execution_id) / steps
@@ -196,7 +178,7 @@ async def _every_page(client: Client, run_id: str) -> int:
         arguments: dict[str, Any] = {"run_id": run_id, "steps_page_size": STATUS_PAGE}
         if cursor is not None:
             arguments["steps_cursor"] = cursor
-        answer = await _call(client, "run.status", arguments)
+        answer = await call_tool(client, "run.status", arguments)
         pages += 1
         cursor = answer.get("next_steps_cursor")
         if cursor is None:
@@ -204,8 +186,7 @@ async def _every_page(client: Client, run_id: str) -> int:
 
 
 async def _run_page(services: RuntimeServices, run_id: str) -> str:
-    backend = ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
-    reader = backend.run_view_reader()
+    reader = backend_of(services).run_view_reader()
     snapshot = ADMIN.snapshot("bench")
     graph = await reader.graph(run_id, snapshot)
     await reader.evidence(graph.run, snapshot)

@@ -23,42 +23,23 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from benchmarks._harness import RoundTripCounter, Row, counting_every_connection, percentile
-from mcp_runtime import (
-    DEFAULT_PIPELINES_DIR,
-    DEFAULT_RBAC_MODEL,
-    DEFAULT_RBAC_POLICY,
-    Authorizer,
-    FixedPrincipal,
-    Principal,
-    ToolBackend,
-    ToolGuard,
-    build_server,
-)
+from benchmarks._mcp import admin_client, call_tool
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlaneSettings
 from runtime_core.events import TERMINAL_EVENTS, RunEvent, RunEventType
 from runtime_core.hot_state import find_free_port
-from runtime_core.pipeline import PipelineCatalog
 
 ONE_STEP = {"name": "bench-one", "steps": [{"name": "only", "stepKey": "test.noop"}]}
 PARKING = {"name": "bench-park", "steps": [{"name": "approve", "stepKey": "human.approval"}]}
-ADMIN = Principal(name="bench-admin", user_id="bench", tenant_id="default", roles=("admin",))
 REPOSITORY = Path(__file__).resolve().parents[1]
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    if result.is_error or result.structured_content is None:
-        raise RuntimeError(f"{tool} failed: {result.content}")
-    return result.structured_content
 
 
 async def _one_run(client: Client, mode: str) -> tuple[float, float]:
     started = time.perf_counter()
-    run_id = (await _call(client, "submit", {"definition": ONE_STEP, "mode": mode}))["shared_run_id"]
+    run_id = (await call_tool(client, "submit", {"definition": ONE_STEP, "mode": mode}))["shared_run_id"]
     dispatched = None
     while True:
-        status = await _call(client, "run.status", {"run_id": run_id})
+        status = await call_tool(client, "run.status", {"run_id": run_id})
         if dispatched is None and status["local_run_id"]:
             dispatched = time.perf_counter() - started
         if status["done"]:
@@ -126,9 +107,7 @@ async def _in_memory_stack(
         redis_url, data_dir, background_pump=background_pump, max_concurrent_runs=max_concurrent_runs
     )
     async with RuntimeServices(settings) as services:
-        backend = ToolBackend.from_services(services, PipelineCatalog.from_directory(DEFAULT_PIPELINES_DIR))
-        guard = ToolGuard(FixedPrincipal(ADMIN), Authorizer(DEFAULT_RBAC_MODEL, DEFAULT_RBAC_POLICY))
-        async with Client(build_server(backend, guard)) as client:
+        async with admin_client(services) as client:
             yield client, services
 
 
@@ -202,14 +181,14 @@ async def _drain(
         services.run_events.listen(settled.hear)
         await services.run_events.wait_subscribed()
         for _ in range(runs):
-            await _call(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
+            await call_tool(client, "submit", {"definition": pipeline, "mode": "QueueFirst"})
         sends_before = RoundTripCounter.sends
         started = time.perf_counter()
         dispatched = drains = 0
         with counting_every_connection():
             while dispatched < runs:
                 settled.ended.clear()
-                drained = await _call(client, "queue.drain", {"max_count": runs})
+                drained = await call_tool(client, "queue.drain", {"max_count": runs})
                 dispatched, drains = dispatched + drained["dispatched"], drains + 1
                 if paced and dispatched < runs:
                     await asyncio.wait_for(settled.ended.wait(), timeout=600)
