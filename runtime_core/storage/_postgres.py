@@ -17,7 +17,6 @@ from typing import Any
 
 from psycopg.rows import DictRow
 
-from runtime_core.storage._models import DurableRecordKind
 from runtime_core.storage._postgres_migrate import migrate
 from runtime_core.storage._postgres_pool import PostgresPool
 from runtime_core.storage._postgres_schema import (
@@ -28,7 +27,7 @@ from runtime_core.storage._postgres_schema import (
     PostgresTable,
 )
 from runtime_core.storage._query import POSTGRES
-from runtime_core.storage._sql_store import Params, SqlDurableStore
+from runtime_core.storage._sql_store import Params, SqlDurableStore, purge_statements
 from runtime_core.storage._sql_tables import RecordTable
 
 _PURGE_SNAPSHOTS = """
@@ -62,16 +61,7 @@ class PostgresDurableStore(SqlDurableStore):
 
     _dialect = POSTGRES
     _tables = TABLES
-    _purge_statements = {
-        DurableRecordKind.LEDGER: (_oldest_rows("ledger", "row_id", "recorded_at"),),
-        DurableRecordKind.TRACE: (_oldest_rows("trace_spans", "trace_id, span_id", "end_ns"),),
-        DurableRecordKind.FORENSICS: (_oldest_rows("forensics", "row_id", "recorded_at"),),
-        DurableRecordKind.RUN_RECORDS: (
-            _oldest_rows("run_records", "shared_run_id", "ended_at"),
-            _oldest_rows("run_index_history", "row_id", "recorded_at"),
-            _oldest_rows("submitted_runs", "shared_run_id", "submitted_at"),
-        ),
-    }
+    _purge_statements = purge_statements(_oldest_rows, "trace_id, span_id")
 
     def __init__(self, pool: PostgresPool) -> None:
         self._db = pool

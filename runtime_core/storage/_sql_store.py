@@ -9,7 +9,7 @@ snapshots with their replay material. Must not open connections.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -50,6 +50,24 @@ _UPSERT_PROBE = """
 INSERT INTO health_probes (probe_id, written_at) VALUES (?, ?)
 ON CONFLICT (probe_id) DO UPDATE SET written_at = excluded.written_at
 """
+
+
+def purge_statements(
+    oldest_rows: Callable[[str, str, str], str], trace_row_key: str
+) -> dict[DurableRecordKind, tuple[str, ...]]:
+    """The statements of a purge per record kind but snapshots, in a backend's spelling:
+    `oldest_rows(table, row key, age column)` deletes a batch of a table's oldest rows (params:
+    cutoff, limit); `trace_row_key` names a trace span's row in that backend."""
+    return {
+        DurableRecordKind.LEDGER: (oldest_rows("ledger", "row_id", "recorded_at"),),
+        DurableRecordKind.TRACE: (oldest_rows("trace_spans", trace_row_key, "end_ns"),),
+        DurableRecordKind.FORENSICS: (oldest_rows("forensics", "row_id", "recorded_at"),),
+        DurableRecordKind.RUN_RECORDS: (
+            oldest_rows("run_records", "shared_run_id", "ended_at"),
+            oldest_rows("run_index_history", "row_id", "recorded_at"),
+            oldest_rows("submitted_runs", "shared_run_id", "submitted_at"),
+        ),
+    }
 
 
 class SqlDurableStore(SqlSchedules):

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from runtime_core.errors import StoreUnavailableError
-from runtime_core.storage._models import DurableRecordKind
 from runtime_core.storage._query import SQLITE
-from runtime_core.storage._sql_store import Params, SqlDurableStore
+from runtime_core.storage._sql_store import Params, SqlDurableStore, purge_statements
 from runtime_core.storage._sql_tables import RecordTable
 from runtime_core.storage._sqlite_commits import GroupCommit, Statements
 from runtime_core.storage._sqlite_schema import SCHEMA, TABLES
@@ -50,16 +49,7 @@ class SqliteDurableStore(SqlDurableStore):
 
     _dialect = SQLITE
     _tables = TABLES
-    _purge_statements = {
-        DurableRecordKind.LEDGER: (_oldest_rows("ledger", "row_id", "recorded_at"),),
-        DurableRecordKind.TRACE: (_oldest_rows("trace_spans", "rowid", "end_ns"),),
-        DurableRecordKind.FORENSICS: (_oldest_rows("forensics", "row_id", "recorded_at"),),
-        DurableRecordKind.RUN_RECORDS: (
-            _oldest_rows("run_records", "shared_run_id", "ended_at"),
-            _oldest_rows("run_index_history", "row_id", "recorded_at"),
-            _oldest_rows("submitted_runs", "shared_run_id", "submitted_at"),
-        ),
-    }
+    _purge_statements = purge_statements(_oldest_rows, "rowid")
 
     def __init__(self, path: Path, thread: SqliteThread) -> None:
         self._path = path
