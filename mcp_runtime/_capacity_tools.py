@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from mcp_runtime._capacity_outputs import CapacityListOutput, TenantCapacityInfo
 from mcp_runtime._inputs import CapacityListInput
-from mcp_runtime._outputs import CapacityListOutput, TenantCapacityInfo
 from mcp_runtime._registration import ToolCall, ToolSpec
 from runtime_core.control_plane import ControlPlane, TenantCapacityView
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
+from mcp_runtime._capacity_outputs import InstancesListOutput, RuntimeInstanceInfo
 from mcp_runtime._inputs import (
     CancelInput,
     DrainInput,
@@ -23,14 +24,7 @@ from mcp_runtime._inputs import (
     RunStatusInput,
     SubmitInput,
 )
-from mcp_runtime._outputs import (
-    CancelOutput,
-    DrainOutput,
-    InstancesListOutput,
-    RunStatusOutput,
-    RuntimeInstanceInfo,
-    SubmitOutput,
-)
+from mcp_runtime._outputs import CancelOutput, DrainOutput, RunStatusOutput, SubmitOutput
 from mcp_runtime._registration import ToolCall, ToolSpec
 from mcp_runtime._run_answers import run_status_output
 from mcp_runtime.notifications import RunProgress
