@@ -4,8 +4,9 @@
 -- empty token (DirectDispatch, no queue item) the run must still be Submitted. Earlier
 -- unsettled dispatch attempts of the item are forgotten: the run is recorded now.
 -- Sent again after its reply was lost (the connection failed after Redis ran it), it finds
--- its own recording and answers applied again, changing nothing: the item Dispatched by this
--- token (`dispatched_by`), or for a direct dispatch the run holding this local run id.
+-- its own recording and answers applied again, changing nothing: the run record dispatched by
+-- this token (`dispatch_attempt_id`: kept after the run finished and its item left the queue),
+-- or for a direct dispatch the run holding this local run id.
 -- Key layout: every key lives under the hash tag of the run's shared-queue partition
 -- ({squeue}, or {squeue:<k>} for partition k > 0): one slot, Cluster safe.
 -- KEYS[1] items       HASH  shared run id -> JSON item
@@ -28,10 +29,10 @@ local srun = ARGV[1]
 if redis.call('EXISTS', KEYS[3]) == 0 then return {-1, now} end
 local fields = cjson.decode(ARGV[3])
 if ARGV[2] ~= '' then
+  if redis.call('HGET', KEYS[3], 'dispatch_attempt_id') == ARGV[2] then return {1, now, 'resent'} end
   local raw = redis.call('HGET', KEYS[1], srun)
   if not raw then return {0, now, 'item_missing'} end
   local item = cjson.decode(raw)
-  if item.status == 'Dispatched' and item.dispatched_by == ARGV[2] then return {1, now, 'resent'} end
   if item.status ~= 'Claimed' or item.token ~= ARGV[2] then
     for _, attempt in ipairs(item.unsettled or {}) do
       if attempt == ARGV[2] then return {0, now, 'claim_lapsed'} end
@@ -39,13 +40,13 @@ if ARGV[2] ~= '' then
     return {0, now, 'claim_lost'}
   end
   item.status = 'Dispatched'
-  item.dispatched_by = ARGV[2]
   item.token = nil
   item.unsettled = nil
   item.lease_until_ms = nil
   item.dispatched_at_ms = now
   redis.call('HSET', KEYS[1], srun, cjson.encode(item))
   redis.call('ZREM', KEYS[2], srun)
+  redis.call('HSET', KEYS[3], 'dispatch_attempt_id', ARGV[2])
 else
   local status, local_run = unpack(redis.call('HMGET', KEYS[3], 'status', 'local_run_id'))
   if status ~= 'Submitted' then

@@ -39,7 +39,8 @@ for field, value in pairs(fields) do
 end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'resume_execution_id', ARGV[5]) end
 redis.call('HDEL', KEYS[1], 'local_run_id', 'assigned_runtime_instance_id', 'provider_name',
-  'dispatched_at_ms', 'reservation_expires_at_ms', 'pump_runtime_instance_id', 'pump_worker_id')
+  'dispatched_at_ms', 'reservation_expires_at_ms', 'pump_runtime_instance_id', 'pump_worker_id',
+  'dispatch_attempt_id')
 redis.call('HSET', KEYS[1], 'recovered_local_run_id', ARGV[3], 'recovered_from_runtime_instance_id',
   ARGV[2], 'updated_at_ms', now)
 redis.call('HINCRBY', KEYS[1], 'recovery_count', 1)

@@ -133,8 +133,16 @@ class DispatchRecording:
                 assigned_runtime_instance_id=accepted.runtime_instance_id,
                 **evidence,
             )
-        elif accepted.provider_name is not None:
-            await self._cancel_orphan(run, accepted, accepted.provider_name, marked)
+        else:
+            log.info(
+                "dispatch.not_recorded shared_run_id=%s local_run_id=%s detail=%s",
+                run.shared_run_id,
+                accepted.local_run_id,
+                marked.detail,
+                extra={"shared_run_id": run.shared_run_id, "local_run_id": accepted.local_run_id},
+            )
+            if accepted.provider_name is not None:
+                await self._cancel_orphan(run, accepted, accepted.provider_name, marked)
 
     async def _cancel_orphan(
         self, run: SharedRunRecord, accepted: AcceptedRun, provider_name: str, marked: QueueTransition

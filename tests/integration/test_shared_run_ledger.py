@@ -15,7 +15,7 @@ from runtime_core.errors import ConflictError, StoreUnavailableError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
-from runtime_core.queueing import QueueItemStatus, QueueTransition, SubmitMode
+from runtime_core.queueing import QueueItemStatus, QueueTransition, RetireOutcome, SubmitMode
 from tests.helpers import wait_until
 
 ONE_STEP = parse_pipeline({"name": "one", "steps": [{"name": "only", "stepKey": "test.noop"}]})
@@ -148,6 +148,64 @@ async def test_a_dispatch_whose_recording_outlived_the_claim_lease_is_journaled_
         assert events.count("shared_run.dispatched") == 1 and "shared_run.requeued" not in events
         assert item is not None and item.status is QueueItemStatus.DISPATCHED
         assert status.local_run_id is not None
+
+
+async def test_a_recording_answered_only_after_its_run_finished_and_left_the_queue_is_journaled_once(
+    redis_server: EmbeddedRedis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis recorded the run Dispatched, its reply was lost, and Redis answered the recording
+    sent again only once the instance had run the run to its end and it had left the queue (its
+    item gone): the resend must still find its own recording, so the dispatch is journaled once
+    (found by the data-centre suite: a control plane cut off from Redis mid-drain for longer
+    than one-step runs take left completed runs without their dispatch entry)."""
+    settings = RuntimeSettings(
+        redis_url=redis_server.url,
+        redis_prefix=f"led{secrets.token_hex(3)}:",
+        data_dir=tmp_path,
+        control_plane=ControlPlaneSettings(background_pump=False, claim_lease_ms=300),
+    )
+    async with RuntimeServices(settings) as services:
+        plane = services.control_plane
+        queue = plane.parts.queue
+        mark = queue.mark_dispatched
+        answering = asyncio.Event()
+        resent: list[QueueTransition] = []
+
+        async def answered_after_the_run_left(
+            shared_run_id: str, token: str, fields: dict[str, str]
+        ) -> QueueTransition:
+            if not answering.is_set():
+                await mark(shared_run_id, token, fields)  # applied every time; its reply lost
+                raise StoreUnavailableError("injected: Redis does not answer")
+            resent.append(await mark(shared_run_id, token, fields))
+            return resent[-1]
+
+        monkeypatch.setattr(queue, "mark_dispatched", answered_after_the_run_left)
+        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, ALICE)
+        with pytest.raises(StoreUnavailableError):
+            await plane.drain(5, ALICE)
+
+        async def completed() -> bool:
+            return (await plane.run_status(submitted.shared_run_id, ALICE)).local_status == "Completed"
+
+        await wait_until(completed, timeout=10)
+        status = await plane.run_status(submitted.shared_run_id, ALICE)
+        retired = await plane.parts.runs.retire(
+            submitted.shared_run_id, ALICE.tenant_id, status.local_run_id, 60_000
+        )
+        assert retired in (RetireOutcome.RETIRED, RetireOutcome.ALREADY_RETIRED)
+        assert await queue.item(submitted.shared_run_id) is None
+        answering.set()
+
+        async def journaled() -> bool:
+            entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
+            return any(entry.event == "shared_run.dispatched" for entry in entries)
+
+        await wait_until(journaled, timeout=10)
+        entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
+        dispatched = [entry for entry in entries if entry.event == "shared_run.dispatched"]
+        assert [(t.applied, t.detail) for t in resent] == [(True, "resent")]
+        assert len(dispatched) == 1 and dispatched[0].local_run_id == status.local_run_id
 
 
 async def test_cancelled_shared_run_is_in_the_ledger(services: RuntimeServices) -> None:
