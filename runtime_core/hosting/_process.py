@@ -6,15 +6,17 @@ control, metrics), resolve the control-plane id from the Redis discovery record 
 start without one), open the command endpoint and the metrics endpoint (`/metrics` on the
 HTTP command endpoint and/or a dedicated `--metrics-port`, with the capacity gauges of the
 hosted instances), start and self-register the child instances (they heartbeat registry +
-capacity themselves), then on SIGTERM / SIGINT (or when the parent process is gone) stop and
-unregister them with the identity resolved at start (never re-resolving discovery) and close
-the endpoints. Must not dispatch, admit or recover runs.
+capacity themselves), put the heap the process started with out of the garbage collector's way
+(`settle_started_heap`), then on SIGTERM / SIGINT (or when the parent process is gone) stop
+and unregister them with the identity resolved at start (never re-resolving discovery) and
+close the endpoints. Must not dispatch, admit or recover runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -52,6 +54,21 @@ _PARENT_CHECK_INTERVAL_S = 1.0
 # The default OpenTelemetry `service.name` of this process (OTEL_SERVICE_NAME overrides it).
 PROCESS_SERVICE_NAME = "mcp-runtime-instance"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# Container allocations between two young collections (CPython's default: 700). A wide run
+# allocates a few objects per step, and every young collection that promotes survivors brings
+# the next full one closer: at 700, a 9,000-step run on one process paid ~0.3 s of collections.
+YOUNG_COLLECTION_THRESHOLD = 10_000
+
+
+def settle_started_heap() -> None:
+    """Once started: the objects alive now (modules, pydantic schemas, the wired services:
+    ~166,000 of them) move out of the collector's reach (`gc.freeze`; refcounting still frees
+    them), and young collections run less often. A full collection then walks only what runs
+    allocated (~25 ms instead of ~70 ms), and a 9,000-step fan-out pays a few of them instead
+    of five or more (its owner's CPU: ~0.3 s less, a third of it in the terminal snapshot)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
 
 
 class RuntimeInstanceHost:
@@ -157,6 +174,7 @@ async def run_runtime_instance_process(
         async with EngineServices(settings) as services:
             host = RuntimeInstanceHost(options, services)
             await host.start()
+            settle_started_heap()
             try:
                 await _wait_for_stop(stop, options.parent_pid)
             finally:
