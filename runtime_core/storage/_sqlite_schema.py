@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from functools import cached_property
 from typing import Any
+
+from pydantic import TypeAdapter
 
 from runtime_core.storage._codec import sortable_timestamp
 from runtime_core.storage._sql_tables import RecordT, RecordTable, record_tables
@@ -202,17 +205,23 @@ class SqliteTable(RecordTable[RecordT]):
     def replace_sql(self, key: str) -> str:
         return f"INSERT OR REPLACE INTO {self._into_values()}"
 
+    @cached_property
+    def _json_adapters(self) -> dict[str, TypeAdapter[Any]]:
+        """Each JSON column's field type, which writes its value straight to JSON text."""
+        return {c: TypeAdapter(self.model.model_fields[c].annotation) for c in self.json_columns}
+
     def to_row(self, record: RecordT) -> dict[str, Any]:
-        plain = record.model_dump(mode="json")
+        # JSON columns are not dumped to plain values first: a 9,000-step terminal snapshot's
+        # plain copy cost ~30 ms (and its garbage) before json.dumps walked it again.
+        plain = record.model_dump(mode="json", exclude=self.json_columns)
         row: dict[str, Any] = {}
         for column in self.columns:
+            adapter = self._json_adapters.get(column)
+            if adapter is not None:
+                row[column] = adapter.dump_json(getattr(record, column)).decode()
+                continue
             value = getattr(record, column)
-            if column in self.json_columns:
-                row[column] = json.dumps(plain[column])
-            elif isinstance(value, datetime):
-                row[column] = sortable_timestamp(value)
-            else:
-                row[column] = plain[column]
+            row[column] = sortable_timestamp(value) if isinstance(value, datetime) else plain[column]
         return row
 
     def from_row(self, row: sqlite3.Row) -> RecordT:
