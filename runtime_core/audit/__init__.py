@@ -12,7 +12,7 @@ from runtime_core.audit._checkpoints import ExecutionCheckpoints, ExecutionHeade
 from runtime_core.audit._document import (
     ExecutionDocument,
     StepDocument,
-    document_from_view,
+    document_json,
     view_from_document,
 )
 from runtime_core.audit._fingerprints import fingerprint_view, resolve_view, stored_results
@@ -36,7 +36,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "SnapshotWriter",
     "ExecutionDocument",
     "StepDocument",
-    "document_from_view",
+    "document_json",
     "view_from_document",
     "fingerprint_view",
     "resolve_view",

@@ -2,19 +2,19 @@
 
 Owns `ExecutionDocument` / `StepDocument` (plain JSON: no claim tokens, leases, owners or
 claim sequence; results in their stored form, inline or payload ref) and the two
-conversions view -> document -> view. Must not read any store.
+conversions: view -> document (as the JSON snapshots store) and document -> view. Must not
+read any store.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime_core.dag import ExecutionMeta, ExecutionView, StepView
 from runtime_core.identity import ExecutionContextSnapshot
-from runtime_core.pipeline import PipelineDefinition, parse_pipeline
+from runtime_core.pipeline import parse_pipeline
 from runtime_core.retention import tenant_of
 from runtime_core.steps import canonical_json
 
@@ -88,45 +88,44 @@ def user_attributes(meta: ExecutionMeta) -> dict[str, str]:
     return {k: str(v) for k, v in meta.attributes.items() if k not in CORE_META_FIELDS}
 
 
-def document_from_view(view: ExecutionView, stored_results: dict[str, Any]) -> ExecutionDocument:
-    """Normalize a view; `stored_results` holds each step's stored form (see resolve helpers)."""
+def document_json(view: ExecutionView, stored_results: dict[str, Any]) -> dict[str, Any]:
+    """The ExecutionDocument of a view, normalized, as the JSON a terminal snapshot stores
+    (`ExecutionDocument.model_validate` reads it back); `stored_results` holds each step's
+    stored form (see resolve helpers). Built as plain JSON from the view's typed fields, not
+    as models dumped afterwards: 9,000 step models and their dump cost ~50 ms at the end of a
+    wide run, on its critical path."""
     meta = view.meta
-    return ExecutionDocument(
-        execution_id=meta.execution_id,
-        tenant_id=tenant_of(meta.snapshot),
-        pipeline=json.loads(meta.pipeline.to_json()),
-        state=meta.state,
-        context=meta.snapshot.model_dump(mode="json") if meta.snapshot is not None else None,
-        status=meta.status,
-        created_at_ms=meta.created_at_ms,
-        finalized_at_ms=meta.finalized_at_ms,
-        attributes=user_attributes(meta),
-        control_status=view.control_status,
-        # Built from the view's own typed fields: not validated again (9,000 step models
-        # cost ~0.15 s at the end of a wide run, on its critical path).
-        steps=[
-            StepDocument.model_construct(
-                name=step.name,
-                step_key=step.step_key,
-                status=step.status,
-                retry_count=step.retry_count,
-                recovery_count=step.recovery_count,
-                result=stored_results.get(step.name, step.result),
-                error=step.error,
-            )
+    return {
+        "execution_id": meta.execution_id,
+        "tenant_id": tenant_of(meta.snapshot),
+        "pipeline": meta.pipeline.model_dump(mode="json", by_alias=True),
+        "state": meta.state,
+        "context": meta.snapshot.model_dump(mode="json") if meta.snapshot is not None else None,
+        "status": meta.status,
+        "created_at_ms": meta.created_at_ms,
+        "finalized_at_ms": meta.finalized_at_ms,
+        "attributes": user_attributes(meta),
+        "control_status": view.control_status,
+        "steps": [
+            {
+                "name": step.name,
+                "step_key": step.step_key,
+                "status": step.status,
+                "retry_count": step.retry_count,
+                "recovery_count": step.recovery_count,
+                "result": stored_results.get(step.name, step.result),
+                "error": step.error,
+            }
             for step in view.steps
         ],
-    )
+    }
 
 
-def view_from_document(
-    document: ExecutionDocument, pipeline: PipelineDefinition | None = None
-) -> ExecutionView:
-    """The (unresolved) view a document describes; no step is owned. `pipeline`: the parsed
-    form of `document.pipeline` when the caller has it (it made the document)."""
+def view_from_document(document: ExecutionDocument) -> ExecutionView:
+    """The (unresolved) view a document describes; no step is owned."""
     meta = ExecutionMeta(
         execution_id=document.execution_id,
-        pipeline=pipeline or parse_pipeline(document.pipeline),
+        pipeline=parse_pipeline(document.pipeline),
         state=document.state,
         snapshot=document.context_snapshot(),
         status=document.status,

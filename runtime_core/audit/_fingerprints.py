@@ -20,10 +20,14 @@ async def stored_results(view: ExecutionView, resolver: PayloadResolver) -> dict
     return await resolver.stored_forms(view.meta.execution_id, hot, tenant_of(view.meta.snapshot))
 
 
-async def resolve_view(view: ExecutionView, resolver: PayloadResolver) -> ExecutionView:
-    """The same view with every Completed result rehydrated (ResolverError when impossible)."""
+async def resolve_view(
+    view: ExecutionView, resolver: PayloadResolver, stored: dict[str, Any] | None = None
+) -> ExecutionView:
+    """The same view with every Completed result rehydrated (ResolverError when impossible);
+    `stored`: the view's `stored_results`, when the caller has them."""
     execution_id, tenant_id = view.meta.execution_id, tenant_of(view.meta.snapshot)
-    stored = await stored_results(view, resolver)
+    if stored is None:
+        stored = await stored_results(view, resolver)
     resolved = {
         name: await resolver.resolve_stored(execution_id, name, value, tenant_id)
         for name, value in stored.items()
@@ -34,9 +38,12 @@ async def resolve_view(view: ExecutionView, resolver: PayloadResolver) -> Execut
     return ExecutionView(view.meta, steps, view.control_status)
 
 
-async def fingerprint_view(view: ExecutionView, resolver: PayloadResolver) -> str:
-    """`execution_fingerprint` of the resolved view: use it for live views and snapshot views."""
-    return execution_fingerprint(await resolve_view(view, resolver))
+async def fingerprint_view(
+    view: ExecutionView, resolver: PayloadResolver, stored: dict[str, Any] | None = None
+) -> str:
+    """`execution_fingerprint` of the resolved view: use it for live views and snapshot views
+    (`stored`: as for `resolve_view`)."""
+    return execution_fingerprint(await resolve_view(view, resolver, stored))
 
 
 def _with_result(step: StepView, result: Any) -> StepView:

@@ -1,9 +1,9 @@
 """SnapshotWriter: the execution header at creation and the terminal snapshot at finalization.
 
 Owns reading the terminal view, normalizing it into an ExecutionDocument (stored result
-forms, no claims/leases/owners), fingerprinting that document's resolved view (the same
-function live state is fingerprinted with) and writing the TerminalSnapshot once. Must
-never raise into the engine: `write_snapshot` can be called again explicitly.
+forms, no claims/leases/owners), fingerprinting the view that document describes, resolved
+(the same function live state is fingerprinted with), and writing the TerminalSnapshot
+once. Must never raise into the engine: `write_snapshot` can be called again explicitly.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from runtime_core.audit._checkpoints import ExecutionCheckpoints
-from runtime_core.audit._document import document_from_view, view_from_document
+from runtime_core.audit._document import document_json
 from runtime_core.audit._fingerprints import fingerprint_view, stored_results
 from runtime_core.audit._metrics import RuntimeMetrics
 from runtime_core.dag import DagStore, EngineEvent, ExecutionStatus, ExecutionView
@@ -61,19 +61,18 @@ class SnapshotWriter:
         view = view or await self.dag_store.read_execution(execution_id)
         if view is None or not ExecutionStatus(view.meta.status).is_terminal:
             return None
-        document = document_from_view(view, await stored_results(view, self.resolver))
+        stored = await stored_results(view, self.resolver)
         snapshot = TerminalSnapshot(
             execution_id=execution_id,
             tenant_id=tenant_of(view.meta.snapshot),
             pipeline_name=view.meta.pipeline.name,
             pipeline_version=view.meta.pipeline.version,
             status=view.meta.status,
-            snapshot=document.model_dump(mode="json"),
-            # The document's pipeline is the view's, written out: not parsed back (a 9,000-step
-            # one costs a few hundred ms at the end of its run).
-            fingerprint=await fingerprint_view(
-                view_from_document(document, view.meta.pipeline), self.resolver
-            ),
+            snapshot=document_json(view, stored),
+            # The view the document describes is this view with the stored results it holds:
+            # fingerprinted as it is, not rebuilt from the document (9,000 step views, and
+            # their stored forms looked up again, at the end of a wide run).
+            fingerprint=await fingerprint_view(view, self.resolver, stored),
         )
         if not await self.store.put_snapshot(snapshot):
             return await self.store.get_snapshot(execution_id, snapshot.tenant_id)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime_core.audit import ReplaySource, fingerprint_view
+from runtime_core.audit import ExecutionDocument, ReplaySource, fingerprint_view
 from runtime_core.dag import StepStatus
 from runtime_core.errors import NotFoundError
 from runtime_core.hot_state import HotState
@@ -85,6 +85,8 @@ async def test_terminal_snapshot_is_written_once_normalized_with_the_live_finger
     snapshot = await durable.get_snapshot(execution_id, TENANT_A.tenant_id)
     assert snapshot is not None and snapshot.status == "Completed"
     assert snapshot.fingerprint == await live_fingerprint(rig, execution_id)
+    # The document is written as plain JSON: exactly what its model reads back and dumps.
+    assert ExecutionDocument.model_validate(snapshot.snapshot).model_dump(mode="json") == snapshot.snapshot
     text = snapshot.model_dump_json()
     assert "token" not in text and "owned" not in text and "claim_seq" not in text
     assert (await rig.audit.snapshots.write_snapshot(execution_id)) == snapshot
