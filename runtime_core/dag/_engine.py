@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import secrets
 from typing import Any
 
 from runtime_core.concurrency import ConcurrencyGate, parallelism_limit
@@ -156,7 +155,7 @@ class DagEngine:
             gates = self._gates(pipeline, execution_id)
             if not gates.active:  # a gated step is claimed only once its gates admit it
                 # One step: a worker's first claim (its ClaimSizer measured nothing yet).
-                first_claim = FirstClaim(1, self.settings.lease_ms, secrets.token_hex(8))
+                first_claim = FirstClaim.for_creation(execution_id, 1, self.settings.lease_ms)
                 permit = await self.worker_permits.acquire() if self.worker_permits else None
         try:
             created, first = await self.store.create_claiming(

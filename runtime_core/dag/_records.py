@@ -7,6 +7,7 @@ Must not touch Redis nor know any script's KEYS/ARGV order (`DagStore` does).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
@@ -112,6 +113,15 @@ class FirstClaim:
     max_claim: int
     lease_ms: int
     token_prefix: str
+
+    @classmethod
+    def for_creation(cls, execution_id: str, max_claim: int, lease_ms: int) -> FirstClaim:
+        """The claim of the creation of `execution_id`: its tokens' prefix is derived from the
+        ExecutionId, so the creation sent again after its reply was lost gets back the claims it
+        made instead of leaving them to lapse (only that creation claims with this prefix: the
+        DAG is created once, and later claims use their workers' random prefixes)."""
+        digest = hashlib.blake2b(execution_id.encode(), digest_size=8).hexdigest()
+        return cls(max_claim, lease_ms, f"c{digest}")
 
 
 @dataclass(frozen=True)

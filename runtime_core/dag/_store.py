@@ -90,9 +90,9 @@ class DagStore(ExecutionReads):
         """`create_execution`, claiming up to `first_claim.max_claim` of the new execution's
         claimable steps in the same call (as `advance` would claim them next, for the caller's
         workers: `owner` must be the execution's owner). The claims come back as the
-        `AdvanceResult` of that claim; None when nothing was asked or the DAG already existed
-        (a creation whose reply was lost and was retried: its claims' leases lapse and the
-        execution's workers recover them as stale)."""
+        `AdvanceResult` of that claim; None when nothing was asked or the DAG already existed.
+        A creation sent again after its reply was lost (the same `first_claim`, see
+        `FirstClaim.for_creation`) gets back the metadata and the claims it made."""
         k = self.keys(execution_id)
         children: dict[str, list[str]] = {step.name: [] for step in pipeline.steps}
         for step in pipeline.steps:
@@ -126,11 +126,14 @@ class DagStore(ExecutionReads):
                 f"Execution '{execution_id}' was given up by recovery ({reply[2]}) and cannot be created.",
                 hint="Its run was dispatched again under a new ExecutionId; nothing to do.",
             )
-        if int(reply[0]) != 1:
+        if int(reply[0]) == 0:
             return None, None
         remember_stored_pipeline(meta["pipeline"], pipeline)  # read back at its end, in this process
-        created_at_ms = int(reply[1])
         first = self._first_claims(execution_id, reply) if first_claim is not None else None
+        if int(reply[0]) == 2:  # created by this very call, whose reply was lost
+            created = await self.load_meta(execution_id)
+            return (created, first) if created is not None else (None, None)
+        created_at_ms = int(reply[1])
         stored = {
             **meta,
             "status": "Running",

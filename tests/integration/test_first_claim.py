@@ -7,16 +7,19 @@ the run does not follow."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 import pytest
 
-from runtime_core.dag import DagEngine, DagStore, EngineSettings, FirstClaim, StepStatus, WorkerPermits
+from runtime_core.dag import DagEngine, DagStore, EngineSettings, FirstClaim, WorkerPermits
+from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import HotState
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import parse_pipeline
 from runtime_core.policy import RetryEngine
 from runtime_core.steps import default_executor_registry
 from tests.helpers import command_calls, fan_out_pipeline
+from tests.integration.control_support import RecordingObserver
 
 pytestmark = pytest.mark.redis_kinds("single", "cluster")
 
@@ -79,15 +82,79 @@ async def test_the_creation_claims_what_advance_would_claim_and_only_once(hot_st
     expected = {"a": "Running", "b": "Ready", "c": "Ready", "join": "Pending"}
     assert await _statuses(store, execution_id) == expected
     assert created == await store.load_meta(execution_id)  # the metadata as stored, claim sequence too
-    # Created once: a second creation (a retried one) claims nothing and changes nothing.
-    assert await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT, None, first) == (None, None)
-    assert (await _statuses(store, execution_id))["b"] == StepStatus.READY
+    # Created once: another creation claims nothing and changes nothing.
+    other = FirstClaim(max_claim=1, lease_ms=60_000, token_prefix="other")
+    assert await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT, None, other) == (None, None)
+    assert await _statuses(store, execution_id) == expected
     # The claim is a real one: its token completes the step, and the next claims go on from there.
     completed = await store.advance(
         execution_id, [(claim, {"ok": 1})], max_claim=2, lease_ms=60_000, token_prefix="next"
     )
     assert completed.completed[0].outcome.name == "APPLIED"
     assert sorted(c.step_name for c in completed.claims.claims) == ["b", "c"]
+
+
+async def test_a_creation_sent_again_after_its_reply_was_lost_gets_back_its_claims(
+    hot_state: HotState,
+) -> None:
+    """The same creation again (its reply was lost): the metadata and the claims it made come
+    back, leases renewed, and nothing else changes; a plain creation without a claim learns
+    only that the DAG exists."""
+    store = DagStore(hot_state)
+    execution_id = f"exec_{secrets.token_hex(8)}"
+    first = FirstClaim.for_creation(execution_id, max_claim=2, lease_ms=60_000)
+    created, advanced = await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT, None, first)
+    assert created is not None and advanced is not None
+    statuses = await _statuses(store, execution_id)
+
+    again, resent = await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT, None, first)
+
+    assert again == created and resent is not None
+
+    def held(result: Any) -> list[tuple[str, str, int, dict[str, object]]]:
+        return sorted(
+            (c.step_name, c.token, c.retry_count, c.dependency_results) for c in result.claims.claims
+        )
+
+    assert held(resent) == held(advanced)
+    assert resent.backlog == advanced.backlog == 1
+    assert await _statuses(store, execution_id) == statuses
+    assert await store.create_claiming(execution_id, ROOTS, {}, SNAPSHOT) == (None, None)
+
+
+async def test_a_run_whose_creation_reply_was_lost_runs_its_first_step_once_without_waiting_for_the_lease(
+    hot_state: HotState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Created, reply lost, created again (as a local run retries its creation while Redis
+    does not answer): the engine gets the first claim back with its worker permit, announces
+    the execution once, and the step runs once, never recovered as a stale claim."""
+    engine = _engine(hot_state)
+    engine.worker_permits = permits = WorkerPermits(1)
+    engine.observer = observer = RecordingObserver()
+    create = engine.store.create_claiming
+    lost: list[bool] = []
+
+    async def reply_lost_once(*args: object, **kwargs: object) -> object:
+        reply = await create(*args, **kwargs)  # type: ignore[arg-type]
+        if not lost:
+            lost.append(True)
+            raise StoreUnavailableError("injected: the connection failed before the reply arrived")
+        return reply
+
+    monkeypatch.setattr(engine.store, "create_claiming", reply_lost_once)
+    execution_id = f"exec_{secrets.token_hex(8)}"
+    with pytest.raises(StoreUnavailableError):
+        await engine.create_execution(ONE_STEP, {}, SNAPSHOT, execution_id=execution_id, claim_first=True)
+    assert permits.free == 1  # the failed call gave its permit back
+    await engine.create_execution(ONE_STEP, {}, SNAPSHOT, execution_id=execution_id, claim_first=True)
+
+    assert await engine.run(execution_id, workers=1) == "Completed"
+    view = await engine.store.read_execution(execution_id)
+    assert view is not None
+    [step] = view.steps
+    assert (step.status, step.retry_count, step.recovery_count) == ("Completed", 0, 0)
+    assert [e.execution_id for e in observer.named("execution.created")] == [execution_id]
+    assert permits.free == 1
 
 
 async def test_a_one_step_run_created_with_its_claim_takes_two_scripted_calls(hot_state: HotState) -> None:
