@@ -1,10 +1,11 @@
 """SqliteDurableStore: the embedded default backend, one SQLite file in WAL mode.
 
 Owns the pragmas that let several processes on one machine share the file (WAL +
-busy_timeout), how statements run on its one connection (reads one call each on the
+busy_timeout), how statements run on its connections (reads one call each on the
 connection's thread, SqliteThread; writes through GroupCommit, which commits the writes queued
 while a transaction is in flight together, in one IMMEDIATE transaction a cancelled caller
-cannot interrupt) and its purge statements; the queries are SqlDurableStore's. Logs no
+cannot interrupt: on the event loop's own write connection when the file is free, else on
+the thread's) and its purge statements; the queries are SqlDurableStore's. Logs no
 statement or parameter (tenant ids, run ids, payload bodies). Must not know about Redis, queues
 or executions beyond the rows it is handed.
 """
@@ -41,6 +42,19 @@ def _oldest_rows(table: str, row_key: str, age_column: str) -> str:
     )
 
 
+def _connect_at_once(path: Path) -> sqlite3.Connection:
+    """The event loop's write connection (used only there): it never waits for a lock (busy
+    timeout 0) and never checkpoints the WAL, so a commit on it never blocks the loop."""
+    connection = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA wal_autocheckpoint = 0")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
 _EXECUTION_REPLAY_MATERIAL = ("payloads", "archived_steps", "snapshots")
 
 
@@ -51,10 +65,10 @@ class SqliteDurableStore(SqlDurableStore):
     _tables = TABLES
     _purge_statements = purge_statements(_oldest_rows, "rowid")
 
-    def __init__(self, path: Path, thread: SqliteThread) -> None:
+    def __init__(self, path: Path, thread: SqliteThread, at_once: sqlite3.Connection) -> None:
         self._path = path
         self._thread = thread
-        self._writes = GroupCommit(thread)
+        self._writes = GroupCommit(thread, at_once)
         self._closed = False
 
     @classmethod
@@ -72,7 +86,12 @@ class SqliteDurableStore(SqlDurableStore):
             thread = await SqliteThread.open(path, prepare)
         except (OSError, sqlite3.Error) as exc:
             raise _unavailable(path, exc) from exc
-        return cls(path, thread)
+        try:
+            at_once = _connect_at_once(path)
+        except sqlite3.Error as exc:
+            await thread.close()
+            raise _unavailable(path, exc) from exc
+        return cls(path, thread, at_once)
 
     @property
     def path(self) -> Path:
@@ -133,4 +152,5 @@ class SqliteDurableStore(SqlDurableStore):
         if not self._closed:
             self._closed = True
             await self._writes.drain()  # writes whose callers were cancelled still land
+            self._writes.close()
             await self._thread.close()

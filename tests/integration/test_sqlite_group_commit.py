@@ -25,6 +25,7 @@ from runtime_core.storage import (
     TerminalSnapshot,
     TraceSpan,
 )
+from runtime_core.storage._sqlite_commits import CHECKPOINT_EVERY
 
 TENANT = "tenant-a"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -202,3 +203,16 @@ async def test_closing_commits_the_writes_of_cancelled_callers_first(tmp_path: P
         assert await _events(reopened) == {f"w{i}": BATCH for i in range(5)}
     finally:
         await reopened.close()
+
+
+async def test_writes_committed_without_waiting_keep_the_wal_checkpointed(store: SqliteDurableStore) -> None:
+    wal = store.path.with_name(f"{store.path.name}-wal")
+    sizes = []
+    for rounds in range(3):
+        for i in range(CHECKPOINT_EVERY):
+            await store.put_payload(f"pl_{rounds}_{i}", TENANT, "exec_1", "s", b"x" * 4096, "text/plain")
+        sizes.append(wal.stat().st_size)
+    # Uncontended, every write committed on the loop's connection, which never checkpoints: the
+    # thread's connection did, so the log was restarted instead of growing with every write.
+    assert sizes[2] < 1.5 * sizes[0]
+    assert await store.get_payload(f"pl_2_{CHECKPOINT_EVERY - 1}", TENANT) == b"x" * 4096
