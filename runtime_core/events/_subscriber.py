@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.events._keys import RunEventKeys
 from runtime_core.events._models import RunEvent, RunEventType
-from runtime_core.hot_state import HotState
+from runtime_core.hot_state import REPLY_DEADLINE_S, HotState
 
 log = logging.getLogger("runtime_core.events")
 
@@ -152,7 +152,8 @@ class RunEventSubscriber:
         await self.hot_state.ping()  # a cluster client learns its slots from its first command
         pubsub = self._pubsub = self.hot_state.redis.pubsub()
         try:
-            await pubsub.subscribe(self.keys.channel, self.keys.capacity_channel)
+            async with asyncio.timeout(REPLY_DEADLINE_S):  # its socket has no reply timeout of its own
+                await pubsub.subscribe(self.keys.channel, self.keys.capacity_channel)
             self.subscribed.set()
             self._announce_gap()
             while True:

@@ -23,7 +23,7 @@ from runtime_core.hot_state._embedded import (
     find_redis_server,
 )
 from runtime_core.hot_state._epoch import dataset_epoch, epoch_key
-from runtime_core.hot_state._guard import GuardedRedis, reply_error, store_unavailable
+from runtime_core.hot_state._guard import REPLY_DEADLINE_S, GuardedRedis, reply_error, store_unavailable
 from runtime_core.hot_state._retry import (
     DEFAULT_STORE_RETRY,
     StoreOutage,
@@ -46,6 +46,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "read_outcome",
     # Outages
     "GuardedRedis",
+    "REPLY_DEADLINE_S",
     "store_unavailable",
     "reply_error",
     "StoreOutage",

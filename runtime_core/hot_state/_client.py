@@ -94,11 +94,12 @@ def default_partitions(redis: Redis | RedisCluster) -> int:
 
 DEFAULT_MAX_CONNECTIONS = 64
 # Bounded waits, so a call against a dead or hung Redis fails with StoreUnavailableError
-# instead of hanging: connect, per-reply read, and waiting for a free pooled connection.
+# instead of hanging: connect, waiting for a free pooled connection, and each guarded call
+# (REPLY_DEADLINE_S, see `guarded_call`: one deadline per call, not a timer per reply read).
 DEFAULT_POOL_SETTINGS: dict[str, Any] = {
     "timeout": 10,
     "socket_connect_timeout": 3,
-    "socket_timeout": 10,
+    "socket_timeout": None,
     "health_check_interval": 15,
 }
 

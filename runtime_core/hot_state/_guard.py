@@ -1,12 +1,14 @@
 """The one place where a Redis connection failure becomes a typed `StoreUnavailableError`.
 
 Owns `GuardedRedis` (a redis.asyncio client whose commands, EVALSHA script calls and
-pipelines raise `StoreUnavailableError` instead of redis-py connection / timeout errors) and
-the error it raises. A cancellation redis-py swallowed (a command that returns, or fails as
-a timeout, after its task was cancelled: redis-py issue #2028) is raised again, so a task
-cancelled mid-command stops instead of looping on. Must not retry: callers decide whether
-to back off (workers, pumps, heartbeats) or to answer the error at once (one-shot
-operations).
+pipelines raise `StoreUnavailableError` instead of redis-py connection / timeout errors), the
+error it raises, and the one deadline each guarded call has (REPLY_DEADLINE_S, its whole
+pipeline included: the client's sockets have no per-reply timeout, whose timer per reply cost a
+pipeline of many commands more than its parsing). A cancellation redis-py swallowed (a
+command that returns, or fails as a timeout, after its task was cancelled: redis-py issue
+#2028) is raised again, so a task cancelled mid-command stops instead of looping on. Must not
+retry: callers decide whether to back off (workers, pumps, heartbeats) or to answer the error
+at once (one-shot operations).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     SlotNotCoveredError,
     TryAgainError,
 )
+REPLY_DEADLINE_S = 10.0
+"""How long one guarded call (a command, a script call, a whole pipeline) may wait for Redis."""
 # How redis-py's cluster client says it could not reach any startup node.
 _NO_CLUSTER_NODE_REACHABLE = "cannot be connected"
 
@@ -69,10 +73,12 @@ async def guarded_call(
     operation: str,
     call: Callable[[], Awaitable[_T]],
 ) -> _T:
-    """Await `call`; an outage becomes `StoreUnavailableError`, a swallowed cancellation is re-raised."""
+    """Await `call` (at most REPLY_DEADLINE_S: a hung Redis is an outage); an outage becomes
+    `StoreUnavailableError`, a swallowed cancellation is re-raised."""
     cancels = _current_cancels()
     try:
-        reply = await call()
+        async with asyncio.timeout(REPLY_DEADLINE_S):
+            reply = await call()
     except Exception as exc:
         if not is_outage(exc):
             raise
