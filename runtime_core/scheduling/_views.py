@@ -1,6 +1,7 @@
 """What callers see of a schedule: `ScheduleView`, built from the durable record and the clock,
-or the UnreadableSchedule a stored schedule is when its spec no longer validates; a page of a
-tenant's schedules (`ScheduleListing`). Must not read the store."""
+or the UnreadableSchedule a stored schedule is when what it fires with (its spec, pipeline or
+creator's snapshot) no longer validates; a page of a tenant's schedules (`ScheduleListing`).
+Must not read the store."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime_core.errors import error_description
+from runtime_core.identity import ExecutionContextSnapshot
+from runtime_core.pipeline import PipelineDefinition
 from runtime_core.scheduling._spec import ScheduleSpec
 from runtime_core.scheduling._timing import floor_ms, tick_clock, utc_at
 from runtime_core.storage import ScheduleRecord, UnreadableSchedule
@@ -67,9 +70,11 @@ class ScheduleView(BaseModel):
 
 
 def view_of(record: ScheduleRecord, now_ms: int) -> ScheduleView | UnreadableSchedule:
-    """The record's view, or UnreadableSchedule when its stored spec does not validate (its
-    description names fields, never the stored values)."""
+    """The record's view, or UnreadableSchedule when its stored spec, pipeline or snapshot does
+    not validate, so it could not fire (its description names fields, never the stored values)."""
     try:
+        PipelineDefinition.model_validate(record.pipeline)
+        ExecutionContextSnapshot.model_validate(record.snapshot)
         return ScheduleView.of(record, now_ms)
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError of the stored spec
         return UnreadableSchedule(record.schedule_id, error_description(exc), record.name)

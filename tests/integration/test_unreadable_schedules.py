@@ -1,6 +1,6 @@
 """A stored schedule that no longer reads, through the `schedules.*` tools of a real MCP client
 session (a real runtime: test redis-server, SQLite store): a row damaged behind the store's
-back, and a row whose stored spec this release refuses. The tenant's other schedules still
+back, and rows whose stored spec or pipeline this release refuses. The tenant's other schedules still
 list; the unreadable ones are listed apart, by id and name, with what is wrong (never the
 stored values) and what to do; reading, pausing, resuming or triggering one is a coded error
 that changes nothing; deleting it works, for its own tenant only."""
@@ -51,6 +51,13 @@ def _break_spec(path: Path, schedule_id: str) -> None:
         db.execute("UPDATE schedules SET spec = ? WHERE schedule_id = ?", (spec, schedule_id))
 
 
+def _break_pipeline(path: Path, schedule_id: str) -> None:
+    """A stored pipeline this release refuses (its steps not a list), as another release wrote it."""
+    pipeline = json.dumps({"name": "rag-final-test", "steps": {"only": SECRET}})
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE schedules SET pipeline = ? WHERE schedule_id = ?", (pipeline, schedule_id))
+
+
 async def test_unreadable_schedules_are_listed_apart_refused_without_change_and_deletable_by_their_tenant(
     rig: tuple[Any, HoldExecutor],
 ) -> None:
@@ -64,30 +71,33 @@ async def test_unreadable_schedules_are_listed_apart_refused_without_change_and_
         held_session(server_for(tool_backend(services), intruder)) as foreign,
     ):
         ids = {}
-        for name in ("a-fine", "b-damaged", "c-refused-spec"):
+        for name in ("a-fine", "b-damaged", "c-refused-spec", "d-refused-pipeline"):
             created = await ok(client, "schedules.create", {"name": name, **YEARLY})
             ids[name] = created["schedule"]["schedule_id"]
-        damaged, refused = ids["b-damaged"], ids["c-refused-spec"]
+        damaged, refused, unfit = ids["b-damaged"], ids["c-refused-spec"], ids["d-refused-pipeline"]
         await sqlite_schedule_damage(store.path)(damaged, json.dumps([SECRET]))
         _break_spec(store.path, refused)
+        _break_pipeline(store.path, unfit)
 
         listed = await ok(client, "schedules.list", {})
         assert [s["name"] for s in listed["schedules"]] == ["a-fine"]
         assert [(u["schedule_id"], u["name"]) for u in listed["unreadable"]] == [
             (damaged, "b-damaged"),
             (refused, "c-refused-spec"),
+            (unfit, "d-refused-pipeline"),
         ]
         assert "input" in listed["unreadable"][0]["problem"]
         assert "timezone" in listed["unreadable"][1]["problem"]
+        assert "steps" in listed["unreadable"][2]["problem"]
         assert all("schedules.delete" in u["next_step"] for u in listed["unreadable"])
         assert listed["next_after_name"] is None
         page = await ok(client, "schedules.list", {"limit": 2})  # the damaged row counts in the page
         assert ([s["name"] for s in page["schedules"]], page["next_after_name"]) == (["a-fine"], "b-damaged")
 
-        rows_before = {sid: _stored_row(store.path, sid) for sid in (damaged, refused)}
+        rows_before = {sid: _stored_row(store.path, sid) for sid in (damaged, refused, unfit)}
         refusals: list[str] = []
         for tool in ("schedules.get", "schedules.pause", "schedules.resume", "schedules.trigger"):
-            for schedule_id in (damaged, refused):
+            for schedule_id in (damaged, refused, unfit):
                 result = await call_tool(client, tool, {"schedule_id": schedule_id})
                 assert result.is_error and error_code(result) == "record_unreadable", (
                     tool,
@@ -102,10 +112,11 @@ async def test_unreadable_schedules_are_listed_apart_refused_without_change_and_
         assert result.is_error and error_code(result) == "not_found"  # another tenant's id
         assert _stored_row(store.path, damaged) == rows_before[damaged]
 
-        deleted = [await ok(client, "schedules.delete", {"schedule_id": sid}) for sid in (damaged, refused)]
-        assert [d["schedule"] for d in deleted] == [None, None]
-        assert [d["unreadable"]["schedule_id"] for d in deleted] == [damaged, refused]
-        assert _stored_row(store.path, damaged) is None and _stored_row(store.path, refused) is None
+        unreadable = (damaged, refused, unfit)
+        deleted = [await ok(client, "schedules.delete", {"schedule_id": sid}) for sid in unreadable]
+        assert [d["schedule"] for d in deleted] == [None, None, None]
+        assert [d["unreadable"]["schedule_id"] for d in deleted] == list(unreadable)
+        assert [_stored_row(store.path, sid) for sid in unreadable] == [None, None, None]
         after = await ok(client, "schedules.list", {})
         assert ([s["name"] for s in after["schedules"]], after["unreadable"]) == (["a-fine"], [])
         fine = await ok(client, "schedules.delete", {"schedule_id": ids["a-fine"]})
