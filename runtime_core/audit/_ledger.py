@@ -78,6 +78,7 @@ class LedgerRecorder:
             if event.worker_id is not None:
                 attributes["worker_id"] = event.worker_id
             attributes.update({k: v for k, v in context.items() if k in WORKER_COUNT_FIELDS})
+            # Built with its sequence, not copied to set it (`append`): two entries per step.
             entry = LedgerEntry(
                 tenant_id=tenant_of(event.snapshot),
                 execution_id=event.execution_id,
@@ -88,8 +89,9 @@ class LedgerRecorder:
                 event=event.name,
                 step_name=event.step_name,
                 attributes=attributes,
+                sequence=next(self._sequence),
             )
-            await self.append(entry, flush=event.name in FLUSH_EVENTS)
+            await self._batches.add(entry, flush=event.name in FLUSH_EVENTS)
         except Exception:  # an observer must never crash the engine's worker
             log.exception("ledger.record_failed", extra={"execution_id": event.execution_id})
         if event.name == "execution.finalized":

@@ -12,6 +12,7 @@ Must never raise into the engine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import secrets
@@ -51,11 +52,14 @@ def _agent_span_id(step_span_id: str) -> str:
     return _hex_id(f"agent:{step_span_id}", 16)
 
 
+# Asked for on every span of an execution: hashed once per execution, not per step.
+@functools.lru_cache(maxsize=1024)
 def trace_id_for(execution_id: str) -> str:
     """The 32-hex OpenTelemetry trace id of an execution (same in every process)."""
     return _hex_id(f"trace:{execution_id}", 32)
 
 
+@functools.lru_cache(maxsize=1024)
 def execution_span_id(execution_id: str) -> str:
     """The 16-hex id of the execution's root span, parent of every step-attempt span."""
     return _hex_id(f"span:{execution_id}", 16)

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import TypeAdapter
 
@@ -210,24 +210,33 @@ class SqliteTable(RecordTable[RecordT]):
         """Each JSON column's field type, which writes its value straight to JSON text."""
         return {c: TypeAdapter(self.model.model_fields[c].annotation) for c in self.json_columns}
 
+    @cached_property
+    def _datetime_columns(self) -> tuple[str, ...]:
+        fields = self.model.model_fields
+        return tuple(c for c in self.columns if c not in self.json_columns and _holds(fields[c].annotation))
+
     def to_row(self, record: RecordT) -> dict[str, Any]:
         # JSON columns are not dumped to plain values first: a 9,000-step terminal snapshot's
-        # plain copy cost ~30 ms (and its garbage) before json.dumps walked it again.
-        plain = record.model_dump(mode="json", exclude=self.json_columns)
-        row: dict[str, Any] = {}
-        for column in self.columns:
-            adapter = self._json_adapters.get(column)
-            if adapter is not None:
-                row[column] = adapter.dump_json(getattr(record, column)).decode()
-                continue
+        # plain copy cost ~30 ms (and its garbage) before json.dumps walked it again. Column
+        # kinds are known once per table, not found per row (two ledger rows per step).
+        row = record.model_dump(mode="json", exclude=self.json_columns)
+        for column, adapter in self._json_adapters.items():
+            row[column] = adapter.dump_json(getattr(record, column)).decode()
+        for column in self._datetime_columns:
             value = getattr(record, column)
-            row[column] = sortable_timestamp(value) if isinstance(value, datetime) else plain[column]
+            if value is not None:
+                row[column] = sortable_timestamp(value)
         return row
 
     def from_row(self, row: sqlite3.Row) -> RecordT:
         return self.model.model_validate(
             {c: json.loads(row[c]) if c in self.json_columns else row[c] for c in self.columns}
         )
+
+
+def _holds(annotation: Any) -> bool:
+    """Whether a field's type is, or may be, a datetime."""
+    return annotation is datetime or any(_holds(arg) for arg in get_args(annotation))
 
 
 TABLES = record_tables(SqliteTable)
