@@ -65,6 +65,12 @@ def instance_descriptor(s: RuntimeInstanceSettings, load: InstanceLoad) -> Insta
     )
 
 
+def accepts_runs(s: RuntimeInstanceSettings, *, queued: int, running: int, closed: bool) -> bool:
+    """A capacity descriptor's `can_accept_run`, without building one: not `closed` (paused,
+    stopping or fenced), room in the queue and a run slot."""
+    return not closed and queued < s.local_queue_capacity and s.max_concurrent_runs - queued - running > 0
+
+
 def instance_capacity(s: RuntimeInstanceSettings, load: InstanceLoad) -> CapacityDescriptor:
     """`can_accept_run`: not paused, stopping or fenced, room in the queue and a run slot.
 
@@ -75,10 +81,8 @@ def instance_capacity(s: RuntimeInstanceSettings, load: InstanceLoad) -> Capacit
     """
     available_workers = s.worker_count - load.active_workers
     slots = max(0, s.max_concurrent_runs - load.queued - load.running)
-    can_accept = (
-        not (load.paused or load.stopping or load.fenced)
-        and load.queued < s.local_queue_capacity
-        and slots > 0
+    can_accept = accepts_runs(
+        s, queued=load.queued, running=load.running, closed=load.paused or load.stopping or load.fenced
     )
     return CapacityDescriptor(
         runtime_instance_id=s.runtime_instance_id,

@@ -23,7 +23,12 @@ from runtime_core.hot_state import ServerClock, read_outcome
 from runtime_core.identity import new_local_run_id
 from runtime_core.instances._assistance import InstanceAssistance
 from runtime_core.instances._dependencies import InstanceDependencies
-from runtime_core.instances._descriptors import InstanceLoad, instance_capacity, instance_descriptor
+from runtime_core.instances._descriptors import (
+    InstanceLoad,
+    accepts_runs,
+    instance_capacity,
+    instance_descriptor,
+)
 from runtime_core.instances._local_queue import LocalQueue
 from runtime_core.instances._local_run import LocalRun
 from runtime_core.instances._membership import Membership
@@ -51,7 +56,9 @@ class RuntimeInstance:
         self._clock = ServerClock(deps.registry.hot_state)  # its local runs' timestamps
         self._stopping = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
-        self._membership = Membership(settings, deps, self._queue, self._stopping, self._describe)
+        self._membership = Membership(
+            settings, deps, self._queue, self._stopping, self._describe, self._accepts_runs
+        )
         self._assistance = InstanceAssistance(settings, deps, self._queue, self._membership, self._permits)
         requester = self._assistance.requester if self._assistance.enabled else None
         self._driver = RunDriver(
@@ -119,6 +126,13 @@ class RuntimeInstance:
 
     def _describe(self) -> tuple[InstanceDescriptor, CapacityDescriptor]:
         return self.descriptor(), self.capacity()
+
+    def _accepts_runs(self) -> bool:
+        queue = self._queue
+        closed = queue.paused or self._stopping.is_set() or self.fenced is not None
+        return accepts_runs(
+            self.settings, queued=len(queue.queued), running=len(queue.running), closed=closed
+        )
 
     def _load(self) -> InstanceLoad:
         seat = self._assistance.seat

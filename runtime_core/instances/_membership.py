@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.instances._dependencies import InstanceDependencies
@@ -36,12 +37,15 @@ class Membership:
         queue: LocalQueue,
         stopping: asyncio.Event,
         describe: Describe,
+        accepts_runs: Callable[[], bool],
     ) -> None:
+        """`accepts_runs`: whether the capacity `describe` gives would say `can_accept_run`
+        (without building it)."""
         self.settings = settings
         self.deps = deps
         self.queue = queue
         self.stopping = stopping
-        self.describe = describe
+        self.accepts_runs = accepts_runs
         self.incarnation = Incarnation(deps.registry, settings.runtime_instance_id, describe)
         self.fenced: str | None = None
         self._rejoin_lock = asyncio.Lock()
@@ -94,7 +98,7 @@ class Membership:
         not after its idle interval)."""
         try:
             await self.publish(join_in_flight=join_in_flight)
-            if self.deps.on_capacity is not None and self.describe()[1].can_accept_run:
+            if self.deps.on_capacity is not None and self.accepts_runs():
                 self.deps.on_capacity()
         except StoreUnavailableError as exc:
             log.warning(
