@@ -14,6 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from runtime_core.hot_state._cluster import connect_cluster, is_cluster_url
 from runtime_core.hot_state._coalescing import CoalescedScript, Coalescer
 from runtime_core.hot_state._guard import GuardedRedis
+from runtime_core.hot_state._packing import one_call_packing
 from runtime_core.hot_state._scripts import LuaScripts
 
 DEFAULT_PREFIX = "mcprt:"
@@ -139,4 +140,6 @@ def connect_hot_state(
         max_connections=max_connections,
         **{**DEFAULT_POOL_SETTINGS, **_reconnect_once(), **pool_kwargs},
     )
-    return HotState(redis=GuardedRedis(connection_pool=pool), prefix=prefix, partitions=partitions)
+    return HotState(
+        redis=GuardedRedis(connection_pool=one_call_packing(pool)), prefix=prefix, partitions=partitions
+    )
