@@ -13,6 +13,8 @@ It counts completed turns: a turn counts once its whole reply went out, per conv
 twice would mean a model call was repeated); `GET /readyz` answers once it serves.
 `hold(turn)` makes a reply wait until
 `release(turn)`; a client that goes away meanwhile is not answered and nothing is counted.
+`pause_streams(after)` stops streamed replies after that many events until `resume_streams()`
+(a model caught mid-answer; `paused_streams` counts the replies waiting there).
 
     python examples/agents/loopback_llm.py --port 8781 --script examples/agents/model-script.json
 
@@ -51,6 +53,8 @@ class LoopbackLlm:
         self.requests: list[dict[str, Any]] = []
         self._held: dict[int, asyncio.Event] = {}
         self.waiting: set[int] = set()  # held turns a request waits on now
+        self._pause: tuple[int, asyncio.Event] | None = None
+        self.paused_streams = 0  # streamed replies waiting at the pause now
         self.app = Starlette(
             routes=[
                 Route(OPENAI_PATH, self._openai, methods=["POST"]),
@@ -67,6 +71,14 @@ class LoopbackLlm:
         held = self._held.pop(turn, None)
         if held is not None:
             held.set()
+
+    def pause_streams(self, after: int) -> None:
+        self._pause = (after, asyncio.Event())
+
+    def resume_streams(self) -> None:
+        if self._pause is not None:
+            self._pause[1].set()
+            self._pause = None
 
     def twice(self) -> list[tuple[str, int]]:
         """Turns whose reply went out more than once."""
@@ -110,13 +122,23 @@ class LoopbackLlm:
             return JSONResponse(wire.whole(scripted))
 
         async def events() -> AsyncIterator[str]:
-            for event in wire.streamed(scripted):
+            pause = self._pause
+            for sent, event in enumerate(wire.streamed(scripted), 1):
                 yield event
+                if pause is not None and sent == pause[0]:
+                    await self._paused(pause[1])
                 if self.piece_delay_s:
                     await asyncio.sleep(self.piece_delay_s)
             self.completed[key] += 1
 
         return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def _paused(self, resumed: asyncio.Event) -> None:
+        self.paused_streams += 1
+        try:
+            await resumed.wait()
+        finally:
+            self.paused_streams -= 1
 
     async def _held_until_released(self, request: Request, turn: int) -> bool:
         """False when the client went away while its turn was held."""

@@ -4,7 +4,9 @@ Owns the claim token an executor fences its own transitions with, the step's eve
 through the engine's observer, and the live output of a streaming step through
 `lua/step_output.lua` (the only place that knows its KEYS/ARGV order): text is buffered and
 written at most every `OUTPUT_FLUSH_S` or `OUTPUT_FLUSH_CHARS` (one write and one
-`step.output` event for many model tokens), kept to its last `OUTPUT_MAX_BYTES` in Redis,
+`step.output` event for many model tokens), and at the latest `OUTPUT_FLUSH_S` after it was
+buffered (a model that stalls mid-answer still shows all it wrote), in order (one write at a
+time), kept to its last `OUTPUT_MAX_BYTES` in Redis,
 and an earlier claim's unfinished output is recorded as discarded (`step.output_discarded`).
 A failed write of live output is logged and dropped: the step's result never depends on it.
 Must not decide anything about the step.
@@ -12,6 +14,7 @@ Must not decide anything about the step.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -62,6 +65,9 @@ class StepOutputStream:
         self._pending_chars = 0
         self._flushed_at = 0.0
         self._open = False
+        self._writing = asyncio.Lock()  # appends keep the text's order
+        self._timer: asyncio.TimerHandle | None = None
+        self._late: asyncio.Task[None] | None = None  # the flush the timer started
 
     async def begin(self) -> None:
         reply = await self._call("begin")
@@ -77,23 +83,37 @@ class StepOutputStream:
         self._pending_chars += len(text)
         if self._pending_chars >= OUTPUT_FLUSH_CHARS or time.monotonic() - self._flushed_at >= OUTPUT_FLUSH_S:
             await self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(OUTPUT_FLUSH_S, self._flush_late)
 
     async def finish(self) -> None:
         if not self._open:
             return
+        self._stop_timer()
         await self._flush()
         self._open = False
         await self._call("finish")
 
+    def _flush_late(self) -> None:
+        self._timer = None
+        self._late = asyncio.ensure_future(self._flush())
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     async def _flush(self) -> None:
-        if not self._pending:
-            return
-        text, chars = "".join(self._pending), self._pending_chars
-        self._pending, self._pending_chars = [], 0
-        self._flushed_at = time.monotonic()
-        reply = await self._call("append", text, chars)
-        if reply is not None and int(reply[0]) == 1:
-            await self._handle.emit(OUTPUT_EVENT, text=text, length=int(reply[1]))
+        async with self._writing:
+            self._stop_timer()
+            if not self._pending:
+                return
+            text, chars = "".join(self._pending), self._pending_chars
+            self._pending, self._pending_chars = [], 0
+            self._flushed_at = time.monotonic()
+            reply = await self._call("append", text, chars)
+            if reply is not None and int(reply[0]) == 1:
+                await self._handle.emit(OUTPUT_EVENT, text=text, length=int(reply[1]))
 
     async def _call(self, mode: str, text: str = "", chars: int = 0) -> Any:
         claim = self._handle.claim

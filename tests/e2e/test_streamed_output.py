@@ -20,13 +20,16 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 from mcp import Client
+from playwright.async_api import Browser, expect
 
 from mcp_runtime import hash_token
 from mcp_runtime.tasks import TaskHandle, TasksClientExtension, get_task
 from runtime_core.hot_state import EmbeddedRedis
 from tests.agent_support import API_KEY, KEY_ENV, LoopbackLlm, llm_settings
+from tests.e2e.conftest import LAPTOP
 from tests.e2e.dashboard_support import login_nonce
 from tests.e2e.mcp_support import BearerClient, clean_environment, served_http
+from tests.helpers import wait_until
 from tests.loopback import serving
 
 TOKEN = "acme-streamer-" + secrets.token_hex(8)
@@ -37,16 +40,18 @@ STORY = (
 
 
 @pytest.fixture(scope="module")
-async def model() -> AsyncIterator[str]:
-    server = LoopbackLlm([{"text": STORY}], piece_delay_s=0.02)  # ~50 pieces: about a second
-    async with serving(server.app) as base_url:
-        yield base_url
+async def llm() -> AsyncIterator[tuple[Any, str]]:
+    """The loopback model and its base URL."""
+    model = LoopbackLlm([{"text": STORY}], piece_delay_s=0.02)  # ~50 pieces: about a second
+    async with serving(model.app) as base_url:
+        yield model, base_url
 
 
 @pytest.fixture(scope="module")
 def server(
-    model: str, redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+    llm: tuple[Any, str], redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
+    model = llm[1]
     data_dir, files = tmp_path_factory.mktemp("stream-data"), tmp_path_factory.mktemp("stream-files")
     config = files / "server.json"
     principal = {
@@ -171,3 +176,48 @@ async def test_the_dashboard_run_stream_sends_the_streamed_text_as_it_grows(serv
                 if state["done"]:
                     break
     assert lengths and lengths == sorted(lengths)  # the live view saw the text grow while it ran
+
+
+PAUSED_AFTER = 12  # streamed events: the role, then 4 characters each
+
+
+async def test_the_run_page_in_chromium_shows_the_text_written_so_far_then_the_result(
+    server: str, llm: tuple[Any, str], browser: Browser
+) -> None:
+    """The run page open before the model answers: no conversation yet; with the model caught
+    mid-answer, the conversation shows exactly what it wrote so far; once it finishes, the run
+    reads Completed, the conversation is gone and the whole text is the result. All on the one
+    page, refreshed from the live stream (never reloaded), without a script error."""
+    model, base = llm[0], server.removesuffix("/mcp")
+    page = await (await browser.new_context(viewport=LAPTOP, base_url=base)).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto("/ui/login?next=%2Fui%2Fruns")
+    await page.get_by_label("Access token").fill(TOKEN)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page).to_have_url(f"{base}/ui/runs")
+    model.hold(0)
+    model.pause_streams(after=PAUSED_AFTER)
+    try:
+        async with BearerClient(server, TOKEN) as client:
+            run_id = (await call(client, "submit", prompt("gpt", True)))["shared_run_id"]
+        await wait_until(lambda: _asked(model), timeout=30)
+        await page.goto(f"/ui/runs/{run_id}")
+        await page.evaluate("window.loadedOnce = true")
+        await expect(page.locator("#conversation")).to_be_hidden()
+        model.release(0)
+        live = page.locator("#conversation .turn-live .turn-text")
+        await expect(live).to_have_text(STORY[: (PAUSED_AFTER - 1) * 4])  # the role event, then pieces
+    finally:
+        model.release(0)
+        model.resume_streams()
+    await expect(page.locator("#run-status")).to_have_attribute("data-status", "Completed")
+    await expect(page.locator("#conversation")).to_be_hidden()
+    await expect(page.locator("#data")).to_contain_text(STORY[:60])
+    assert await page.evaluate("window.loadedOnce === true")
+    assert errors == []
+
+
+async def _asked(model: Any) -> bool:
+    """The model holds a request (the step is running, nothing written yet)."""
+    return 0 in model.waiting
