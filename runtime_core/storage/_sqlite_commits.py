@@ -132,8 +132,10 @@ class GroupCommit:
             await asyncio.shield(self._flusher)
 
     def close(self) -> None:
-        """Close the loop's connection (after `drain`)."""
-        self._at_once.close()
+        """Close the loop's connection (after `drain`). A store closed from another thread than
+        the one that opened it leaves it to be closed when it is collected."""
+        with suppress(sqlite3.Error):
+            self._at_once.close()
 
     async def _flush(self) -> None:
         try:

@@ -8,6 +8,7 @@ statement would."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import sqlite3
 from collections import Counter
@@ -216,3 +217,17 @@ async def test_writes_committed_without_waiting_keep_the_wal_checkpointed(store:
     # thread's connection did, so the log was restarted instead of growing with every write.
     assert sizes[2] < 1.5 * sizes[0]
     assert await store.get_payload(f"pl_2_{CHECKPOINT_EVERY - 1}", TENANT) == b"x" * 4096
+
+
+def test_a_store_opened_on_one_thread_writes_and_closes_on_another(tmp_path: Path) -> None:
+    path = tmp_path / SQLITE_FILE_NAME
+    store = asyncio.run(SqliteDurableStore.open(path))  # its loop's connection belongs to this thread
+
+    async def elsewhere() -> Counter[str]:
+        await store.append_ledger(_batch("moved"))  # not on the opening thread: the store's thread commits it
+        events = await _events(store)
+        await store.close()
+        return events
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as other:
+        assert other.submit(asyncio.run, elsewhere()).result(timeout=60) == {"moved": BATCH}
