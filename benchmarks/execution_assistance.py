@@ -16,7 +16,9 @@ the control plane (this process) and of the Redis server (run alone), which shar
 
 `python -m benchmarks.execution_assistance [--width 9000]` runs it alone on a private
 redis-server and prints the ratio first, with the machine's load average (the figure is only
-worth comparing on a quiet machine).
+worth comparing on a quiet machine), then the same fan-out split by hand between bare engine
+processes (`process_scaling`): what two processes can gain on this machine at best, since the
+Redis server shares its cores.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from benchmarks._harness import Row, machine_note, print_table, private_redis
 from benchmarks.engine_throughput import fan_out
+from benchmarks.process_scaling import fan_out_rows
 from runtime_core.assistance import assistant_records
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.control_plane import ControlPlane, ControlPlaneSettings
@@ -135,10 +138,15 @@ async def _alone(width: int) -> None:
     with private_redis() as server:
         before = _load()
         rows = await run(server.url, width=width, redis_pid=server.pid)
-    ratio = rows[1].ratio or 0.0
+        by_hand = await fan_out_rows(server.url, width)
+    ratio, hand = rows[1].ratio or 0.0, by_hand[1].ratio or 0.0
     print(f"assisted by a second process / one process: {ratio:.2f}x ({before} before, {_load()} after)")
+    print(
+        f"bare engine processes splitting the same fan-out by hand, 2 / 1: {hand:.2f}x "
+        f"(assistance reaches {ratio / hand:.0%} of it)"
+    )
     print(f"machine: {machine_note()}")
-    print_table(rows)
+    print_table([*rows, *by_hand])
 
 
 def main() -> None:

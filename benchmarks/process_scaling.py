@@ -87,12 +87,17 @@ async def _fan_out_with(redis_url: str, width: int, processes: int) -> Row:
     return Row("scaling fan-out", label, steps, seconds, steps / seconds, 0, 0, 0, 0)
 
 
-async def run(redis_url: str, *, width: int, runs: int, steps: int) -> list[Row]:
-    rows: list[Row] = []
+async def fan_out_rows(redis_url: str, width: int) -> list[Row]:
+    """The fan-out on 1, then 2 bare engine processes splitting it (the second row's ratio: the
+    speed-up two processes get on this machine when nothing but the engine runs)."""
     one = await _fan_out_with(redis_url, width, 1)
     two = await _fan_out_with(redis_url, width, 2)
     two.ratio, two.baseline = two.steps_per_s / one.steps_per_s, "1 process"
-    rows += [one, two]
+    return [one, two]
+
+
+async def run(redis_url: str, *, width: int, runs: int, steps: int) -> list[Row]:
+    rows = await fan_out_rows(redis_url, width)
     heavy_one, heavy_two = [
         await heavy_scenario(
             redis_url,
