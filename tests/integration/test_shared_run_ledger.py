@@ -23,15 +23,25 @@ ALICE = ExecutionContextSnapshot(user_id="alice", tenant_id="tenant-x")
 BOB = ExecutionContextSnapshot(user_id="bob", tenant_id="tenant-y")
 
 
-@pytest.fixture
-async def services(redis_server: EmbeddedRedis, tmp_path: Path) -> AsyncIterator[RuntimeServices]:
-    settings = RuntimeSettings(
+def _settings(redis_server: EmbeddedRedis, tmp_path: Path, **control_plane: int) -> RuntimeSettings:
+    return RuntimeSettings(
         redis_url=redis_server.url,
         redis_prefix=f"led{secrets.token_hex(3)}:",
         data_dir=tmp_path,
-        control_plane=ControlPlaneSettings(background_pump=False, heartbeat_interval_ms=200),
+        control_plane=ControlPlaneSettings(background_pump=False, **control_plane),
     )
-    async with RuntimeServices(settings) as started:
+
+
+@pytest.fixture
+async def services(redis_server: EmbeddedRedis, tmp_path: Path) -> AsyncIterator[RuntimeServices]:
+    async with RuntimeServices(_settings(redis_server, tmp_path, heartbeat_interval_ms=200)) as started:
+        yield started
+
+
+@pytest.fixture
+async def short_lease(redis_server: EmbeddedRedis, tmp_path: Path) -> AsyncIterator[RuntimeServices]:
+    """Claims lapse after 300 ms: a recording Redis does not answer goes on in the background."""
+    async with RuntimeServices(_settings(redis_server, tmp_path, claim_lease_ms=300)) as started:
         yield started
 
 
@@ -101,111 +111,99 @@ async def test_a_dispatch_whose_recording_reply_was_lost_is_in_the_ledger_once(
 
 
 async def test_a_dispatch_whose_recording_outlived_the_claim_lease_is_journaled_once_redis_answers(
-    redis_server: EmbeddedRedis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    short_lease: RuntimeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Redis recorded the run Dispatched, then stopped answering for longer than the claim
     lease: the drain fails with store_unavailable, the claim is not requeued (an instance holds
     the run), and the recording is sent again in the background until Redis answers, so the
     dispatch is journaled once."""
-    settings = RuntimeSettings(
-        redis_url=redis_server.url,
-        redis_prefix=f"led{secrets.token_hex(3)}:",
-        data_dir=tmp_path,
-        control_plane=ControlPlaneSettings(background_pump=False, claim_lease_ms=300),
-    )
-    async with RuntimeServices(settings) as services:
-        plane = services.control_plane
-        queue = plane.parts.queue
-        mark = queue.mark_dispatched
-        answering = asyncio.Event()
-        sent: list[QueueTransition] = []
+    services = short_lease
+    plane = services.control_plane
+    queue = plane.parts.queue
+    mark = queue.mark_dispatched
+    answering = asyncio.Event()
+    sent: list[QueueTransition] = []
 
-        async def unanswered_until_healed(
-            shared_run_id: str, token: str, fields: dict[str, str]
-        ) -> QueueTransition:
-            if not sent:
-                sent.append(await mark(shared_run_id, token, fields))  # applied; its reply lost
-            if not answering.is_set():
-                raise StoreUnavailableError("injected: Redis does not answer")
-            return await mark(shared_run_id, token, fields)
+    async def unanswered_until_healed(
+        shared_run_id: str, token: str, fields: dict[str, str]
+    ) -> QueueTransition:
+        if not sent:
+            sent.append(await mark(shared_run_id, token, fields))  # applied; its reply lost
+        if not answering.is_set():
+            raise StoreUnavailableError("injected: Redis does not answer")
+        return await mark(shared_run_id, token, fields)
 
-        monkeypatch.setattr(queue, "mark_dispatched", unanswered_until_healed)
-        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, ALICE)
-        with pytest.raises(StoreUnavailableError):
-            await plane.drain(5, ALICE)
-        answering.set()
+    monkeypatch.setattr(queue, "mark_dispatched", unanswered_until_healed)
+    submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, ALICE)
+    with pytest.raises(StoreUnavailableError):
+        await plane.drain(5, ALICE)
+    answering.set()
 
-        async def journaled() -> bool:
-            entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
-            return any(entry.event == "shared_run.dispatched" for entry in entries)
-
-        await wait_until(journaled, timeout=10)
-        status = await plane.run_status(submitted.shared_run_id, ALICE)
-        item = await queue.item(submitted.shared_run_id)
+    async def journaled() -> bool:
         entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
-        events = [entry.event for entry in entries]
-        assert [t.applied for t in sent] == [True]
-        assert events.count("shared_run.dispatched") == 1 and "shared_run.requeued" not in events
-        assert item is not None and item.status is QueueItemStatus.DISPATCHED
-        assert status.local_run_id is not None
+        return any(entry.event == "shared_run.dispatched" for entry in entries)
+
+    await wait_until(journaled, timeout=10)
+    status = await plane.run_status(submitted.shared_run_id, ALICE)
+    item = await queue.item(submitted.shared_run_id)
+    entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
+    events = [entry.event for entry in entries]
+    assert [t.applied for t in sent] == [True]
+    assert events.count("shared_run.dispatched") == 1 and "shared_run.requeued" not in events
+    assert item is not None and item.status is QueueItemStatus.DISPATCHED
+    assert status.local_run_id is not None
 
 
 async def test_a_recording_answered_only_after_its_run_finished_and_left_the_queue_is_journaled_once(
-    redis_server: EmbeddedRedis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    short_lease: RuntimeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Redis recorded the run Dispatched, its reply was lost, and Redis answered the recording
     sent again only once the instance had run the run to its end and it had left the queue (its
     item gone): the resend must still find its own recording, so the dispatch is journaled once
     (found by the data-centre suite: a control plane cut off from Redis mid-drain for longer
     than one-step runs take left completed runs without their dispatch entry)."""
-    settings = RuntimeSettings(
-        redis_url=redis_server.url,
-        redis_prefix=f"led{secrets.token_hex(3)}:",
-        data_dir=tmp_path,
-        control_plane=ControlPlaneSettings(background_pump=False, claim_lease_ms=300),
+    services = short_lease
+    plane = services.control_plane
+    queue = plane.parts.queue
+    mark = queue.mark_dispatched
+    answering = asyncio.Event()
+    resent: list[QueueTransition] = []
+
+    async def answered_after_the_run_left(
+        shared_run_id: str, token: str, fields: dict[str, str]
+    ) -> QueueTransition:
+        if not answering.is_set():
+            await mark(shared_run_id, token, fields)  # applied every time; its reply lost
+            raise StoreUnavailableError("injected: Redis does not answer")
+        resent.append(await mark(shared_run_id, token, fields))
+        return resent[-1]
+
+    monkeypatch.setattr(queue, "mark_dispatched", answered_after_the_run_left)
+    submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, ALICE)
+    with pytest.raises(StoreUnavailableError):
+        await plane.drain(5, ALICE)
+
+    async def completed() -> bool:
+        return (await plane.run_status(submitted.shared_run_id, ALICE)).local_status == "Completed"
+
+    await wait_until(completed, timeout=10)
+    status = await plane.run_status(submitted.shared_run_id, ALICE)
+    retired = await plane.parts.runs.retire(
+        submitted.shared_run_id, ALICE.tenant_id, status.local_run_id, 60_000
     )
-    async with RuntimeServices(settings) as services:
-        plane = services.control_plane
-        queue = plane.parts.queue
-        mark = queue.mark_dispatched
-        answering = asyncio.Event()
-        resent: list[QueueTransition] = []
+    assert retired in (RetireOutcome.RETIRED, RetireOutcome.ALREADY_RETIRED)
+    assert await queue.item(submitted.shared_run_id) is None
+    answering.set()
 
-        async def answered_after_the_run_left(
-            shared_run_id: str, token: str, fields: dict[str, str]
-        ) -> QueueTransition:
-            if not answering.is_set():
-                await mark(shared_run_id, token, fields)  # applied every time; its reply lost
-                raise StoreUnavailableError("injected: Redis does not answer")
-            resent.append(await mark(shared_run_id, token, fields))
-            return resent[-1]
-
-        monkeypatch.setattr(queue, "mark_dispatched", answered_after_the_run_left)
-        submitted = await plane.submit(ONE_STEP, {}, SubmitMode.QUEUE_FIRST, ALICE)
-        with pytest.raises(StoreUnavailableError):
-            await plane.drain(5, ALICE)
-
-        async def completed() -> bool:
-            return (await plane.run_status(submitted.shared_run_id, ALICE)).local_status == "Completed"
-
-        await wait_until(completed, timeout=10)
-        status = await plane.run_status(submitted.shared_run_id, ALICE)
-        retired = await plane.parts.runs.retire(
-            submitted.shared_run_id, ALICE.tenant_id, status.local_run_id, 60_000
-        )
-        assert retired in (RetireOutcome.RETIRED, RetireOutcome.ALREADY_RETIRED)
-        assert await queue.item(submitted.shared_run_id) is None
-        answering.set()
-
-        async def journaled() -> bool:
-            entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
-            return any(entry.event == "shared_run.dispatched" for entry in entries)
-
-        await wait_until(journaled, timeout=10)
+    async def journaled() -> bool:
         entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
-        dispatched = [entry for entry in entries if entry.event == "shared_run.dispatched"]
-        assert [(t.applied, t.detail) for t in resent] == [(True, "resent")]
-        assert len(dispatched) == 1 and dispatched[0].local_run_id == status.local_run_id
+        return any(entry.event == "shared_run.dispatched" for entry in entries)
+
+    await wait_until(journaled, timeout=10)
+    entries = await services.audit.queries.ledger(ALICE, shared_run_id=submitted.shared_run_id)
+    dispatched = [entry for entry in entries if entry.event == "shared_run.dispatched"]
+    assert [(t.applied, t.detail) for t in resent] == [(True, "resent")]
+    assert len(dispatched) == 1 and dispatched[0].local_run_id == status.local_run_id
 
 
 async def test_cancelled_shared_run_is_in_the_ledger(services: RuntimeServices) -> None:
