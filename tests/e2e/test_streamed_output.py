@@ -179,6 +179,7 @@ async def test_the_dashboard_run_stream_sends_the_streamed_text_as_it_grows(serv
 
 
 PAUSED_AFTER = 12  # streamed events: the role, then 4 characters each
+PAGE_WAIT_MS = 30_000  # the run goes on meanwhile: a loaded machine may take seconds
 
 
 async def test_the_run_page_in_chromium_shows_the_text_written_so_far_then_the_result(
@@ -207,11 +208,13 @@ async def test_the_run_page_in_chromium_shows_the_text_written_so_far_then_the_r
         await expect(page.locator("#conversation")).to_be_hidden()
         model.release(0)
         live = page.locator("#conversation .turn-live .turn-text")
-        await expect(live).to_have_text(STORY[: (PAUSED_AFTER - 1) * 4])  # the role event, then pieces
+        # the role event, then pieces of 4 characters
+        await expect(live).to_have_text(STORY[: (PAUSED_AFTER - 1) * 4], timeout=PAGE_WAIT_MS)
     finally:
         model.release(0)
         model.resume_streams()
-    await expect(page.locator("#run-status")).to_have_attribute("data-status", "Completed")
+    status = page.locator("#run-status")
+    await expect(status).to_have_attribute("data-status", "Completed", timeout=PAGE_WAIT_MS)
     await expect(page.locator("#conversation")).to_be_hidden()
     await expect(page.locator("#data")).to_contain_text(STORY[:60])
     assert await page.evaluate("window.loadedOnce === true")
