@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from runtime_core.dag._claimed import ClaimHandle
-from runtime_core.dag._engine_settings import EngineSettings, InputReader, ResultCodec
+from runtime_core.dag._engine_settings import EngineSettings, InlineResults, InputReader, ResultCodec
 from runtime_core.dag._operations import ClaimOperations, OperationEvent
 from runtime_core.dag._records import StepClaim
 from runtime_core.dag._store import DagStore
@@ -34,11 +34,22 @@ class StepInvoker:
     ) -> None:
         self.store = store
         self.executors = executors
-        self.results = results
+        self.results = results  # sets `inline_results` too
         self.settings = settings
         # Execution control's reader of stored human input (`attach_execution_control` sets it).
         self.read_human_input: InputReader | None = None
         self._lease_watch = _LeaseWatch(self)
+
+    @property
+    def results(self) -> ResultCodec:
+        return self._results
+
+    @results.setter
+    def results(self, codec: ResultCodec) -> None:
+        self._results = codec
+        # The default codec stores results as they are: a step's encoding and its upstream
+        # results' decoding are then skipped (two coroutines per step).
+        self.inline_results = type(codec) is InlineResults
 
     def lease_kept(self, claim: StepClaim) -> _LeaseKept:
         """Renew the step's lease every third of it from now until `leave()` (its executor
@@ -78,7 +89,9 @@ class StepInvoker:
         if executor is None:
             raise StepFailure(f"No executor registered for stepKey '{step.step_key}'.", code="permanent")
         try:
-            upstream = await self.results.decode(run.execution_id, claim.dependency_results, run.snapshot)
+            upstream = claim.dependency_results
+            if not self.inline_results:
+                upstream = await self._results.decode(run.execution_id, upstream, run.snapshot)
             inputs = resolve_inputs(step, run.meta.state, upstream)
         except BindingError as exc:
             raise StepFailure(exc.message, code="resolver") from exc

@@ -59,8 +59,8 @@ class StepRunner:
         tracing = context.step_tracing.step_span(run.meta, step, claim.retry_count, worker_id)
         invoker = context.invoker
 
-        async def emit(event: str, **attributes: Any) -> None:
-            await context.emit(event, run, step=step.name, worker_id=worker_id, **attributes)
+        def emit(event: str, **attributes: Any) -> Awaitable[None]:
+            return context.emit(event, run, step=step.name, worker_id=worker_id, **attributes)
 
         try:
             with restored_snapshot(run.snapshot), tracing:
@@ -81,14 +81,16 @@ class StepRunner:
         except StepFailure as failure:
             await self._fail(step, claim, failure)
             return None
-        stored = await context.until_available(
-            lambda: invoker.results.encode(run.execution_id, step.name, result, run.snapshot),
-            "step.encode",
-            run.execution_id,
-            step=step.name,
-        )
-        # Stored as it ran (no codec change): its canonical text is the one just checked.
-        reported = CanonicalResult(text) if stored is result else stored
+        reported: Any = CanonicalResult(text)  # stored as it ran: the text just checked
+        if not invoker.inline_results:
+            stored = await context.until_available(
+                lambda: invoker.results.encode(run.execution_id, step.name, result, run.snapshot),
+                "step.encode",
+                run.execution_id,
+                step=step.name,
+            )
+            if stored is not result:  # the codec changed it (e.g. a payload reference)
+                reported = stored
         return Completion(claim, reported, usage_attributes(result_usage(result)))
 
     async def _fail(self, step: StepDefinition, claim: StepClaim, failure: StepFailure) -> None:
