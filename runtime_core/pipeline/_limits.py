@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring
 from typing import Any
 
 from runtime_core.errors import ConfigurationError, InputTooLargeError, InvalidPipelineError
@@ -49,14 +50,26 @@ def dumps_strict(value: Any, what: str) -> bytes:
     return encoded_strict(value, what)[1]
 
 
+class _StrictEncoder(json.JSONEncoder):
+    """The strict compact form. `encode` calls the C encoder directly: `JSONEncoder.encode`
+    goes through `iterencode`, which builds a Python float formatter per call that the C
+    encoder never uses (a step's result is encoded once per step)."""
+
+    def __init__(self, *, sort_keys: bool) -> None:
+        super().__init__(allow_nan=False, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+
+    def encode(self, o: Any) -> str:
+        if c_make_encoder is None:  # no C accelerator: the standard path
+            return super().encode(o)
+        encode = c_make_encoder(
+            {}, self.default, encode_basestring, None, ":", ",", self.sort_keys, False, False
+        )
+        return "".join(encode(o, 0))
+
+
 # Built once (`json.dumps` with options builds an encoder per call): the strict compact form,
 # unsorted and key-sorted (canonical). An encoder keeps no state between calls.
-_STRICT_ENCODERS = {
-    sort_keys: json.JSONEncoder(
-        allow_nan=False, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys
-    )
-    for sort_keys in (False, True)
-}
+_STRICT_ENCODERS = {sort_keys: _StrictEncoder(sort_keys=sort_keys) for sort_keys in (False, True)}
 
 
 def encoded_strict(value: Any, what: str, *, sort_keys: bool = False) -> tuple[str, bytes]:
