@@ -31,7 +31,6 @@ from runtime_core.dag._records import (
 from runtime_core.dag._worker_context import WorkerContext
 from runtime_core.dag._worker_state import Completion, ExecutionRun
 from runtime_core.errors import ConflictError
-from runtime_core.identity import restored_snapshot
 from runtime_core.pipeline import StepDefinition
 from runtime_core.steps import StepFailure, StepParked, result_usage, usage_attributes
 
@@ -63,7 +62,7 @@ class StepRunner:
             return context.emit(event, run, step=step.name, worker_id=worker_id, **attributes)
 
         try:
-            with restored_snapshot(run.snapshot), tracing:
+            with tracing:  # the execution's snapshot is current: its `WorkerLoop` restored it
                 lease = invoker.lease_kept(claim)
                 started = time.perf_counter()
                 try:

@@ -79,7 +79,9 @@ class WorkerContext:
         events per step, each one coroutine less)."""
         meta = run.meta
         return self.observer.on_event(
-            EngineEvent(name, meta.execution_id, meta.snapshot, step, worker_id, at_ms, attributes, meta, view)
+            EngineEvent(
+                name, meta.execution_id, meta.snapshot, step, worker_id, at_ms, attributes, meta, view
+            )
         )
 
     async def until_available(

@@ -6,7 +6,8 @@ claimable, finalizes a converged execution, recovers stale claims and waits idle
 a local change, or polling with backoff for other processes' work); a worker assisting
 another instance's execution leaves instead of waiting once none of its fellow workers holds
 claims. While Redis is unavailable the worker
-backs off and tries again. Must not run steps nor make transitions itself.
+backs off and tries again. The execution's snapshot is current for all of it (its steps'
+executors see it). Must not run steps nor make transitions itself.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from runtime_core.dag._worker_permits import Permit
 from runtime_core.dag._worker_state import ExecutionRun, WorkerPace
 from runtime_core.errors import StoreUnavailableError
 from runtime_core.hot_state import StoreOutage
+from runtime_core.identity import restored_snapshot
 
 log = logging.getLogger("runtime_core.dag")
 
@@ -48,13 +50,17 @@ class WorkerLoop:
             execution_id=self.run.execution_id,
             worker_id=self.worker_id,
         )
-        while pace is not None and self.run.advancing:
-            try:
-                pace = await self._work_once(pace)
-            except StoreUnavailableError as exc:
-                await outage.wait(exc)
-                continue
-            outage.recovered()
+        # The execution's snapshot is current for everything the worker does, its steps'
+        # executors included: restored once here, not around every step (the worker is a
+        # task of its own, and every setter of the snapshot restores the one it replaced).
+        with restored_snapshot(self.run.snapshot):
+            while pace is not None and self.run.advancing:
+                try:
+                    pace = await self._work_once(pace)
+                except StoreUnavailableError as exc:
+                    await outage.wait(exc)
+                    continue
+                outage.recovered()
 
     async def _work_once(self, pace: WorkerPace) -> WorkerPace | None:
         """One claim-execute or idle round; how to pace the next one, or None when this worker is done."""
