@@ -35,8 +35,17 @@ class ResultCodec(Protocol):
     """How results travel between executors and Redis (payload externalization hooks in here)."""
 
     async def encode(
-        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
-    ) -> Any: ...
+        self,
+        execution_id: str,
+        step_name: str,
+        result: Any,
+        snapshot: ExecutionContextSnapshot | None,
+        *,
+        text: str | None = None,
+    ) -> Any:
+        """What Redis stores of `result`; `text`: its canonical JSON when the caller has it
+        already (the engine checked the result with it), so it need not be encoded again."""
+        ...
 
     async def decode(
         self, execution_id: str, stored: dict[str, Any], snapshot: ExecutionContextSnapshot | None
@@ -47,7 +56,13 @@ class InlineResults:
     """Default codec: results are stored in Redis as they are."""
 
     async def encode(
-        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
+        self,
+        execution_id: str,
+        step_name: str,
+        result: Any,
+        snapshot: ExecutionContextSnapshot | None,
+        *,
+        text: str | None = None,
     ) -> Any:
         return result
 

@@ -83,7 +83,7 @@ class StepRunner:
         reported: Any = CanonicalResult(text)  # stored as it ran: the text just checked
         if not invoker.inline_results:
             stored = await context.until_available(
-                lambda: invoker.results.encode(run.execution_id, step.name, result, run.snapshot),
+                lambda: invoker.results.encode(run.execution_id, step.name, result, run.snapshot, text=text),
                 "step.encode",
                 run.execution_id,
                 step=step.name,

@@ -47,9 +47,15 @@ class ExternalizingResultCodec:
         self.settings = settings or ExternalizationSettings()
 
     async def encode(
-        self, execution_id: str, step_name: str, result: Any, snapshot: ExecutionContextSnapshot | None
+        self,
+        execution_id: str,
+        step_name: str,
+        result: Any,
+        snapshot: ExecutionContextSnapshot | None,
+        *,
+        text: str | None = None,
     ) -> Any:
-        body = result_body(result)
+        body = result_body(result) if text is None else text.encode("utf-8")
         if len(body) <= self.settings.threshold_bytes and parse_hot_ref(result) is None:
             return result
         try:
