@@ -37,10 +37,19 @@ class ClaimOperations:
     """The `OperationJournal` the engine gives one claimed step (`StepInvocation.operations`)."""
 
     def __init__(self, store: DagStore, claim: StepClaim, emit: OperationEvent) -> None:
-        self._scripts = store.hot_state.scripts
-        self._keys: ExecutionKeys = store.keys(claim.execution_id)
+        self._store = store
         self._claim = claim
         self._emit = emit
+
+    @property
+    def _scripts(self) -> Any:
+        return self._store.hot_state.scripts
+
+    @property
+    def _keys(self) -> ExecutionKeys:
+        """Looked up once an operation is journalled (one journal is made per step; most
+        steps journal nothing)."""
+        return self._store.keys(self._claim.execution_id)
 
     async def begin(self, name: str, *, policy: UncertaintyPolicy) -> OperationStart:
         k, claim = self._keys, self._claim
