@@ -9,7 +9,8 @@ final. A live model call is begun in the journal, made through `guarded_call` (o
 reply and usage, then its operation is settled done; a tool call likewise (the tool's own
 step guards its side effects). A tool that requires approval parks the step until a human
 answers under `<step>.approval.<seq>`; refusing records the call as refused and tells the
-model. Limits are checked before each model turn. Events tell the ledger the story. Must not
+model. Limits are checked before each model turn; a cancelled run stops the loop before its
+next model turn or tool call (the one under way finishes). Events tell the ledger the story. Must not
 touch Redis itself (the journal does) nor speak a provider's wire format.
 """
 
@@ -27,6 +28,7 @@ from runtime_core.agents._tools import ToolOutcome, ToolRunner
 from runtime_core.agents._tracing import chat_span, execute_tool_span, invoke_agent_span, record_reply
 from runtime_core.dag import DagStore
 from runtime_core.steps import (
+    StepFailure,
     StepInvocation,
     StepParked,
     canonical_json,
@@ -87,6 +89,7 @@ class AgentRun:
             )
         with invoke_agent_span(invocation.step_name, self.provider, self.model):
             while True:
+                await self._unless_cancelled()
                 reply = await self._model_turn()
                 self.messages.append(
                     ChatMessage(role="assistant", text=reply.text, tool_calls=reply.tool_calls)
@@ -94,12 +97,22 @@ class AgentRun:
                 if not reply.tool_calls:
                     return self._result(reply)
                 for call in reply.tool_calls:
+                    await self._unless_cancelled()
                     outcome = await self._tool_call(call)
                     self.messages.append(
                         ChatMessage(
                             role="tool", tool_call_id=call.id, text=outcome.text, is_error=outcome.is_error
                         )
                     )
+
+    async def _unless_cancelled(self) -> None:
+        """Execution cancel lets claimed steps finish; an agent's step could run for many more
+        turns and tool calls (side effects, cost), so it stops between sub-steps instead."""
+        if await self.journal.run_cancelled():
+            raise StepFailure(
+                "the run was cancelled: the agent stopped before its next model turn or tool call",
+                code="permanent",
+            )
 
     # Model turns
 

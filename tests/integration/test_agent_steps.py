@@ -229,6 +229,34 @@ async def test_an_agent_past_its_turn_limit_fails_with_turn_limit(
     assert execution.steps[0].retry_count == 0  # never retried: a retry would only replay to the limit
 
 
+async def test_a_cancelled_agent_stops_before_its_next_tool_call_and_the_run_ends_cancelled(
+    services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str]
+) -> None:
+    """Cancelled while its first model turn is under way: the turn finishes (its reply asks for
+    a tool), then the agent stops instead of calling the tool or the model again."""
+    llm, _ = model
+    llm.script = [note_call(0), note_call(1), FINAL]
+    llm.hold(0)
+    effects_before = peer[0].total_effects
+    execution_id = await start(services, agent_pipeline(peer[1], "gpt"))
+    run = asyncio.create_task(services.engine.run(execution_id, workers=1))
+
+    async def held() -> bool:
+        return 0 in llm.waiting
+
+    try:
+        await wait_until(held, timeout=30)
+        await services.control.cancel(execution_id, SNAPSHOT, reason="no longer needed")
+    finally:
+        llm.release(0)
+    assert await asyncio.wait_for(run, 30) == "Cancelled"
+    assert peer[0].total_effects == effects_before  # the tool the reply asked for never ran
+    sub_steps = await read_sub_steps(services.dag_store, execution_id, "agent")
+    assert [(s.kind, s.state.value) for s in sub_steps] == [("model", "completed")]
+    events = [entry.event for entry in await ledger_events(services, execution_id)]
+    assert events.count("agent.turn_completed") == 1 and "agent.tool_completed" not in events
+
+
 async def test_a_streamed_agent_gives_the_result_of_an_unstreamed_one(
     services: EngineServices, model: tuple[LoopbackLlm, str], peer: tuple[SideEffectPeer, str]
 ) -> None:
