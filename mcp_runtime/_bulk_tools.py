@@ -106,7 +106,8 @@ class BulkTools:
                 title="Cancel runs in bulk",
                 description=(
                     "Cancel each chosen run of your tenant as `cancel` does; with filter fields, runs not "
-                    "finished yet. Answers per run: cancelled, already_finished or not_found; a repeated "
+                    "finished yet. Answers per run: cancelled, already_finished, not_found or busy "
+                    "(still being dispatched after a few seconds: repeat the call); a repeated "
                     f"call finds nothing left to cancel. {_FILTER_HELP} Refuses {limit} and then does "
                     "nothing."
                 ),

@@ -74,6 +74,11 @@ class FencedError(ConflictError):
     code = "fenced"
 
 
+class RunBusyError(ConflictError):
+    """The run is in a transition that settles on its own (being dispatched right now); nothing
+    was changed and the same request succeeds once it has settled."""
+
+
 class UnreadableRecordError(RuntimeCoreError):
     """A stored record no longer reads (damaged in the store, or no longer valid under this
     release's rules): nothing is done with it; deleting it is the way out."""

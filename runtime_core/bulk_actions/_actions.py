@@ -32,7 +32,7 @@ from runtime_core.control_plane import (
     run_final_status,
     run_is_done,
 )
-from runtime_core.errors import ConflictError, NotFoundError
+from runtime_core.errors import ConflictError, NotFoundError, RunBusyError
 from runtime_core.identity import ExecutionContextSnapshot
 from runtime_core.pipeline import PipelineDefinition, parse_pipeline
 from runtime_core.storage import LedgerEntry
@@ -207,6 +207,8 @@ class BulkRunActions:
             result = await self._control_plane.cancel(run_id, caller, reason="bulk cancel (runs.cancel)")
         except NotFoundError:
             return _not_found(run_id)
+        except RunBusyError as exc:
+            return RunActionResult(shared_run_id=run_id, outcome=ActionOutcome.BUSY, detail=exc.message)
         except ConflictError as exc:
             return RunActionResult(
                 shared_run_id=run_id, outcome=ActionOutcome.ALREADY_FINISHED, detail=exc.message

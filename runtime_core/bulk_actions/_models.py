@@ -79,6 +79,7 @@ class ActionOutcome(StrEnum):
     ALREADY_RETRIED = "already_retried"
     CANCELLED = "cancelled"
     ALREADY_FINISHED = "already_finished"
+    BUSY = "busy"  # still being dispatched after the wait: nothing changed, repeat the call
     NOT_FAILED = "not_failed"
     NOT_FINISHED = "not_finished"
     NOT_RETRYABLE = "not_retryable"

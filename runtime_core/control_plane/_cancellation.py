@@ -5,16 +5,20 @@ queue (no LocalRunId or ExecutionId is ever created); a dispatched run is cancel
 its owning instance's provider (which bridges to execution control when it is running), or
 through execution control directly when that instance is out of this process's reach (the
 in-process instance of another control plane); a bare execution through the execution
-canceller. Every lookup is tenant-checked first.
+canceller. Every lookup is tenant-checked first. A shared run being dispatched right now is
+waited for (its claim settles in moments) rather than refused.
 Must not dispatch or execute.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from runtime_core.control_plane._parts import ControlPlaneParts
 from runtime_core.control_plane._run_access import LocatedRun, RunLocator
 from runtime_core.control_plane._views import CancelResult
-from runtime_core.errors import ConflictError
+from runtime_core.errors import ConflictError, RunBusyError
 from runtime_core.identity import ExecutionContextSnapshot, restored_snapshot
 from runtime_core.instances import InstanceEntry, LocalRunStatus, LocalRunView, RunIndexRecord
 from runtime_core.observability import end_unexecuted_run_span
@@ -26,6 +30,8 @@ _CANCELLABLE_SHARED = (
     SharedRunStatus.QUEUED_GLOBALLY,
     SharedRunStatus.SCALE_OUT_REQUESTED,
 )
+DISPATCH_SETTLE_WAIT_S = 5.0
+_SETTLE_POLL_S = (0.005, 0.2)  # first and longest pause between looks at a claimed shared run
 
 
 class RunCanceller:
@@ -45,7 +51,7 @@ class RunCanceller:
         reason = reason or f"cancelled by {caller.user_id}"
         with restored_snapshot(located.snapshot):
             if located.shared is not None and located.shared.status in _CANCELLABLE_SHARED:
-                result = await self._cancel_shared(any_id, located, reason, caller)
+                result = await self._cancel_shared_when_settled(any_id, located, reason, caller)
                 if result is not None:
                     return result
                 located = await self.locator.locate(any_id, caller)
@@ -67,6 +73,22 @@ class RunCanceller:
         status = located.shared.status.value if located.shared else "unknown"
         raise ConflictError(f"Run '{any_id}' is {status}; there is nothing left to cancel.")
 
+    async def _cancel_shared_when_settled(
+        self, any_id: str, located: LocatedRun, reason: str, caller: ExecutionContextSnapshot
+    ) -> CancelResult | None:
+        """`_cancel_shared`, waiting out a dispatch in flight: the claim ends dispatched (then
+        None: the local run is cancelled instead) or back in the queue (cancelled there)."""
+        deadline = time.monotonic() + DISPATCH_SETTLE_WAIT_S
+        pause, longest = _SETTLE_POLL_S
+        while True:
+            try:
+                return await self._cancel_shared(any_id, located, reason, caller)
+            except RunBusyError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, longest)
+
     async def _cancel_shared(
         self, any_id: str, located: LocatedRun, reason: str, caller: ExecutionContextSnapshot
     ) -> CancelResult | None:
@@ -75,7 +97,7 @@ class RunCanceller:
             located.shared.shared_run_id, reason=reason, requested_by=caller.user_id
         )
         if transition.outcome is QueueOutcome.BUSY:
-            raise ConflictError(
+            raise RunBusyError(
                 f"Shared run '{located.shared.shared_run_id}' is being dispatched right now.",
                 hint="Retry the cancellation in a moment.",
             )
