@@ -14,7 +14,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from benchmarks._harness import RoundTripCounter, Row, counting_hot_state, percentile, script_calls
 from runtime_core.dag import DagEngine, DagStore, EngineEvent, EngineSettings
@@ -28,9 +28,13 @@ T = TypeVar("T")
 SNAPSHOT = ExecutionContextSnapshot(user_id="bench", tenant_id="bench")
 
 
-def fan_out(width: int) -> PipelineDefinition:
-    steps = [{"name": "start", "stepKey": "test.noop"}]
-    steps += [{"name": f"b{i:05d}", "stepKey": "test.noop", "dependsOn": ["start"]} for i in range(width)]
+def fan_out(width: int, branch_config: dict[str, Any] | None = None) -> PipelineDefinition:
+    """start -> `width` branches -> join, every step `test.noop` (the branches with `branch_config`)."""
+    steps: list[dict[str, Any]] = [{"name": "start", "stepKey": "test.noop"}]
+    branch: dict[str, Any] = {"stepKey": "test.noop", "dependsOn": ["start"]}
+    if branch_config:
+        branch["config"] = branch_config
+    steps += [{"name": f"b{i:05d}", **branch} for i in range(width)]
     steps.append({"name": "join", "stepKey": "test.noop", "dependsOn": [f"b{i:05d}" for i in range(width)]})
     return parse_pipeline({"name": f"fan-{width}", "steps": steps})
 

@@ -14,11 +14,17 @@ and without assistance (and how it splits between the processes) still does; and
 the control plane (this process) and of the Redis server (run alone), which share the same
 2 cores: one process's run already keeps more than one core busy.
 
-`python -m benchmarks.execution_assistance [--width 9000]` runs it alone on a private
-redis-server and prints the ratio first, with the machine's load average (the figure is only
-worth comparing on a quiet machine), then the same fan-out split by hand between bare engine
-processes (`process_scaling`): what two processes can gain on this machine at best, since the
-Redis server shares its cores.
+Two kinds of steps: bare `test.noop` steps (all CPU: the instance's and the Redis server's)
+and steps waiting `--wait-ms` like a call to a peer (a model, a database) does. Assistance
+adds workers; a no-op run is bounded by the machine's cores instead: with per-step CPU c in
+an instance process, r in Redis and x of assistance's own, two processes on 2 cores reach at
+most 2c / (c + x + r), since one process had Redis on the other core for free.
+
+`python -m benchmarks.execution_assistance [--width 9000] [--wait-ms 2]` runs it alone on a
+private redis-server and prints the ratios first, with the machine's load average (the
+figures are only worth comparing on a quiet machine), then the no-op fan-out split by hand
+between bare engine processes (`process_scaling`): what two processes can gain on this
+machine at best for steps that cost only CPU, since the Redis server shares its cores.
 """
 
 from __future__ import annotations
@@ -71,7 +77,9 @@ async def _completed(plane: ControlPlane, shared_run_id: str) -> str:
         await asyncio.sleep(0.02)  # polling the index of a run executed by other processes
 
 
-async def scenario(redis_url: str, width: int, processes: int, redis_pid: int | None = None) -> Row:
+async def scenario(
+    redis_url: str, width: int, processes: int, redis_pid: int | None = None, wait_ms: float = 0
+) -> Row:
     with tempfile.TemporaryDirectory(prefix="mcprt-bench-assist-") as tmp:
         settings = RuntimeSettings(
             redis_url=redis_url,
@@ -97,7 +105,7 @@ async def scenario(redis_url: str, width: int, processes: int, redis_pid: int | 
                 )
                 for _ in range(processes)
             ]
-            pipeline = fan_out(width)
+            pipeline = fan_out(width, {"waitMs": wait_ms} if wait_ms else None)
             cpu_before = [_cpu_s(hosted.pid) for hosted in hosts]
             others_before = (time.process_time(), _cpu_s(redis_pid) if redis_pid else 0.0)
             started = time.perf_counter()
@@ -111,7 +119,8 @@ async def scenario(redis_url: str, width: int, processes: int, redis_pid: int | 
             assistants = assistant_records(meta.attributes) if meta is not None else []
     steps = len(pipeline.steps)
     plural = "es" if processes > 1 else ""
-    label = f"1x{steps} steps, {processes} gRPC runtime-instance process{plural} x {WORKERS} workers"
+    kind = f"steps waiting {wait_ms:g} ms" if wait_ms else "no-op steps"
+    label = f"1x{steps} {kind}, {processes} gRPC runtime-instance process{plural} x {WORKERS} workers"
     extra = {"cpu_ms": round(1000 * sum(cpu)), "busiest_process_cpu_ms": round(1000 * max(cpu))}
     if processes > 1:
         extra["assistant_steps"] = sum(a.steps_completed for a in assistants)
@@ -123,9 +132,9 @@ async def scenario(redis_url: str, width: int, processes: int, redis_pid: int | 
     return Row("assisted fan-out", label, steps, seconds, steps / seconds, 0, 0, 0, 0, extra=extra)
 
 
-async def run(redis_url: str, *, width: int, redis_pid: int | None = None) -> list[Row]:
-    one = await scenario(redis_url, width, 1, redis_pid)
-    two = await scenario(redis_url, width, 2, redis_pid)
+async def run(redis_url: str, *, width: int, redis_pid: int | None = None, wait_ms: float = 0) -> list[Row]:
+    one = await scenario(redis_url, width, 1, redis_pid, wait_ms)
+    two = await scenario(redis_url, width, 2, redis_pid, wait_ms)
     two.ratio, two.baseline = two.steps_per_s / one.steps_per_s, "1 process"
     return [one, two]
 
@@ -134,25 +143,34 @@ def _load() -> str:
     return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-async def _alone(width: int) -> None:
+async def _alone(width: int, wait_ms: float) -> None:
     with private_redis() as server:
         before = _load()
-        rows = await run(server.url, width=width, redis_pid=server.pid)
+        waiting = await run(server.url, width=width, redis_pid=server.pid, wait_ms=wait_ms)
+        bare = await run(server.url, width=width, redis_pid=server.pid)
         by_hand = await fan_out_rows(server.url, width)
-    ratio, hand = rows[1].ratio or 0.0, by_hand[1].ratio or 0.0
-    print(f"assisted by a second process / one process: {ratio:.2f}x ({before} before, {_load()} after)")
+    waiting_ratio, ratio, hand = waiting[1].ratio or 0.0, bare[1].ratio or 0.0, by_hand[1].ratio or 0.0
     print(
-        f"bare engine processes splitting the same fan-out by hand, 2 / 1: {hand:.2f}x "
+        f"assisted by a second process / one process, steps waiting {wait_ms:g} ms on a peer: "
+        f"{waiting_ratio:.2f}x ({before} before, {_load()} after)"
+    )
+    print(f"the same, no-op steps (CPU only, Redis sharing the cores): {ratio:.2f}x")
+    print(
+        f"bare engine processes splitting the no-op fan-out by hand, 2 / 1: {hand:.2f}x "
         f"(assistance reaches {ratio / hand:.0%} of it)"
     )
     print(f"machine: {machine_note()}")
-    print_table([*rows, *by_hand])
+    print_table([*waiting, *bare, *by_hand])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.execution_assistance")
     parser.add_argument("--width", type=int, default=9_000)
-    asyncio.run(_alone(parser.parse_args().width))
+    parser.add_argument(
+        "--wait-ms", type=float, default=2.0, help="how long each step of the waiting run waits"
+    )
+    arguments = parser.parse_args()
+    asyncio.run(_alone(arguments.width, arguments.wait_ms))
 
 
 if __name__ == "__main__":

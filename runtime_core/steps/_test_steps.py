@@ -1,5 +1,6 @@
-"""Test step executors: `test.noop` (cheap, for benchmarks and fan-out), `test.flaky` (retries)
-and `test.wait_for_file` (a crash threshold an outside actor releases by creating a file).
+"""Test step executors: `test.noop` (cheap, for benchmarks and fan-out; `waitMs` makes it wait
+like a call to a peer), `test.flaky` (retries) and `test.wait_for_file` (a crash threshold an
+outside actor releases by creating a file).
 
 Owns only these deterministic behaviours: each result depends on the invocation alone, never
 on timing. Must not touch any external resource beyond checking that one file exists.
@@ -18,12 +19,23 @@ from runtime_core.steps._executor import StepFailure, StepInvocation
 from runtime_core.steps._results import step_result
 
 
+class NoopConfig(StepConfig):
+    wait_ms: float = Field(default=0, ge=0, le=60_000)
+
+
 class NoopExecutor:
+    """Returns the step name; with `waitMs`, after waiting that long without using the CPU (a
+    step whose time goes to a peer's answer, as a model or database call's does)."""
+
     step_key = "test.noop"
-    config_model = StepConfig
-    description = "Return the step name (tests and benchmarks)."
+    config_model = NoopConfig
+    description = "Return the step name, after waitMs milliseconds when set (tests and benchmarks)."
 
     async def execute(self, invocation: StepInvocation) -> dict[str, Any]:
+        if invocation.config:  # the bare step parses nothing: it is the benchmarks' cheapest step
+            config = parse_config(NoopConfig, invocation)
+            if config.wait_ms:
+                await asyncio.sleep(config.wait_ms / 1000)  # the peer's response time it stands for
         return {"data": {"step": invocation.step_name}}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -348,6 +349,20 @@ async def test_prompt_with_unregistered_provider_fails_permanent(registry: Execu
 
 async def test_noop_returns_its_step_name(registry: ExecutorRegistry) -> None:
     assert await run(registry, invocation("test.noop", "fan-7")) == {"data": {"step": "fan-7"}}
+
+
+async def test_noop_with_wait_ms_answers_the_same_after_waiting_at_least_that_long(
+    registry: ExecutorRegistry,
+) -> None:
+    started = time.monotonic()
+    result = await run(registry, invocation("test.noop", "peer-call", config={"waitMs": 30}))
+    assert result == {"data": {"step": "peer-call"}}
+    assert time.monotonic() - started >= 0.03
+
+
+async def test_noop_with_a_negative_wait_fails_permanent_naming_the_field(registry: ExecutorRegistry) -> None:
+    failure = await fail(registry, invocation("test.noop", "n", config={"waitMs": -1}))
+    assert failure.code == "permanent" and "waitMs" in str(failure)
 
 
 async def test_flaky_fails_transient_until_fail_times_then_succeeds(registry: ExecutorRegistry) -> None:
