@@ -39,7 +39,7 @@ from mcp_runtime.dashboard import DashboardSettings, dashboard_app
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
 from runtime_core.errors import ConfigurationError
 from runtime_core.health import HealthService
-from runtime_core.hosting import UvicornEndpoint
+from runtime_core.hosting import UvicornEndpoint, settle_started_heap
 from runtime_core.observability import configure_tracing, metrics_app, shutdown_tracing
 from runtime_core.pipeline import PipelineCatalog
 from runtime_core.plugins import StepPluginSettings
@@ -138,6 +138,9 @@ async def serve(options: ServeOptions) -> None:
                 registry = backend.metrics.registry if backend.metrics else None
                 audit = AccessAudit(registry, services.durable_store.append_ledger)
                 guard_parts = _GuardParts(authorizer, audit)
+                # Like a runtime-instance process: the started heap leaves the collector's reach,
+                # so a huge submit or a wide in-process run pays collections of its own objects only.
+                settle_started_heap()
                 async with _metrics_port(options, backend, _metrics_gate(config, audit)):
                     if shutdown.received is None and options.transport == "stdio":
                         await _serve_stdio(options, config, backend, guard_parts, shutdown)

@@ -6,8 +6,9 @@ options and argument parser (shared with `mcp-runtime runtime-instance`), discov
 control plane before self-registration, its `/metrics` endpoint and tracing setup, and clean
 unregistration on SIGTERM / SIGINT. Also
 owns the HTTP serving pieces the MCP server reuses: `UvicornEndpoint` (bind first, then
-serve) and the /livez /readyz /healthz routes over a `runtime_core.health.HealthService`
-(gRPC processes answer the standard `grpc.health.v1.Health` service instead).
+serve), the /livez /readyz /healthz routes over a `runtime_core.health.HealthService`
+(gRPC processes answer the standard `grpc.health.v1.Health` service instead) and the settled
+heap of a started process (`settle_started_heap`).
 Starting such processes for scale-out is the host manager's job
 (`runtime_core.instances.RuntimeHostManager`). Must not dispatch, admit or recover runs.
 """
@@ -15,6 +16,7 @@ Starting such processes for scale-out is the host manager's job
 from runtime_core.hosting._commands import RuntimeCommands
 from runtime_core.hosting._grpc_endpoint import LIVENESS_SERVICE, GrpcCommandEndpoint, HealthCheckServicer
 from runtime_core.hosting._health_routes import HEALTH_ALIAS_PATH, LIVE_PATH, READY_PATH, health_endpoints
+from runtime_core.hosting._heap import settle_started_heap
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
 from runtime_core.hosting._options import (
     CONTROL_PLANE_ID_KEY,
@@ -42,6 +44,7 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     "main",
     "RuntimeInstanceHost",
     "PROCESS_SERVICE_NAME",
+    "settle_started_heap",
     # Options
     "RuntimeInstanceProcessOptions",
     "build_arg_parser",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -29,6 +28,7 @@ from runtime_core.errors import RuntimeCoreError
 from runtime_core.events import RunEventSubscriber
 from runtime_core.hosting._commands import RuntimeCommands
 from runtime_core.hosting._grpc_endpoint import GrpcCommandEndpoint
+from runtime_core.hosting._heap import settle_started_heap
 from runtime_core.hosting._http_endpoint import HttpCommandEndpoint, build_http_app
 from runtime_core.hosting._options import RuntimeInstanceProcessOptions, parse_options
 from runtime_core.hosting._uvicorn import EndpointBindError, UvicornEndpoint
@@ -54,21 +54,6 @@ _PARENT_CHECK_INTERVAL_S = 1.0
 # The default OpenTelemetry `service.name` of this process (OTEL_SERVICE_NAME overrides it).
 PROCESS_SERVICE_NAME = "mcp-runtime-instance"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-# Container allocations between two young collections (CPython's default: 700). A wide run
-# allocates a few objects per step, and every young collection that promotes survivors brings
-# the next full one closer: at 700, a 9,000-step run on one process paid ~0.3 s of collections.
-YOUNG_COLLECTION_THRESHOLD = 10_000
-
-
-def settle_started_heap() -> None:
-    """Once started: the objects alive now (modules, pydantic schemas, the wired services:
-    ~166,000 of them) move out of the collector's reach (`gc.freeze`; refcounting still frees
-    them), and young collections run less often. A full collection then walks only what runs
-    allocated (~25 ms instead of ~70 ms), and a 9,000-step fan-out pays a few of them instead
-    of five or more (its owner's CPU: ~0.3 s less, a third of it in the terminal snapshot)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
 
 
 class RuntimeInstanceHost:
