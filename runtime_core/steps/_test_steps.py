@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from runtime_core.steps._config import StepConfig, parse_config
 from runtime_core.steps._executor import StepFailure, StepInvocation
@@ -20,6 +20,11 @@ from runtime_core.steps._results import step_result
 
 
 class NoopConfig(StepConfig):
+    """Any other key is accepted, as it always was: tests give no-op steps the configs of the
+    step types they stand in for."""
+
+    model_config = ConfigDict(extra="allow")
+
     wait_ms: float = Field(default=0, ge=0, le=60_000)
 
 

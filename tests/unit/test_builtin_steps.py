@@ -19,9 +19,11 @@ from runtime_core.policy import RetryEngine
 from runtime_core.steps import (
     EMBEDDED_RELATIONAL_KEYS,
     ExecutorRegistry,
+    StepConfigError,
     StepFailure,
     StepInvocation,
     StepParked,
+    check_step_config,
     default_executor_registry,
 )
 from tests.loopback import closed_port, serving
@@ -363,6 +365,12 @@ async def test_noop_with_wait_ms_answers_the_same_after_waiting_at_least_that_lo
 async def test_noop_with_a_negative_wait_fails_permanent_naming_the_field(registry: ExecutorRegistry) -> None:
     failure = await fail(registry, invocation("test.noop", "n", config={"waitMs": -1}))
     assert failure.code == "permanent" and "waitMs" in str(failure)
+
+
+def test_noop_configs_check_wait_ms_and_take_any_other_key(registry: ExecutorRegistry) -> None:
+    check_step_config(registry, "test.noop", {"provider": "openai", "waitMs": 5}, "Step 'n' (test.noop)")
+    with pytest.raises(StepConfigError, match="waitMs"):
+        check_step_config(registry, "test.noop", {"waitMs": -1}, "Step 'n' (test.noop)")
 
 
 async def test_flaky_fails_transient_until_fail_times_then_succeeds(registry: ExecutorRegistry) -> None:
