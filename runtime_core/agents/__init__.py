@@ -7,11 +7,13 @@ replaced by its definition at submit), the journal of its sub-steps
 in the execution's hot state (Lua transitions fenced by the step's claim: recovery resumes
 an agent from its last checkpoint on the same ExecutionId without repeating a completed
 model or tool call), its limits (turns, tokens, cost, wall time), approvals of tool calls by
-a human (the step parks for input), and its spans (OpenTelemetry GenAI conventions). Must
-not coordinate steps (the DAG engine does) nor speak a provider's wire format.
+a human (the step parks for input), its spans (OpenTelemetry GenAI conventions), and
+cancelling its child runs with its own run. Must not coordinate steps (the DAG engine does)
+nor speak a provider's wire format.
 """
 
 from runtime_core.agents._catalog_tools import PipelineLookup, inline_catalog_pipelines
+from runtime_core.agents._child_cancel import ChildCanceller, HotStateChildCanceller, PlaneChildCanceller
 from runtime_core.agents._children import QueuedChildRuns
 from runtime_core.agents._config import AgentConfig, AgentLimits, AgentTool, Pricing
 from runtime_core.agents._executor import AGENT_STEP_KEY, AiAgentExecutor
@@ -36,6 +38,9 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not alphabetically
     # Child pipelines as tools
     "ChildRuns",
     "QueuedChildRuns",
+    "ChildCanceller",
+    "PlaneChildCanceller",
+    "HotStateChildCanceller",
     "ToolOutcome",
     "inline_catalog_pipelines",
     "PipelineLookup",

@@ -12,7 +12,11 @@ woken by its terminal run event (the process's run-event subscription, re-readin
 every gap and at a slow safety interval, since pub/sub may drop an event), and reading its
 result: its sink step's data, from the hot state or, once archived, from its durable run
 record. A child that fails, is cancelled, rejected or refused at submit is a permanent tool
-failure the model reads; a rate-limited submit waits its turn. Must not run the child itself.
+failure the model reads; a rate-limited submit waits its turn. When the agent's own run is
+cancelled meanwhile (its `run.cancel_requested` event, or its control status read at a
+safety interval), the child is cancelled too (`ChildCanceller`; asked again shortly while its
+dispatch settles) and the wait goes on until it ended: the agent then stops, and its run's
+cancel completes without leaving the child running. Must not run the child itself.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from runtime_core.agents._child_cancel import ChildCanceller
 from runtime_core.agents._config import AgentTool
+from runtime_core.agents._journal import CANCELLED_CONTROL_STATUSES
 from runtime_core.dag import DagEngine
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
-from runtime_core.events import RunEvent, RunEventSubscriber
+from runtime_core.events import RunEvent, RunEventSubscriber, RunEventType
 from runtime_core.flow import RateLimitedError
 from runtime_core.instances import LocalRunStatus, RunExecutionIndex
 from runtime_core.pipeline import PipelineDefinition
@@ -45,6 +51,8 @@ from runtime_core.storage import DurableStore
 CHILD_KEY_WINDOW_MS = 7 * 24 * 3_600_000
 SAFETY_READ_S = 5.0
 """How long a wait for a child's end trusts its run event before reading the run again."""
+CANCEL_AGAIN_S = 0.2
+"""How soon a child's cancellation is asked again when it could not be settled yet."""
 _ENDED_BEFORE_RUNNING = frozenset(
     {SharedRunStatus.REJECTED, SharedRunStatus.CANCELLED, SharedRunStatus.FAILED}
 )
@@ -89,6 +97,8 @@ class QueuedChildRuns:
         self.events = events
         self.runs = SharedRunStore(hot_state)
         self.index = RunExecutionIndex(hot_state)
+        # How this process cancels a child whose parent was cancelled (None: it is left to run).
+        self.canceller: ChildCanceller | None = None
 
     async def run_child(
         self, parent: StepInvocation, tool: AgentTool, arguments: dict[str, Any], call_key: str
@@ -106,7 +116,7 @@ class QueuedChildRuns:
                 child_shared_run_id=shared_run_id,
                 deduplicated=deduplicated,
             )
-        ended = await self._ended(shared_run_id, parent.snapshot.tenant_id)
+        ended = await self._ended(parent, shared_run_id)
         if not ended.completed:
             raise StepFailure(
                 f"child run {shared_run_id} ended {ended.status}"
@@ -154,26 +164,51 @@ class QueuedChildRuns:
                     f"tool {tool.name!r}: its child run was refused: {refused.message}", code="permanent"
                 ) from None
 
-    async def _ended(self, shared_run_id: str, tenant_id: str) -> _End:
-        """Once the child ended: read when its terminal run event rings, when the subscription
-        (re)starts, and every SAFETY_READ_S."""
+    async def _ended(self, parent: StepInvocation, shared_run_id: str) -> _End:
+        """Once the child ended: read when its terminal run event rings, when the parent's
+        cancel is requested, when the subscription (re)starts, and every SAFETY_READ_S; the
+        child is cancelled once the parent run is."""
+        assert parent.snapshot is not None
         rung = asyncio.Event()
 
         def ring(event: RunEvent) -> None:
             if event.terminal and event.shared_run_id == shared_run_id:
                 rung.set()
+            elif event.type is RunEventType.CANCEL_REQUESTED and event.execution_id == parent.execution_id:
+                rung.set()
 
         unsubscribe = self.events.listen(ring, gap=rung.set)
+        cancel_asked = False
         try:
             while True:
                 rung.clear()
-                ended = await self._end_of(shared_run_id, tenant_id)
+                ended = await self._end_of(shared_run_id, parent.snapshot.tenant_id)
                 if ended is not None:
                     return ended
+                wait_s = SAFETY_READ_S
+                if not cancel_asked and await self._parent_cancelled(parent):
+                    cancel_asked = await self._cancel_child(parent, shared_run_id)
+                    wait_s = SAFETY_READ_S if cancel_asked else CANCEL_AGAIN_S
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(rung.wait(), SAFETY_READ_S)
+                    await asyncio.wait_for(rung.wait(), wait_s)
         finally:
             unsubscribe()
+
+    async def _parent_cancelled(self, parent: StepInvocation) -> bool:
+        if self.canceller is None:
+            return False
+        status = await self.engine.store.control_status(parent.execution_id)
+        return status in CANCELLED_CONTROL_STATUSES
+
+    async def _cancel_child(self, parent: StepInvocation, shared_run_id: str) -> bool:
+        """Ask for the child's cancellation; True once asked (recorded on the parent's step)."""
+        assert self.canceller is not None and parent.snapshot is not None
+        reason = f"its parent run was cancelled (execution {parent.execution_id}, step {parent.step_name})"
+        if not await self.canceller.cancel_child(shared_run_id, parent.snapshot, reason):
+            return False
+        if parent.claim is not None:
+            await parent.claim.emit("agent.child_run_cancelled", child_shared_run_id=shared_run_id)
+        return True
 
     async def _end_of(self, shared_run_id: str, tenant_id: str) -> _End | None:
         """The child's end, or None while it is queued or running (or being queued again)."""

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 
-from runtime_core.agents import AiAgentExecutor, QueuedChildRuns
+from runtime_core.agents import AiAgentExecutor, HotStateChildCanceller, PlaneChildCanceller, QueuedChildRuns
 from runtime_core.audit import AuditServices, build_audit_services
 from runtime_core.bootstrap._settings import RuntimeSettings
 from runtime_core.continuity import HotStateContinuity, QueuedRunCopies
@@ -144,9 +144,9 @@ class EngineServices:
             self.engine.rate_limiter = StepRateLimiter(self.hot_state, provider_settings.provider_rate_limits)
         await self._attach_audit()
         self._attach_events()
-        self._register_agents()
         self.control = ExecutionControlService(self.hot_state)
         attach_execution_control(self.engine, self.control)
+        self._register_agents()
         self.restorer = HotStateContinuity(
             SharedRunStore(self.hot_state), self.audit.replay, self.audit.forensics
         )
@@ -156,6 +156,10 @@ class EngineServices:
         this process's submit path (queue-first; a control plane replaces it with its own)."""
         self.child_runs = QueuedChildRuns(
             self._queue_first_submitter(), self.engine, self.durable_store, self.run_events
+        )
+        # A cancelled agent's child is cancelled through Redis here (a control plane does better).
+        self.child_runs.canceller = HotStateChildCanceller(
+            self.child_runs.submitter, self.child_runs.index, self.control
         )
         self.executors.register(
             AiAgentExecutor(
@@ -293,6 +297,7 @@ class RuntimeServices(EngineServices):
         )
         self._opened.push_async_callback(self.control_plane.stop)
         self.child_runs.submitter = self.control_plane.parts.controller  # its pump wakes at once
+        self.child_runs.canceller = PlaneChildCanceller(self.control_plane.cancel)  # every state of a run
         self.export_capacity_of(self.control_plane.parts.pool)
         self.metrics.add_gauges(self.control_plane.gauges(self.settings.observability))
         await self.control_plane.start()

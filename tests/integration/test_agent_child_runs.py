@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from runtime_core.agents import _children, inline_catalog_pipelines, read_sub_steps
+from runtime_core.agents import HotStateChildCanceller, _children, inline_catalog_pipelines, read_sub_steps
 from runtime_core.bootstrap import RuntimeServices, RuntimeSettings
-from runtime_core.control_plane import RunStatusView
+from runtime_core.control_plane import RunStatusView, run_final_status, run_is_done
 from runtime_core.errors import InvalidPipelineError
 from runtime_core.hot_state import EmbeddedRedis
 from runtime_core.identity import ExecutionContextSnapshot
@@ -196,3 +197,122 @@ async def test_a_tool_naming_a_catalog_pipeline_runs_its_definition_and_an_unres
     assert view.execution_id is not None
     [_, call, _] = await read_sub_steps(runtime.dag_store, view.execution_id, "agent")
     assert json.loads(call.output["text"])["prompt"] == "from the catalog"
+
+
+# Cancelling the agent's run cancels its child (the parent-close policy: cancel)
+
+
+def held_child(gate: Path, **flow: Any) -> dict[str, Any]:
+    """A child pipeline whose one step runs until `gate` exists (keyed by its note with `flow`)."""
+    step = {"name": "hold", "stepKey": "test.wait_for_file", "config": {"path": str(gate)}}
+    return {"name": "held-child", "config": {"flow": flow}, "steps": [step]}
+
+
+async def until_done(runtime: RuntimeServices, shared_run_id: str) -> RunStatusView:
+    async def done() -> bool:
+        return run_is_done(await runtime.control_plane.run_status(shared_run_id, TENANT))
+
+    await wait_until(done, timeout=60, interval=0.05)
+    return await runtime.control_plane.run_status(shared_run_id, TENANT)
+
+
+async def started_child(runtime: RuntimeServices, parent: SubmitResult) -> tuple[str, str]:
+    """The parent's ExecutionId and its child's SharedRunId, once the agent started the child."""
+    found: list[tuple[str, str]] = []
+
+    async def started() -> bool:
+        view = await runtime.control_plane.run_status(parent.shared_run_id, TENANT)
+        if view.execution_id is None:
+            return False
+        events = await ledger(runtime, execution_id=view.execution_id)
+        found[:] = [
+            (view.execution_id, e.attributes["child_shared_run_id"])
+            for e in events
+            if e.event == "agent.child_run_started"
+        ]
+        return bool(found)
+
+    await wait_until(started, timeout=60, interval=0.05)
+    return found[0]
+
+
+async def test_cancelling_an_agents_run_cancels_its_running_child_and_the_agent_asks_the_model_no_more(
+    services: tuple[RuntimeServices, LoopbackLlm], tmp_path: Path
+) -> None:
+    runtime, llm = services
+    gate = tmp_path / "gate"
+    llm.script = [summarize("a long job"), {"text": "never asked"}]
+    plane = runtime.control_plane
+    parent = await submit_agent(runtime, held_child(gate))
+    execution_id, child_id = await started_child(runtime, parent)
+
+    async def child_running() -> bool:
+        return (await plane.run_status(child_id, TENANT)).execution_status == "Running"
+
+    await wait_until(child_running, timeout=30, interval=0.05)
+    asked = len(llm.requests)
+    await plane.cancel(parent.shared_run_id, TENANT)
+
+    async def child_cancelling() -> bool:
+        return (await plane.run_status(child_id, TENANT)).control_status == "Cancelling"
+
+    await wait_until(child_cancelling, timeout=30, interval=0.05)  # woken by the parent's cancel event
+    assert not run_is_done(await plane.run_status(parent.shared_run_id, TENANT))
+    gate.touch()  # the child's claimed step finishes; nothing new starts in either run
+    assert run_final_status(await until_done(runtime, child_id)) == "Cancelled"
+    assert run_final_status(await until_done(runtime, parent.shared_run_id)) == "Cancelled"
+    assert len(llm.requests) == asked  # no model turn after the cancel
+    [cancelled] = [
+        e for e in await ledger(runtime, execution_id=execution_id) if e.event == "agent.child_run_cancelled"
+    ]
+    assert cancelled.attributes["child_shared_run_id"] == child_id
+
+
+async def test_cancelling_an_agents_run_cancels_its_child_still_queued_without_waiting_for_anything(
+    services: tuple[RuntimeServices, LoopbackLlm], tmp_path: Path
+) -> None:
+    runtime, llm = services
+    gate = tmp_path / "gate"
+    keyed = held_child(gate, concurrency={"key": "input.note", "limit": 1})
+    plane = runtime.control_plane
+    blocker = await plane.submit(parse_pipeline(keyed), {"note": "busy"}, SubmitMode.QUEUE_FIRST, TENANT)
+    llm.script = [summarize("busy"), {"text": "never asked"}]  # its child waits for the blocker's key
+    parent = await submit_agent(runtime, keyed)
+    try:
+        _, child_id = await started_child(runtime, parent)
+        await plane.cancel(parent.shared_run_id, TENANT)
+        child = await until_done(runtime, child_id)
+        assert child.shared_status == "Cancelled" and child.execution_id is None  # it never started
+        assert run_final_status(await until_done(runtime, parent.shared_run_id)) == "Cancelled"
+        assert not run_is_done(await plane.run_status(blocker.shared_run_id, TENANT))
+    finally:
+        gate.touch()
+    assert run_final_status(await until_done(runtime, blocker.shared_run_id)) == "Completed"
+
+
+async def test_a_process_without_a_control_plane_cancels_a_child_in_the_queue_or_through_its_execution(
+    services: tuple[RuntimeServices, LoopbackLlm], tmp_path: Path
+) -> None:
+    runtime, _ = services
+    gate = tmp_path / "gate"
+    keyed = parse_pipeline(held_child(gate, concurrency={"key": "input.note", "limit": 1}))
+    plane = runtime.control_plane
+    canceller = HotStateChildCanceller(plane.parts.controller, plane.parts.index, runtime.control)
+    running = await plane.submit(keyed, {"note": "hot"}, SubmitMode.QUEUE_FIRST, TENANT)
+    queued = await plane.submit(keyed, {"note": "hot"}, SubmitMode.QUEUE_FIRST, TENANT)
+    try:
+
+        async def started() -> bool:
+            return (await plane.run_status(running.shared_run_id, TENANT)).execution_status == "Running"
+
+        await wait_until(started, timeout=30, interval=0.05)
+        assert await canceller.cancel_child(queued.shared_run_id, TENANT, "parent cancelled") is True
+        assert (await plane.run_status(queued.shared_run_id, TENANT)).shared_status == "Cancelled"
+        events = [e.event for e in await ledger(runtime, shared_run_id=queued.shared_run_id)]
+        assert "shared_run.cancelled" in events
+        assert await canceller.cancel_child(running.shared_run_id, TENANT, "parent cancelled") is True
+        assert (await plane.run_status(running.shared_run_id, TENANT)).control_status == "Cancelling"
+    finally:
+        gate.touch()
+    assert run_final_status(await until_done(runtime, running.shared_run_id)) == "Cancelled"
+    assert await canceller.cancel_child(running.shared_run_id, TENANT, "again") is True  # nothing left
