@@ -29,7 +29,6 @@ from typing import Any
 
 from runtime_core.agents._child_cancel import ChildCanceller
 from runtime_core.agents._config import AgentTool
-from runtime_core.agents._journal import CANCELLED_CONTROL_STATUSES
 from runtime_core.dag import DagEngine
 from runtime_core.errors import RuntimeCoreError, StoreUnavailableError
 from runtime_core.events import RunEvent, RunEventSubscriber, RunEventType
@@ -197,8 +196,7 @@ class QueuedChildRuns:
     async def _parent_cancelled(self, parent: StepInvocation) -> bool:
         if self.canceller is None:
             return False
-        status = await self.engine.store.control_status(parent.execution_id)
-        return status in CANCELLED_CONTROL_STATUSES
+        return await self.engine.store.is_cancelled(parent.execution_id)
 
     async def _cancel_child(self, parent: StepInvocation, shared_run_id: str) -> bool:
         """Ask for the child's cancellation; True once asked (recorded on the parent's step)."""

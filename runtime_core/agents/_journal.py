@@ -110,21 +110,18 @@ class CheckpointLost(RuntimeCoreError):
     """The step's claim was lost (recovered, reassigned): this attempt must stop."""
 
 
-CANCELLED_CONTROL_STATUSES = frozenset({"Cancelling", "Cancelled"})
-"""An execution's control status once it was cancelled (see runtime_core.control)."""
-
-
 class AgentJournal:
     def __init__(self, store: DagStore, execution_id: str, step_name: str, token: str) -> None:
+        self._store = store
+        self.execution_id = execution_id
         self._scripts = store.hot_state.scripts
-        self._redis = store.hot_state.redis
         self._keys = store.keys(execution_id)
         self.step_name = step_name
         self.token = token
 
     async def run_cancelled(self) -> bool:
         """Whether the agent's execution was cancelled (its claimed steps drain, nothing new starts)."""
-        return await self._redis.hget(self._keys.control, "status") in CANCELLED_CONTROL_STATUSES
+        return await self._store.is_cancelled(self.execution_id)
 
     async def begin(
         self, seq: int, state: SubStepState, fields: dict[str, Any]

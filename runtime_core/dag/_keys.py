@@ -22,6 +22,8 @@ from runtime_core.hot_state import HotState
 # Control statuses under which no new step may be claimed.
 BLOCKING_CONTROL_STATUSES = ("Pausing", "Paused", "WaitingForInput", "Cancelling", "Cancelled")
 BLOCKING_CONTROL_ARG = ",".join(BLOCKING_CONTROL_STATUSES)
+# Control statuses of an execution that was cancelled (its claimed steps drain, nothing new starts).
+CANCELLED_CONTROL_STATUSES = frozenset({"Cancelling", "Cancelled"})
 
 
 @dataclass(frozen=True)

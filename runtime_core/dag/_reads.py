@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime_core.dag._keys import ExecutionKeys
+from runtime_core.dag._keys import CANCELLED_CONTROL_STATUSES, ExecutionKeys
 from runtime_core.dag._records import (
     ExecutionMeta,
     ExecutionView,
@@ -38,6 +38,10 @@ class ExecutionReads:
 
     async def control_status(self, execution_id: str) -> str | None:
         return await self.hot_state.redis.hget(self.keys(execution_id).control, "status")
+
+    async def is_cancelled(self, execution_id: str) -> bool:
+        """Whether the execution was cancelled (Cancelling or Cancelled)."""
+        return await self.control_status(execution_id) in CANCELLED_CONTROL_STATUSES
 
     async def control_statuses(self, execution_ids: list[str]) -> dict[str, str | None]:
         """The control status of each execution, in one pipelined round trip (run listings)."""
